@@ -1,0 +1,248 @@
+//! Elementwise kernels: every variant of [`UnaryOp`] and [`BinaryOp`] becomes one
+//! monomorphised loop, with fast paths for the runs the compiler vectorises
+//! (both operands unit-stride, or one of them a repeated scalar).
+
+use crate::walk::Walk;
+use crate::{BinaryOp, Element, Layout, UnaryOp};
+
+/// `f(x)` over the view `l` of `a`, written contiguously.
+pub(crate) fn map<T: Element, U>(a: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
+    let mut out = Vec::with_capacity(l.numel());
+    let walk = Walk::new(l.shape(), [l.strides()]);
+    walk.for_each_run([l.offset()], |[o], len, [s]| {
+        if s == 1 {
+            out.extend(a[o..o + len].iter().map(|&x| f(x)));
+        } else {
+            out.extend((0..len).map(|j| f(a[o + j * s])));
+        }
+    });
+    out
+}
+
+/// `f(a, b)` over two views of one shape, written contiguously.
+pub(crate) fn zip<T: Element>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    f: impl Fn(T, T) -> T,
+) -> Vec<T> {
+    let mut out = Vec::with_capacity(la.numel());
+    let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);
+    walk.for_each_run(
+        [la.offset(), lb.offset()],
+        |[oa, ob], len, [sa, sb]| match (sa, sb) {
+            (1, 1) => out.extend(
+                a[oa..oa + len]
+                    .iter()
+                    .zip(&b[ob..ob + len])
+                    .map(|(&x, &y)| f(x, y)),
+            ),
+            (1, 0) => {
+                let y = b[ob];
+                out.extend(a[oa..oa + len].iter().map(|&x| f(x, y)));
+            }
+            (0, 1) => {
+                let x = a[oa];
+                out.extend(b[ob..ob + len].iter().map(|&y| f(x, y)));
+            }
+            _ => out.extend((0..len).map(|j| f(a[oa + j * sa], b[ob + j * sb]))),
+        },
+    );
+    out
+}
+
+/// `a[i] = f(a[i], b[i])` where `la` is contiguous.
+fn zip_assign<T: Element>(a: &mut [T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> T) {
+    let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);
+    walk.for_each_run(
+        [la.offset(), lb.offset()],
+        |[oa, ob], len, [sa, sb]| match (sa, sb) {
+            (1, 1) => a[oa..oa + len]
+                .iter_mut()
+                .zip(&b[ob..ob + len])
+                .for_each(|(x, &y)| *x = f(*x, y)),
+            (1, 0) => {
+                let y = b[ob];
+                a[oa..oa + len].iter_mut().for_each(|x| *x = f(*x, y));
+            }
+            _ => (0..len).for_each(|j| {
+                let x = &mut a[oa + j * sa];
+                *x = f(*x, b[ob + j * sb]);
+            }),
+        },
+    );
+}
+
+#[inline(always)]
+fn sigmoid<T: Element>(x: T) -> T {
+    if x >= T::ZERO {
+        T::ONE / (T::ONE + (-x).exp())
+    } else {
+        let e = x.exp();
+        e / (T::ONE + e)
+    }
+}
+
+const GELU_C: f64 = 0.797_884_560_802_865_4; // sqrt(2 / pi)
+const GELU_A: f64 = 0.044_715;
+
+#[inline(always)]
+fn gelu<T: Element>(x: T) -> T {
+    let (c, a, half) = (T::from_f64(GELU_C), T::from_f64(GELU_A), T::from_f64(0.5));
+    half * x * (T::ONE + (c * (x + a * x * x * x)).tanh())
+}
+
+#[inline(always)]
+fn gelu_grad<T: Element>(x: T) -> T {
+    let (c, a, half) = (T::from_f64(GELU_C), T::from_f64(GELU_A), T::from_f64(0.5));
+    let t = (c * (x + a * x * x * x)).tanh();
+    let three = T::from_f64(3.0);
+    half * (T::ONE + t) + half * x * (T::ONE - t * t) * c * (T::ONE + three * a * x * x)
+}
+
+#[inline(always)]
+fn sign<T: Element>(x: T) -> T {
+    if x > T::ZERO {
+        T::ONE
+    } else if x < T::ZERO {
+        -T::ONE
+    } else {
+        x // 0, -0 and NaN stay as they are
+    }
+}
+
+#[inline(always)]
+fn mask<T: Element>(c: bool) -> T {
+    if c { T::ONE } else { T::ZERO }
+}
+
+pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Vec<T> {
+    match op {
+        UnaryOp::Neg => map(a, l, |x| -x),
+        UnaryOp::Exp => map(a, l, T::exp),
+        UnaryOp::Log => map(a, l, T::ln),
+        UnaryOp::Sqrt => map(a, l, T::sqrt),
+        UnaryOp::Abs => map(a, l, T::abs),
+        UnaryOp::Tanh => map(a, l, T::tanh),
+        UnaryOp::Sigmoid => map(a, l, sigmoid),
+        UnaryOp::Relu => map(a, l, |x| {
+            if x > T::ZERO || x.is_nan() {
+                x
+            } else {
+                T::ZERO
+            }
+        }),
+        UnaryOp::Sin => map(a, l, T::sin),
+        UnaryOp::Cos => map(a, l, T::cos),
+        UnaryOp::Square => map(a, l, |x| x * x),
+        UnaryOp::Recip => map(a, l, |x| T::ONE / x),
+        UnaryOp::Sign => map(a, l, sign),
+        UnaryOp::Step => map(a, l, |x| mask(x > T::ZERO)),
+        UnaryOp::Gelu => map(a, l, gelu),
+        UnaryOp::GeluGrad => map(a, l, gelu_grad),
+        UnaryOp::AddScalar(s) => {
+            let s = T::from_f64(s);
+            map(a, l, |x| x + s)
+        }
+        UnaryOp::MulScalar(s) => {
+            let s = T::from_f64(s);
+            map(a, l, |x| x * s)
+        }
+        UnaryOp::PowScalar(p) => {
+            if p == 2.0 {
+                map(a, l, |x| x * x)
+            } else if p == 1.0 {
+                map(a, l, |x| x)
+            } else {
+                let p = T::from_f64(p);
+                map(a, l, |x| x.powf(p))
+            }
+        }
+        UnaryOp::Fill(v) => vec![T::from_f64(v); l.numel()],
+        UnaryOp::Copy => map(a, l, |x| x),
+    }
+}
+
+#[inline(always)]
+fn maximum<T: Element>(a: T, b: T) -> T {
+    if a.is_nan() || a > b { a } else { b }
+}
+
+#[inline(always)]
+fn minimum<T: Element>(a: T, b: T) -> T {
+    if a.is_nan() || a < b { a } else { b }
+}
+
+macro_rules! dispatch_binary {
+    ($op:expr, $kernel:ident, $($args:expr),*) => {
+        match $op {
+            BinaryOp::Add => $kernel($($args),*, |x, y| x + y),
+            BinaryOp::Sub => $kernel($($args),*, |x, y| x - y),
+            BinaryOp::Mul => $kernel($($args),*, |x, y| x * y),
+            BinaryOp::Div => $kernel($($args),*, |x, y| x / y),
+            BinaryOp::Pow => $kernel($($args),*, |x: T, y| x.powf(y)),
+            BinaryOp::Maximum => $kernel($($args),*, maximum),
+            BinaryOp::Minimum => $kernel($($args),*, minimum),
+            BinaryOp::Eq => $kernel($($args),*, |x, y| mask(x == y)),
+            BinaryOp::Gt => $kernel($($args),*, |x, y| mask(x > y)),
+            BinaryOp::Ge => $kernel($($args),*, |x, y| mask(x >= y)),
+            BinaryOp::Lt => $kernel($($args),*, |x, y| mask(x < y)),
+            BinaryOp::Le => $kernel($($args),*, |x, y| mask(x <= y)),
+        }
+    };
+}
+
+pub(crate) fn binary<T: Element>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    op: BinaryOp,
+) -> Vec<T> {
+    dispatch_binary!(op, zip, a, la, b, lb)
+}
+
+pub(crate) fn binary_assign<T: Element>(
+    a: &mut [T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    op: BinaryOp,
+) {
+    dispatch_binary!(op, zip_assign, a, la, b, lb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Shape;
+
+    #[test]
+    fn unary_ops_match_std() {
+        let l = Layout::contiguous(Shape::from([3]));
+        let x = [-1.0f64, 0.5, 2.0];
+        let sig = unary(&x, &l, UnaryOp::Sigmoid);
+        for (s, v) in sig.iter().zip(x) {
+            assert!((s - 1.0 / (1.0 + (-v).exp())).abs() < 1e-15);
+        }
+        assert_eq!(unary(&x, &l, UnaryOp::Relu), vec![0.0, 0.5, 2.0]);
+        assert_eq!(
+            unary(&x, &l, UnaryOp::PowScalar(3.0)),
+            vec![-1.0, 0.125, 8.0]
+        );
+        // The derivative of gelu matches a central difference.
+        let h = 1e-6;
+        for v in x {
+            let fd = (gelu(v + h) - gelu(v - h)) / (2.0 * h);
+            assert!((fd - gelu_grad(v)).abs() < 1e-8);
+        }
+    }
+
+    #[test]
+    fn nan_propagates_through_maximum() {
+        assert!(maximum(f32::NAN, 1.0).is_nan());
+        assert!(maximum(1.0, f32::NAN).is_nan());
+        assert!(minimum(f64::NAN, 1.0).is_nan());
+    }
+}

@@ -1,0 +1,57 @@
+//! Batched matrix products through the `gemm` crate, which reads any row and
+//! column strides: transposed and broadcast operands are never copied first.
+
+use crate::walk::Walk;
+use crate::{Element, Layout};
+
+pub(crate) fn matmul<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
+    let r = la.rank();
+    let (m, k, n) = (la.shape()[r - 2], la.shape()[r - 1], lb.shape()[r - 1]);
+    let batch_shape = &la.shape()[..r - 2];
+    let batch: usize = batch_shape.iter().product();
+    let mut out = vec![T::ZERO; batch * m * n];
+    if m == 0 || n == 0 || k == 0 {
+        return out;
+    }
+    let (a_rs, a_cs) = (la.strides()[r - 2] as isize, la.strides()[r - 1] as isize);
+    let (b_rs, b_cs) = (lb.strides()[r - 2] as isize, lb.strides()[r - 1] as isize);
+    let walk = Walk::new(
+        batch_shape,
+        [&la.strides()[..r - 2], &lb.strides()[..r - 2]],
+    );
+    let mut dst = 0;
+    walk.for_each_run([la.offset(), lb.offset()], |[ao, bo], len, [sa, sb]| {
+        for j in 0..len {
+            let (ao, bo) = (ao + j * sa, bo + j * sb);
+            // SAFETY: the caller checked that both views fit their buffers
+            // (`check_fits`), so every element gemm reads at these strides is in
+            // bounds; `out` holds batch * m * n elements and `dst` steps through it
+            // one m x n block at a time with row stride n. gemm supports f32/f64.
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    out.as_mut_ptr().add(dst),
+                    1,
+                    n as isize,
+                    false,
+                    a.as_ptr().add(ao),
+                    a_cs,
+                    a_rs,
+                    b.as_ptr().add(bo),
+                    b_cs,
+                    b_rs,
+                    T::ZERO,
+                    T::ONE,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::None,
+                );
+            }
+            dst += m * n;
+        }
+    });
+    out
+}

@@ -1,0 +1,312 @@
+//! The CPU backend: strided loops over `Vec<f32>` / `Vec<f64>`, `gemm` for matmul.
+
+mod elementwise;
+mod matmul;
+mod reduce;
+
+use crate::walk::Walk;
+use crate::{
+    BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
+};
+
+/// A CPU buffer of one element type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CpuStorage {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Conversion between a typed `Vec` and [`CpuStorage`].
+pub trait CpuElement: Element {
+    fn wrap(v: Vec<Self>) -> CpuStorage;
+    fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut Vec<Self>>;
+}
+
+impl CpuElement for f32 {
+    fn wrap(v: Vec<Self>) -> CpuStorage {
+        CpuStorage::F32(v)
+    }
+    fn slice(s: &CpuStorage) -> Option<&[Self]> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut Vec<Self>> {
+        match s {
+            CpuStorage::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl CpuElement for f64 {
+    fn wrap(v: Vec<Self>) -> CpuStorage {
+        CpuStorage::F64(v)
+    }
+    fn slice(s: &CpuStorage) -> Option<&[Self]> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut Vec<Self>> {
+        match s {
+            CpuStorage::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+impl CpuStorage {
+    /// The buffer as a typed slice, if it holds `T`.
+    pub fn as_slice<T: CpuElement>(&self) -> Option<&[T]> {
+        T::slice(self)
+    }
+
+    /// The elements of the view `l`, in logical order, converted to `T`.
+    pub fn to_vec<T: CpuElement>(&self, l: &Layout) -> Vec<T> {
+        match self {
+            CpuStorage::F32(v) => elementwise::map(v, l, |x| T::from_f64(x as f64)),
+            CpuStorage::F64(v) => elementwise::map(v, l, T::from_f64),
+        }
+    }
+}
+
+fn mismatch(a: &CpuStorage, b: &CpuStorage) -> KernelError {
+    KernelError::DTypeMismatch {
+        lhs: a.dtype(),
+        rhs: b.dtype(),
+    }
+}
+
+fn check_fits(len: usize, l: &Layout) -> Result<()> {
+    if l.required_len() > len {
+        return Err(KernelError::Layout(format!(
+            "view {:?} (strides {:?}, offset {}) reaches past a buffer of {len} elements",
+            l.shape(),
+            l.strides(),
+            l.offset()
+        )));
+    }
+    Ok(())
+}
+
+impl BackendStorage for CpuStorage {
+    fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            CpuStorage::F32(v) => v.len(),
+            CpuStorage::F64(v) => v.len(),
+        }
+    }
+
+    fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Self> {
+        check_fits(self.len(), l)?;
+        Ok(match self {
+            CpuStorage::F32(v) => CpuStorage::F32(elementwise::unary(v, l, op)),
+            CpuStorage::F64(v) => CpuStorage::F64(elementwise::unary(v, l, op)),
+        })
+    }
+
+    fn binary(&self, l: &Layout, rhs: &Self, rl: &Layout, op: BinaryOp) -> Result<Self> {
+        check_fits(self.len(), l)?;
+        check_fits(rhs.len(), rl)?;
+        Ok(match (self, rhs) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                CpuStorage::F32(elementwise::binary(a, l, b, rl, op))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                CpuStorage::F64(elementwise::binary(a, l, b, rl, op))
+            }
+            _ => return Err(mismatch(self, rhs)),
+        })
+    }
+
+    fn binary_assign(&mut self, l: &Layout, rhs: &Self, rl: &Layout, op: BinaryOp) -> Result<()> {
+        check_fits(self.len(), l)?;
+        check_fits(rhs.len(), rl)?;
+        if !l.is_contiguous() {
+            return Err(KernelError::Layout(
+                "binary_assign needs a contiguous destination".into(),
+            ));
+        }
+        match (&mut *self, rhs) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => elementwise::binary_assign(a, l, b, rl, op),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => elementwise::binary_assign(a, l, b, rl, op),
+            _ => return Err(mismatch(self, rhs)),
+        }
+        Ok(())
+    }
+
+    fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Self> {
+        check_fits(self.len(), l)?;
+        Ok(match self {
+            CpuStorage::F32(v) => CpuStorage::F32(reduce::reduce(v, l, op, axes)),
+            CpuStorage::F64(v) => CpuStorage::F64(reduce::reduce(v, l, op, axes)),
+        })
+    }
+
+    fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self> {
+        check_fits(self.len(), l)?;
+        check_fits(rhs.len(), rl)?;
+        Ok(match (self, rhs) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                CpuStorage::F32(matmul::matmul(a, l, b, rl))
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                CpuStorage::F64(matmul::matmul(a, l, b, rl))
+            }
+            _ => return Err(mismatch(self, rhs)),
+        })
+    }
+
+    fn copy_into(&self, l: &Layout, dst: &mut Self, dl: &Layout, accumulate: bool) -> Result<()> {
+        check_fits(self.len(), l)?;
+        check_fits(dst.len(), dl)?;
+        if l.shape() != dl.shape() {
+            return Err(KernelError::Layout(format!(
+                "copy between views of shapes {:?} and {:?}",
+                l.shape(),
+                dl.shape()
+            )));
+        }
+        match (self, &mut *dst) {
+            (CpuStorage::F32(s), CpuStorage::F32(d)) => copy_into(s, l, d, dl, accumulate),
+            (CpuStorage::F64(s), CpuStorage::F64(d)) => copy_into(s, l, d, dl, accumulate),
+            (s, d) => return Err(mismatch(s, d)),
+        }
+        Ok(())
+    }
+
+    fn cast(&self, l: &Layout, dtype: DType) -> Result<Self> {
+        check_fits(self.len(), l)?;
+        Ok(match dtype {
+            DType::F32 => CpuStorage::F32(self.to_vec(l)),
+            DType::F64 => CpuStorage::F64(self.to_vec(l)),
+        })
+    }
+
+    fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Self> {
+        Ok(CpuStorage::filled(len, dtype, value))
+    }
+}
+
+impl CpuStorage {
+    /// A buffer of `len` elements, all `value`.
+    pub fn filled(len: usize, dtype: DType, value: f64) -> Self {
+        match dtype {
+            DType::F32 => CpuStorage::F32(vec![value as f32; len]),
+            DType::F64 => CpuStorage::F64(vec![value; len]),
+        }
+    }
+}
+
+fn copy_into<T: Element>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout, accumulate: bool) {
+    let walk = Walk::new(sl.shape(), [sl.strides(), dl.strides()]);
+    walk.for_each_run([sl.offset(), dl.offset()], |[so, d0], len, [ss, ds]| {
+        if ss == 1 && ds == 1 {
+            let (s, d) = (&src[so..so + len], &mut dst[d0..d0 + len]);
+            if accumulate {
+                d.iter_mut().zip(s).for_each(|(d, &s)| *d += s);
+            } else {
+                d.copy_from_slice(s);
+            }
+        } else {
+            for j in 0..len {
+                let v = src[so + j * ss];
+                let d = &mut dst[d0 + j * ds];
+                if accumulate {
+                    *d += v;
+                } else {
+                    *d = v;
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Shape;
+
+    fn cpu(v: &[f32]) -> CpuStorage {
+        CpuStorage::F32(v.to_vec())
+    }
+
+    #[test]
+    fn broadcast_add_matches_the_seed() {
+        // A 2x3 + B 1x3 = [[11,22,33],[14,25,36]]
+        let a = cpu(&[1., 2., 3., 4., 5., 6.]);
+        let b = cpu(&[10., 20., 30.]);
+        let out = Shape::from([2, 3]);
+        let la = Layout::contiguous(out.clone());
+        let lb = Layout::contiguous(Shape::from([1, 3]))
+            .broadcast_to(&out)
+            .unwrap();
+        let c = a.binary(&la, &b, &lb, BinaryOp::Add).unwrap();
+        assert_eq!(c, cpu(&[11., 22., 33., 14., 25., 36.]));
+    }
+
+    #[test]
+    fn reduce_to_broadcast_source() {
+        // [4,3,5] of ones summed over axes 0 and 2 -> each entry 20.
+        let x = CpuStorage::filled(60, DType::F32, 1.0);
+        let l = Layout::contiguous(Shape::from([4, 3, 5]));
+        let s = x.reduce(&l, ReduceOp::Sum, &[0, 2]).unwrap();
+        assert_eq!(s, cpu(&[20., 20., 20.]));
+    }
+
+    #[test]
+    fn max_and_min_reduce_rows_and_columns() {
+        let x = cpu(&[1., 5., 3., 4., 2., 6.]);
+        let l = Layout::contiguous(Shape::from([2, 3]));
+        assert_eq!(x.reduce(&l, ReduceOp::Max, &[1]).unwrap(), cpu(&[5., 6.]));
+        assert_eq!(
+            x.reduce(&l, ReduceOp::Min, &[0]).unwrap(),
+            cpu(&[1., 2., 3.])
+        );
+        assert_eq!(
+            x.reduce(&l.transpose(0, 1), ReduceOp::Sum, &[1]).unwrap(),
+            cpu(&[5., 7., 9.])
+        );
+    }
+
+    #[test]
+    fn matmul_handles_transposed_operands() {
+        let a = cpu(&[1., 2., 3., 4., 5., 6.]); // [2,3]
+        let b = cpu(&[1., 0., 0., 1., 1., 1.]); // [3,2]
+        let la = Layout::contiguous(Shape::from([2, 3]));
+        let lb = Layout::contiguous(Shape::from([3, 2]));
+        assert_eq!(a.matmul(&la, &b, &lb).unwrap(), cpu(&[4., 5., 10., 11.]));
+        // (a^T)^T @ b through a transposed view of a stored as [3,2].
+        let at = cpu(&[1., 4., 2., 5., 3., 6.]);
+        let lat = Layout::contiguous(Shape::from([3, 2])).transpose(0, 1);
+        assert_eq!(at.matmul(&lat, &b, &lb).unwrap(), cpu(&[4., 5., 10., 11.]));
+    }
+
+    #[test]
+    fn copy_into_accumulates_duplicates() {
+        let src = cpu(&[1., 2., 3.]);
+        let mut dst = cpu(&[0.]);
+        let sl = Layout::contiguous(Shape::from([3]));
+        let dl = Layout::new(Shape::from([3]), &[0], 0);
+        src.copy_into(&sl, &mut dst, &dl, true).unwrap();
+        assert_eq!(dst, cpu(&[6.]));
+    }
+
+    #[test]
+    fn oversized_views_are_errors_not_panics() {
+        let x = cpu(&[1., 2.]);
+        let l = Layout::contiguous(Shape::from([3]));
+        assert!(x.unary(&l, UnaryOp::Exp).is_err());
+    }
+}

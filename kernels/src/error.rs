@@ -1,0 +1,20 @@
+/// What a kernel can fail with. Shapes are validated by the caller before a kernel
+/// runs, so on the CPU these are rare; device backends report driver errors here.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum KernelError {
+    /// The operands of one kernel call have different element types.
+    #[error("dtype mismatch: {lhs:?} and {rhs:?}")]
+    DTypeMismatch {
+        lhs: crate::DType,
+        rhs: crate::DType,
+    },
+    /// The kernel was handed layouts that do not fit together or the buffer.
+    #[error("invalid layout: {0}")]
+    Layout(String),
+    /// A device runtime (driver, compiler, BLAS) reported an error.
+    #[error("{0}")]
+    Device(String),
+}
+
+/// Result of a kernel call.
+pub type Result<T> = std::result::Result<T, KernelError>;

@@ -1,0 +1,191 @@
+use crate::Shape;
+use smallvec::SmallVec;
+
+/// How a tensor's elements sit in its storage: element `[i0, i1, ..]` lives at
+/// `offset + i0 * strides[0] + i1 * strides[1] + ..`. A stride of 0 repeats an
+/// element (broadcasting) without copying it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    shape: Shape,
+    strides: SmallVec<[usize; 4]>,
+    offset: usize,
+}
+
+impl Layout {
+    /// A row-major layout over a fresh buffer.
+    pub fn contiguous(shape: Shape) -> Self {
+        let strides = shape.contiguous_strides();
+        Layout {
+            shape,
+            strides,
+            offset: 0,
+        }
+    }
+
+    /// A layout with explicit strides and offset.
+    pub fn new(shape: Shape, strides: &[usize], offset: usize) -> Self {
+        debug_assert_eq!(shape.rank(), strides.len());
+        Layout {
+            shape,
+            strides: SmallVec::from_slice(strides),
+            offset,
+        }
+    }
+
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape.numel()
+    }
+
+    /// True when the elements are stored row-major without gaps (from `offset`).
+    pub fn is_contiguous(&self) -> bool {
+        let mut expected = 1;
+        for (&d, &s) in self.shape.iter().zip(self.strides.iter()).rev() {
+            if d != 1 && s != expected {
+                return false;
+            }
+            expected *= d;
+        }
+        true
+    }
+
+    /// One past the largest storage index this layout can touch (0 when empty).
+    pub fn required_len(&self) -> usize {
+        if self.numel() == 0 {
+            return 0;
+        }
+        self.offset
+            + self
+                .shape
+                .iter()
+                .zip(self.strides.iter())
+                .map(|(&d, &s)| (d - 1) * s)
+                .sum::<usize>()
+            + 1
+    }
+
+    /// The same elements seen with the shape `target` under NumPy broadcasting:
+    /// new leading axes and axes of size 1 get stride 0. `None` if incompatible.
+    pub fn broadcast_to(&self, target: &Shape) -> Option<Layout> {
+        if target.rank() < self.rank() {
+            return None;
+        }
+        let lead = target.rank() - self.rank();
+        let mut strides: SmallVec<[usize; 4]> = SmallVec::from_elem(0, target.rank());
+        for i in 0..self.rank() {
+            let (d, t) = (self.shape[i], target[lead + i]);
+            strides[lead + i] = if d == t {
+                self.strides[i]
+            } else if d == 1 {
+                0
+            } else {
+                return None;
+            };
+        }
+        Some(Layout {
+            shape: target.clone(),
+            strides,
+            offset: self.offset,
+        })
+    }
+
+    /// Swaps two axes (no copy).
+    pub fn transpose(&self, a: usize, b: usize) -> Layout {
+        let mut out = self.clone();
+        out.shape.dims_mut().swap(a, b);
+        out.strides.swap(a, b);
+        out
+    }
+
+    /// Reorders the axes: axis `i` of the result is axis `perm[i]` of `self` (no copy).
+    pub fn permute(&self, perm: &[usize]) -> Layout {
+        Layout {
+            shape: perm.iter().map(|&p| self.shape[p]).collect(),
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        }
+    }
+
+    /// Keeps `len` entries of axis `dim` starting at `start` (no copy).
+    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Layout {
+        let mut out = self.clone();
+        out.shape.dims_mut()[dim] = len;
+        if len > 0 {
+            out.offset += start * self.strides[dim];
+        }
+        out
+    }
+
+    /// Inserts an axis of size 1 at `dim` (no copy).
+    pub fn unsqueeze(&self, dim: usize) -> Layout {
+        let mut out = self.clone();
+        let stride = if dim < self.rank() {
+            self.strides[dim] * self.shape[dim]
+        } else {
+            1
+        };
+        out.shape.insert(dim, 1);
+        out.strides.insert(dim, stride);
+        out
+    }
+
+    /// Removes axis `dim`, which must have size 1 (no copy).
+    pub fn squeeze(&self, dim: usize) -> Layout {
+        let mut out = self.clone();
+        out.shape.remove(dim);
+        out.strides.remove(dim);
+        out
+    }
+
+    /// The same storage seen with another shape of the same element count, when
+    /// that is possible without a copy (the layout is contiguous).
+    pub fn reshape(&self, shape: Shape) -> Option<Layout> {
+        if shape.numel() != self.numel() || !self.is_contiguous() {
+            return None;
+        }
+        let mut out = Layout::contiguous(shape);
+        out.offset = self.offset;
+        Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broadcast_gives_zero_strides() {
+        let l = Layout::contiguous(Shape::from([3, 1]));
+        let b = l.broadcast_to(&Shape::from([4, 3, 5])).unwrap();
+        assert_eq!(b.strides(), &[0, 1, 0]);
+        assert!(l.broadcast_to(&Shape::from([4, 2, 5])).is_none());
+    }
+
+    #[test]
+    fn transposed_is_not_contiguous() {
+        let l = Layout::contiguous(Shape::from([2, 3]));
+        assert!(l.is_contiguous());
+        assert!(!l.transpose(0, 1).is_contiguous());
+        assert_eq!(l.transpose(0, 1).required_len(), 6);
+        assert!(
+            Layout::contiguous(Shape::from([1, 3]))
+                .transpose(0, 1)
+                .is_contiguous()
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! Compute kernels behind one backend interface.
+//!
+//! This crate knows nothing about autograd: it moves numbers. A tensor here is a
+//! storage (a flat buffer on some device) plus a [`Layout`] (shape, strides and
+//! offset), and every kernel takes its operands' layouts so that views
+//! (transposes, broadcasts, slices) never need a copy before they are read.
+//!
+//! [`BackendStorage`] is the interface each device implements; [`cpu::CpuStorage`]
+//! is the CPU backend (strided loops with contiguous fast paths that the compiler
+//! vectorises, and the `gemm` crate for matrix products).
+
+mod backend;
+pub mod cpu;
+mod dtype;
+mod error;
+mod layout;
+mod op;
+mod shape;
+mod walk;
+
+pub use backend::BackendStorage;
+pub use dtype::{DType, Element};
+pub use error::{KernelError, Result};
+pub use layout::Layout;
+pub use op::{BinaryOp, ReduceOp, UnaryOp};
+pub use shape::{Shape, broadcast_shapes};

@@ -1,0 +1,138 @@
+//! The primitive computations a backend implements. Every differentiable op of the
+//! library is built from these; parameters (a scalar, an exponent) travel in the
+//! variant so that a backend compiles one kernel per variant, not per call site.
+
+/// Elementwise functions of one operand.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum UnaryOp {
+    Neg,
+    Exp,
+    Log,
+    Sqrt,
+    Abs,
+    Tanh,
+    Sigmoid,
+    Relu,
+    Sin,
+    Cos,
+    Square,
+    Recip,
+    /// -1, 0 or 1 (NaN stays NaN).
+    Sign,
+    /// 1 where x > 0, else 0: the derivative of relu.
+    Step,
+    /// Gaussian error linear unit, tanh approximation.
+    Gelu,
+    /// Derivative of [`UnaryOp::Gelu`].
+    GeluGrad,
+    AddScalar(f64),
+    MulScalar(f64),
+    /// x^p for a constant p.
+    PowScalar(f64),
+    /// Every element set to the constant (shape and dtype kept).
+    Fill(f64),
+    /// Identity: a strided read written out contiguously.
+    Copy,
+}
+
+/// Elementwise functions of two operands of the same (broadcast) shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// a^b
+    Pow,
+    Maximum,
+    Minimum,
+    /// 1.0 where a == b, else 0.0 (comparisons produce masks of the operands' dtype).
+    Eq,
+    /// 1.0 where a > b.
+    Gt,
+    /// 1.0 where a >= b.
+    Ge,
+    /// 1.0 where a < b.
+    Lt,
+    /// 1.0 where a <= b.
+    Le,
+}
+
+/// Reductions over a set of axes (the result keeps the reduced axes with size 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl UnaryOp {
+    /// Short name, used for kernel names and messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "neg",
+            UnaryOp::Exp => "exp",
+            UnaryOp::Log => "log",
+            UnaryOp::Sqrt => "sqrt",
+            UnaryOp::Abs => "abs",
+            UnaryOp::Tanh => "tanh",
+            UnaryOp::Sigmoid => "sigmoid",
+            UnaryOp::Relu => "relu",
+            UnaryOp::Sin => "sin",
+            UnaryOp::Cos => "cos",
+            UnaryOp::Square => "square",
+            UnaryOp::Recip => "recip",
+            UnaryOp::Sign => "sign",
+            UnaryOp::Step => "step",
+            UnaryOp::Gelu => "gelu",
+            UnaryOp::GeluGrad => "gelu_grad",
+            UnaryOp::AddScalar(_) => "add_scalar",
+            UnaryOp::MulScalar(_) => "mul_scalar",
+            UnaryOp::PowScalar(_) => "pow_scalar",
+            UnaryOp::Fill(_) => "fill",
+            UnaryOp::Copy => "copy",
+        }
+    }
+
+    /// The scalar parameter of the variant (0 for those without one).
+    pub fn scalar(&self) -> f64 {
+        match *self {
+            UnaryOp::AddScalar(s)
+            | UnaryOp::MulScalar(s)
+            | UnaryOp::PowScalar(s)
+            | UnaryOp::Fill(s) => s,
+            _ => 0.0,
+        }
+    }
+}
+
+impl BinaryOp {
+    /// Short name, used for kernel names and messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            BinaryOp::Add => "add",
+            BinaryOp::Sub => "sub",
+            BinaryOp::Mul => "mul",
+            BinaryOp::Div => "div",
+            BinaryOp::Pow => "pow",
+            BinaryOp::Maximum => "maximum",
+            BinaryOp::Minimum => "minimum",
+            BinaryOp::Eq => "eq",
+            BinaryOp::Gt => "gt",
+            BinaryOp::Ge => "ge",
+            BinaryOp::Lt => "lt",
+            BinaryOp::Le => "le",
+        }
+    }
+}
+
+impl ReduceOp {
+    /// Short name, used for kernel names and messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
+}

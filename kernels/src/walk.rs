@@ -1,0 +1,132 @@
+//! Strided traversal shared by the CPU kernels.
+//!
+//! Every elementwise kernel, reduction and copy walks a logical shape in row-major
+//! order over K operands, each with its own strides. Adjacent axes that are laid out
+//! back to back in every operand are merged first, so a contiguous tensor (or a
+//! contiguous tensor plus a broadcast row) is walked as a few long runs whose inner
+//! loops the compiler vectorises.
+
+use smallvec::SmallVec;
+
+/// Axes of one traversal after merging: shape plus one stride list per operand.
+pub(crate) struct Walk<const K: usize> {
+    pub shape: SmallVec<[usize; 4]>,
+    pub strides: [SmallVec<[usize; 4]>; K],
+}
+
+impl<const K: usize> Walk<K> {
+    /// Drops axes of size 1 and merges axes that are contiguous in all operands.
+    pub fn new(shape: &[usize], strides: [&[usize]; K]) -> Self {
+        let mut out_shape: SmallVec<[usize; 4]> = SmallVec::new();
+        let mut out_strides: [SmallVec<[usize; 4]>; K] = std::array::from_fn(|_| SmallVec::new());
+        for (axis, &d) in shape.iter().enumerate() {
+            if d == 1 {
+                continue;
+            }
+            let mergeable = match out_shape.last() {
+                Some(_) => (0..K).all(|k| {
+                    let prev = *out_strides[k].last().unwrap();
+                    prev == strides[k][axis] * d
+                }),
+                None => false,
+            };
+            if mergeable {
+                *out_shape.last_mut().unwrap() *= d;
+                for k in 0..K {
+                    *out_strides[k].last_mut().unwrap() = strides[k][axis];
+                }
+            } else {
+                out_shape.push(d);
+                for k in 0..K {
+                    out_strides[k].push(strides[k][axis]);
+                }
+            }
+        }
+        Walk {
+            shape: out_shape,
+            strides: out_strides,
+        }
+    }
+
+    /// Calls `f(offsets, len, inner_strides)` for every run along the innermost
+    /// merged axis, in row-major order. A scalar or all-size-1 shape is one run of
+    /// length 1; an empty shape (some axis 0) has no runs.
+    pub fn for_each_run(
+        &self,
+        offsets: [usize; K],
+        mut f: impl FnMut([usize; K], usize, [usize; K]),
+    ) {
+        let rank = self.shape.len();
+        if rank == 0 {
+            f(offsets, 1, [0; K]);
+            return;
+        }
+        if self.shape.contains(&0) {
+            return;
+        }
+        let inner = self.shape[rank - 1];
+        let inner_strides: [usize; K] = std::array::from_fn(|k| self.strides[k][rank - 1]);
+        let outer_rank = rank - 1;
+        let mut index: SmallVec<[usize; 4]> = SmallVec::from_elem(0, outer_rank);
+        let mut pos = offsets;
+        loop {
+            f(pos, inner, inner_strides);
+            // Advance the outer multi-index with carry.
+            let mut axis = outer_rank;
+            loop {
+                if axis == 0 {
+                    return;
+                }
+                axis -= 1;
+                index[axis] += 1;
+                for (p, s) in pos.iter_mut().zip(&self.strides) {
+                    *p += s[axis];
+                }
+                if index[axis] < self.shape[axis] {
+                    break;
+                }
+                for (p, s) in pos.iter_mut().zip(&self.strides) {
+                    *p -= s[axis] * self.shape[axis];
+                }
+                index[axis] = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguous_operands_merge_into_one_run() {
+        let w = Walk::new(&[2, 3, 4], [&[12, 4, 1], &[12, 4, 1]]);
+        assert_eq!(w.shape.as_slice(), &[24]);
+    }
+
+    #[test]
+    fn broadcast_row_keeps_two_axes() {
+        let w = Walk::new(&[2048, 1024], [&[1024, 1], &[0, 1]]);
+        assert_eq!(w.shape.as_slice(), &[2048, 1024]);
+        let mut runs = 0;
+        w.for_each_run([0, 0], |[a, b], len, [sa, sb]| {
+            assert_eq!((len, sa, sb, b), (1024, 1, 1, 0));
+            assert_eq!(a, runs * 1024);
+            runs += 1;
+        });
+        assert_eq!(runs, 2048);
+    }
+
+    #[test]
+    fn transposed_walk_visits_in_logical_order() {
+        // [2,3] stored column-major: logical (i,j) at j*2 + i.
+        let w = Walk::new(&[2, 3], [&[1, 2]]);
+        let mut seen = vec![];
+        w.for_each_run([0], |[o], len, [s]| {
+            for j in 0..len {
+                seen.push(o + j * s);
+            }
+        });
+        assert_eq!(seen, vec![0, 2, 4, 1, 3, 5]);
+    }
+}
