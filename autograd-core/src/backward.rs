@@ -1,0 +1,381 @@
+//! The backward engine.
+//!
+//! From the tensor `backward` is called on, it visits exactly the recorded ancestors
+//! of that tensor, each after all of its consumers: nodes wait in a max-heap keyed by
+//! their creation number, and every consumer of a node was created after it. A node
+//! enters the heap when its first gradient contribution arrives and accumulates the
+//! rest in place until it is popped, so each node runs its backward once with the
+//! sum of all contributions. Gradients are reduced to each input's shape here, once,
+//! for every op (broadcasting is undone centrally), and an op's saved tensors are
+//! released as soon as its backward has run.
+
+use crate::graph::{Edge, GradSlot, Node};
+use crate::op::BackwardContext;
+use crate::tensor::Autograd;
+use crate::{Error, Result, Tensor, compute, grad_mode};
+use smallvec::SmallVec;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering as AtomicOrdering;
+
+/// How a backward pass runs.
+#[derive(Clone, Default)]
+pub struct BackwardOptions {
+    /// Keep the saved tensors so the graph can be differentiated again.
+    pub retain_graph: bool,
+    /// Record the backward pass itself, so gradients can be differentiated again
+    /// (higher-order gradients). Implies `retain_graph`.
+    pub create_graph: bool,
+    /// Gradient of the final result with respect to the tensor backward starts from;
+    /// required when that tensor has more than one element (defaults to 1 for a scalar).
+    pub seed: Option<Tensor>,
+}
+
+impl BackwardOptions {
+    pub fn retain_graph(mut self, retain: bool) -> Self {
+        self.retain_graph = retain;
+        self
+    }
+
+    pub fn create_graph(mut self, create: bool) -> Self {
+        self.create_graph = create;
+        self
+    }
+
+    pub fn seed(mut self, seed: Tensor) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    fn retains(&self) -> bool {
+        self.retain_graph || self.create_graph
+    }
+}
+
+/// Where gradients that reach leaves (and requested interior tensors) go.
+trait Sink {
+    fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()>;
+    fn node_output(&mut self, node: &Arc<Node>, grad: &Tensor);
+}
+
+/// `backward()`: leaves accumulate into their `.grad()`.
+struct AccumulateIntoLeaves;
+
+impl Sink for AccumulateIntoLeaves {
+    fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
+        let mut current = slot.lock();
+        *current = Some(match current.take() {
+            None => grad,
+            Some(acc) => add(acc, grad, create_graph)?,
+        });
+        Ok(())
+    }
+
+    fn node_output(&mut self, _: &Arc<Node>, _: &Tensor) {}
+}
+
+enum Target {
+    Leaf(Arc<GradSlot>),
+    Node(Arc<Node>),
+    Unreachable,
+}
+
+/// `grad()`: only the requested tensors' gradients are kept; leaves are untouched.
+struct Capture {
+    targets: Vec<(Target, Option<Tensor>)>,
+}
+
+impl Sink for Capture {
+    fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
+        for (target, acc) in &mut self.targets {
+            if let Target::Leaf(s) = target
+                && Arc::ptr_eq(s, slot)
+            {
+                *acc = Some(match acc.take() {
+                    None => grad.clone(),
+                    Some(a) => add(a, grad.clone(), create_graph)?,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn node_output(&mut self, node: &Arc<Node>, grad: &Tensor) {
+        for (target, acc) in &mut self.targets {
+            if let Target::Node(n) = target
+                && Arc::ptr_eq(n, node)
+            {
+                *acc = Some(grad.clone());
+            }
+        }
+    }
+}
+
+/// Sum of two gradient contributions: recorded when the backward pass is, else in
+/// place when a buffer is not shared.
+fn add(acc: Tensor, grad: Tensor, create_graph: bool) -> Result<Tensor> {
+    if create_graph {
+        (crate::operators::std_ops()?.add)(&acc, &grad)
+    } else {
+        compute::accumulate(acc, grad)
+    }
+}
+
+/// Heap entry: nodes pop in decreasing creation order.
+struct Ready(Arc<Node>);
+
+impl PartialEq for Ready {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.seq == other.0.seq
+    }
+}
+impl Eq for Ready {}
+impl PartialOrd for Ready {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ready {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.seq.cmp(&other.0.seq)
+    }
+}
+
+fn claim(node: &Node) -> Result<()> {
+    node.claimed
+        .compare_exchange(
+            false,
+            true,
+            AtomicOrdering::Acquire,
+            AtomicOrdering::Relaxed,
+        )
+        .map(|_| ())
+        .map_err(|_| Error::ConcurrentBackward { op: node.name() })
+}
+
+fn release(node: &Node) {
+    node.claimed.store(false, AtomicOrdering::Release);
+}
+
+fn seed_for(root: &Tensor, opts: &BackwardOptions) -> Result<Tensor> {
+    match &opts.seed {
+        Some(seed) => {
+            if seed.shape() != root.shape() || seed.dtype() != root.dtype() {
+                return Err(Error::SeedMismatch {
+                    seed: seed.shape().clone(),
+                    root: root.shape().clone(),
+                    seed_dtype: seed.dtype(),
+                    root_dtype: root.dtype(),
+                });
+            }
+            if seed.device() != root.device() {
+                return Err(Error::DeviceMismatch {
+                    op: "backward",
+                    lhs: seed.device(),
+                    rhs: root.device(),
+                });
+            }
+            Ok(seed.clone())
+        }
+        None if root.numel() == 1 => root.ones_like(),
+        None => Err(Error::NonScalarRoot {
+            shape: root.shape().clone(),
+        }),
+    }
+}
+
+/// Runs the backward pass from `root`, accumulating gradients into every leaf that
+/// requires grad (read them with [`Tensor::grad`]).
+pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
+    run(root, &opts, &mut AccumulateIntoLeaves)
+}
+
+/// Gradients of `output` with respect to each of `inputs` (leaves or intermediate
+/// results), without touching any leaf's `.grad()`. An input `output` does not
+/// depend on gets `None`.
+pub fn grad(
+    output: &Tensor,
+    inputs: &[&Tensor],
+    opts: BackwardOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    let targets = inputs
+        .iter()
+        .map(|t| {
+            let target = match t.autograd() {
+                Autograd::Leaf(slot) => Target::Leaf(slot.clone()),
+                Autograd::Interior(node) => Target::Node(node.clone()),
+                Autograd::None => Target::Unreachable,
+            };
+            (target, None)
+        })
+        .collect();
+    let mut sink = Capture { targets };
+    run(output, &opts, &mut sink)?;
+    Ok(sink.targets.into_iter().map(|(_, g)| g).collect())
+}
+
+fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+    let seed = seed_for(root, opts)?;
+    grad_mode::with_grad_mode(opts.create_graph, || match root.autograd() {
+        Autograd::None => Err(Error::NoGradRoot),
+        Autograd::Leaf(slot) => sink.leaf(slot, seed, opts.create_graph),
+        Autograd::Interior(node) => {
+            claim(node)?;
+            node.lock().grad = Some(seed);
+            let mut ready = BinaryHeap::new();
+            ready.push(Ready(node.clone()));
+            let result = drain(&mut ready, opts, sink);
+            if result.is_err() {
+                // Leave no gradient buffers or claims behind in nodes we did not reach.
+                for Ready(node) in ready.drain() {
+                    node.lock().grad = None;
+                    release(&node);
+                }
+            }
+            result
+        }
+    })
+}
+
+fn drain(ready: &mut BinaryHeap<Ready>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+    while let Some(Ready(node)) = ready.pop() {
+        let step = run_node(&node, opts, sink);
+        release(&node);
+        for (input, grad) in node.inputs.iter().zip(step?) {
+            let Some(grad) = grad else { continue };
+            match &input.edge {
+                Edge::None => {}
+                Edge::Leaf(slot) => sink.leaf(slot, grad, opts.create_graph)?,
+                Edge::Node(next) => {
+                    let mut state = next.lock();
+                    match state.grad.take() {
+                        Some(acc) => state.grad = Some(add(acc, grad, opts.create_graph)?),
+                        None => {
+                            claim(next)?;
+                            state.grad = Some(grad);
+                            drop(state);
+                            ready.push(Ready(next.clone()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs one node's backward and returns one checked gradient per input.
+fn run_node(
+    node: &Arc<Node>,
+    opts: &BackwardOptions,
+    sink: &mut dyn Sink,
+) -> Result<SmallVec<[Option<Tensor>; 4]>> {
+    let name = node.name();
+    let (grad_out, saved, saved_output) = {
+        let mut state = node.lock();
+        let grad_out = state.grad.take();
+        if state.consumed {
+            return Err(Error::GraphConsumed { op: name });
+        }
+        let Some(grad_out) = grad_out else {
+            return Ok(SmallVec::new());
+        };
+        let producer = opts.create_graph.then_some(node);
+        let output = state.saved_output.as_ref().map(|s| s.to_tensor(producer));
+        if opts.retains() {
+            (grad_out, state.saved.clone(), output)
+        } else {
+            state.consumed = true;
+            state.saved_output = None;
+            (grad_out, std::mem::take(&mut state.saved), output)
+        }
+    };
+    sink.node_output(node, &grad_out);
+    let needs: SmallVec<[bool; 4]> = node.inputs.iter().map(|i| i.edge.needs_grad()).collect();
+    let ctx = BackwardContext {
+        op: name,
+        grad: &grad_out,
+        saved: &saved,
+        output: saved_output.as_ref(),
+        needs: &needs,
+        inputs: &node.inputs,
+    };
+    let grads = (node.entry.backward)(&*node.params, &ctx).map_err(|e| e.in_op(name))?;
+    // `saved` goes out of scope here: without retain_graph the node no longer holds
+    // anything, and these were the last handles unless the caller keeps the tensors.
+    if grads.len() != node.inputs.len() {
+        return Err(Error::InvalidArgument {
+            op: name,
+            msg: format!(
+                "backward returned {} gradients for {} inputs",
+                grads.len(),
+                node.inputs.len()
+            ),
+        });
+    }
+    let mut checked = SmallVec::with_capacity(grads.len());
+    for (i, (input, grad)) in node.inputs.iter().zip(grads).enumerate() {
+        let grad = match grad {
+            Some(g) if input.edge.needs_grad() => g,
+            _ => {
+                checked.push(None);
+                continue;
+            }
+        };
+        if grad.dtype() != input.dtype || grad.device() != input.device {
+            return Err(Error::InvalidArgument {
+                op: name,
+                msg: format!(
+                    "backward returned a {} gradient on {} for input {i}, which is {} on {}",
+                    grad.dtype(),
+                    grad.device(),
+                    input.dtype,
+                    input.device
+                ),
+            });
+        }
+        let grad = if grad.shape() == &input.shape {
+            grad
+        } else {
+            let reduced = if opts.create_graph {
+                (crate::operators::std_ops()?.sum_to_shape)(&grad, &input.shape)
+            } else {
+                compute::sum_to_shape(&grad, &input.shape)
+            };
+            reduced.map_err(|_| Error::BadGradient {
+                op: name,
+                input: i,
+                expected: input.shape.clone(),
+                got: grad.shape().clone(),
+            })?
+        };
+        if crate::anomaly::is_enabled() {
+            crate::anomaly::check(node, i, &grad)?;
+        }
+        checked.push(Some(grad));
+    }
+    Ok(checked)
+}
+
+impl Tensor {
+    /// Runs backward from this scalar tensor: every leaf that requires grad and that
+    /// this tensor depends on accumulates its gradient (read it with [`Tensor::grad`]).
+    /// The graph's saved tensors are released; a second backward through it is an error.
+    pub fn backward(&self) -> Result<()> {
+        backward(self, BackwardOptions::default())
+    }
+
+    /// [`Tensor::backward`] with options: a seed for a non-scalar tensor, keeping the
+    /// graph, recording the backward pass.
+    pub fn backward_with(&self, opts: BackwardOptions) -> Result<()> {
+        backward(self, opts)
+    }
+}
+
+/// Clears the gradients accumulated in `params`.
+pub fn zero_grad(params: &[&Tensor]) {
+    for p in params {
+        p.zero_grad();
+    }
+}

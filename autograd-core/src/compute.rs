@@ -1,0 +1,508 @@
+//! Unrecorded computation on tensors: the layer op definitions are written in.
+//!
+//! Nothing here touches the graph. An op's `forward` calls these functions to
+//! compute its output; the recording happens around it. They validate shapes,
+//! dtypes and devices (returning errors that name the op), then call the backend of
+//! the device the operands live on. View functions (`reshape` of a contiguous
+//! tensor, `transpose`, `broadcast_to`, `narrow`, ...) share the input's storage.
+
+use crate::{DType, Error, Result, Shape, Tensor};
+use autograd_kernels::{BinaryOp, Layout, ReduceOp, UnaryOp, broadcast_shapes};
+
+/// Resolves a possibly negative axis against `rank` (`-1` is the last axis).
+pub fn normalize_axis(op: &'static str, axis: isize, x: &Tensor) -> Result<usize> {
+    let rank = x.rank() as isize;
+    let a = if axis < 0 { axis + rank } else { axis };
+    if a < 0 || a >= rank {
+        return Err(Error::AxisOutOfRange {
+            op,
+            axis,
+            rank: x.rank(),
+            shape: x.shape().clone(),
+        });
+    }
+    Ok(a as usize)
+}
+
+fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch {
+            op,
+            lhs: a.device(),
+            rhs: b.device(),
+        });
+    }
+    if a.dtype() != b.dtype() {
+        return Err(Error::DTypeMismatch {
+            op,
+            lhs: a.dtype(),
+            rhs: b.dtype(),
+        });
+    }
+    Ok(())
+}
+
+/// `op(x)` elementwise.
+pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
+    let storage = x.storage().unary(x.layout(), op)?;
+    Ok(Tensor::from_storage(storage, x.shape().clone()))
+}
+
+/// `op(a, b)` elementwise with NumPy broadcasting.
+pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
+    check_same_kind(op.name(), a, b)?;
+    if a.shape() == b.shape() {
+        let storage = a
+            .storage()
+            .binary(a.layout(), b.storage(), b.layout(), op)?;
+        return Ok(Tensor::from_storage(storage, a.shape().clone()));
+    }
+    let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| Error::Broadcast {
+        op: op.name(),
+        lhs: a.shape().clone(),
+        rhs: b.shape().clone(),
+    })?;
+    let la = broadcast_layout(a, &shape)?;
+    let lb = broadcast_layout(b, &shape)?;
+    let storage = a.storage().binary(&la, b.storage(), &lb, op)?;
+    Ok(Tensor::from_storage(storage, shape))
+}
+
+fn broadcast_layout(x: &Tensor, shape: &Shape) -> Result<Layout> {
+    x.layout()
+        .broadcast_to(shape)
+        .ok_or_else(|| Error::Broadcast {
+            op: "broadcast_to",
+            lhs: x.shape().clone(),
+            rhs: shape.clone(),
+        })
+}
+
+/// Reduces `axes` (each in `0..rank`, any order, no repeats) with `op`; with
+/// `keepdim` the reduced axes stay as size 1, else they are removed.
+pub fn reduce(x: &Tensor, op: ReduceOp, axes: &[usize], keepdim: bool) -> Result<Tensor> {
+    let mut sorted: Vec<usize> = axes.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if let Some(&bad) = sorted.iter().find(|&&a| a >= x.rank()) {
+        return Err(Error::AxisOutOfRange {
+            op: op.name(),
+            axis: bad as isize,
+            rank: x.rank(),
+            shape: x.shape().clone(),
+        });
+    }
+    if op != ReduceOp::Sum && sorted.iter().any(|&a| x.dims()[a] == 0) {
+        return Err(Error::InvalidArgument {
+            op: op.name(),
+            msg: format!(
+                "cannot take the {} over an empty axis of shape {}",
+                op.name(),
+                x.shape()
+            ),
+        });
+    }
+    let storage = x.storage().reduce(x.layout(), op, &sorted)?;
+    let mut shape = x.shape().clone();
+    for &a in &sorted {
+        shape.dims_mut()[a] = 1;
+    }
+    let out = Tensor::from_storage(storage, shape);
+    if keepdim {
+        return Ok(out);
+    }
+    let kept: Shape = x
+        .dims()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !sorted.contains(i))
+        .map(|(_, &d)| d)
+        .collect();
+    reshape(&out, kept)
+}
+
+/// Sums a gradient of a broadcast result back to the shape of the operand that was
+/// broadcast: first the leading axes the operand did not have, then the axes where
+/// it had size 1 (`[4,3,5] -> [3,1]` sums axis 0, then axis 2).
+pub fn sum_to_shape(x: &Tensor, target: &Shape) -> Result<Tensor> {
+    if x.shape() == target {
+        return Ok(x.clone());
+    }
+    let axes = sum_to_shape_axes(x.shape(), target).ok_or_else(|| Error::Shape {
+        op: "sum_to_shape",
+        msg: format!("a tensor of shape {} cannot be summed to shape {target}, which does not broadcast to it", x.shape()),
+    })?;
+    let summed = reduce(x, ReduceOp::Sum, &axes, true)?;
+    reshape(&summed, target.clone())
+}
+
+/// The axes of `from` that [`sum_to_shape`] sums to reach `to`, or `None` if `to`
+/// does not broadcast to `from`.
+pub fn sum_to_shape_axes(from: &Shape, to: &Shape) -> Option<Vec<usize>> {
+    if to.rank() > from.rank() {
+        return None;
+    }
+    let lead = from.rank() - to.rank();
+    let mut axes: Vec<usize> = (0..lead).collect();
+    for (i, &t) in to.iter().enumerate() {
+        let f = from[lead + i];
+        if t == f {
+            continue;
+        }
+        if t != 1 {
+            return None;
+        }
+        axes.push(lead + i);
+    }
+    Some(axes)
+}
+
+/// Matrix product over the last two axes, broadcasting the leading (batch) axes:
+/// `[.., m, k] @ [.., k, n] -> [.., m, n]`.
+pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    check_same_kind("matmul", a, b)?;
+    if a.rank() < 2 || b.rank() < 2 {
+        return Err(Error::Shape {
+            op: "matmul",
+            msg: format!(
+                "operands need at least 2 axes, got {} @ {}; unsqueeze a vector into a [1, n] or [n, 1] matrix",
+                a.shape(),
+                b.shape()
+            ),
+        });
+    }
+    let (ra, rb) = (a.rank(), b.rank());
+    let (m, k) = (a.dims()[ra - 2], a.dims()[ra - 1]);
+    let (k2, n) = (b.dims()[rb - 2], b.dims()[rb - 1]);
+    if k != k2 {
+        return Err(Error::Shape {
+            op: "matmul",
+            msg: format!(
+                "{} @ {}: the last axis of the left operand ({k}) must equal the second-to-last axis of the right operand ({k2})",
+                a.shape(),
+                b.shape()
+            ),
+        });
+    }
+    let batch_a: Shape = a.dims()[..ra - 2].into();
+    let batch_b: Shape = b.dims()[..rb - 2].into();
+    let batch = broadcast_shapes(&batch_a, &batch_b).ok_or_else(|| Error::Shape {
+        op: "matmul",
+        msg: format!(
+            "{} @ {}: batch axes {batch_a} and {batch_b} cannot be broadcast together",
+            a.shape(),
+            b.shape()
+        ),
+    })?;
+    let with = |mut s: Shape, x: usize, y: usize| {
+        s.push(x);
+        s.push(y);
+        s
+    };
+    let la = broadcast_layout(a, &with(batch.clone(), m, k))?;
+    let lb = broadcast_layout(b, &with(batch.clone(), k, n))?;
+    let storage = a.storage().matmul(&la, b.storage(), &lb)?;
+    Ok(Tensor::from_storage(storage, with(batch, m, n)))
+}
+
+/// A contiguous copy of `x` (or `x` itself when it already is contiguous).
+pub fn contiguous(x: &Tensor) -> Result<Tensor> {
+    if x.is_contiguous() {
+        return Ok(x.clone());
+    }
+    unary(x, UnaryOp::Copy)
+}
+
+/// `x` with another shape of the same element count (a view when `x` is contiguous).
+pub fn reshape(x: &Tensor, shape: impl Into<Shape>) -> Result<Tensor> {
+    let shape = shape.into();
+    if shape.numel() != x.numel() {
+        return Err(Error::Shape {
+            op: "reshape",
+            msg: format!(
+                "cannot reshape {} ({} elements) into {shape} ({} elements); the element count must stay the same",
+                x.shape(),
+                x.numel(),
+                shape.numel()
+            ),
+        });
+    }
+    if let Some(l) = x.layout().reshape(shape.clone()) {
+        return Ok(x.with_layout(l));
+    }
+    let c = contiguous(x)?;
+    Ok(c.with_layout(Layout::contiguous(shape)))
+}
+
+/// Swaps axes `a` and `b` (a view).
+pub fn transpose(x: &Tensor, a: usize, b: usize) -> Result<Tensor> {
+    if a >= x.rank() || b >= x.rank() {
+        return Err(Error::AxisOutOfRange {
+            op: "transpose",
+            axis: a.max(b) as isize,
+            rank: x.rank(),
+            shape: x.shape().clone(),
+        });
+    }
+    Ok(x.with_layout(x.layout().transpose(a, b)))
+}
+
+/// Reorders the axes: axis `i` of the result is axis `perm[i]` of `x` (a view).
+pub fn permute(x: &Tensor, perm: &[usize]) -> Result<Tensor> {
+    let mut seen = vec![false; x.rank()];
+    let valid = perm.len() == x.rank()
+        && perm
+            .iter()
+            .all(|&p| p < x.rank() && !std::mem::replace(&mut seen[p], true));
+    if !valid {
+        return Err(Error::InvalidArgument {
+            op: "permute",
+            msg: format!(
+                "{perm:?} is not a permutation of the {} axes of a tensor of shape {}",
+                x.rank(),
+                x.shape()
+            ),
+        });
+    }
+    Ok(x.with_layout(x.layout().permute(perm)))
+}
+
+/// `x` seen with the larger shape `shape` under broadcasting (a view).
+pub fn broadcast_to(x: &Tensor, shape: impl Into<Shape>) -> Result<Tensor> {
+    let shape = shape.into();
+    Ok(x.with_layout(broadcast_layout(x, &shape)?))
+}
+
+/// Entries `start..start + len` of axis `dim` (a view).
+pub fn narrow(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor> {
+    if dim >= x.rank() {
+        return Err(Error::AxisOutOfRange {
+            op: "narrow",
+            axis: dim as isize,
+            rank: x.rank(),
+            shape: x.shape().clone(),
+        });
+    }
+    let size = x.dims()[dim];
+    if start.checked_add(len).is_none_or(|end| end > size) {
+        return Err(Error::InvalidArgument {
+            op: "narrow",
+            msg: format!(
+                "range {start}..{} is outside axis {dim} of size {size} (shape {})",
+                start.saturating_add(len),
+                x.shape()
+            ),
+        });
+    }
+    Ok(x.with_layout(x.layout().narrow(dim, start, len)))
+}
+
+/// Inserts an axis of size 1 at `dim` (`0..=rank`; a view).
+pub fn unsqueeze(x: &Tensor, dim: usize) -> Result<Tensor> {
+    if dim > x.rank() {
+        return Err(Error::AxisOutOfRange {
+            op: "unsqueeze",
+            axis: dim as isize,
+            rank: x.rank() + 1,
+            shape: x.shape().clone(),
+        });
+    }
+    Ok(x.with_layout(x.layout().unsqueeze(dim)))
+}
+
+/// Removes axis `dim`, which must have size 1 (a view).
+pub fn squeeze(x: &Tensor, dim: usize) -> Result<Tensor> {
+    if dim >= x.rank() {
+        return Err(Error::AxisOutOfRange {
+            op: "squeeze",
+            axis: dim as isize,
+            rank: x.rank(),
+            shape: x.shape().clone(),
+        });
+    }
+    if x.dims()[dim] != 1 {
+        return Err(Error::Shape {
+            op: "squeeze",
+            msg: format!(
+                "axis {dim} of shape {} has size {}, not 1",
+                x.shape(),
+                x.dims()[dim]
+            ),
+        });
+    }
+    Ok(x.with_layout(x.layout().squeeze(dim)))
+}
+
+/// `x` converted to `dtype` (a copy; `x` itself when it already has that dtype).
+pub fn cast(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    if x.dtype() == dtype {
+        return Ok(x.clone());
+    }
+    let storage = x.storage().cast(x.layout(), dtype)?;
+    Ok(Tensor::from_storage(storage, x.shape().clone()))
+}
+
+/// Tensors joined along axis `dim`; all other axes must match.
+pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
+    let first = *xs.first().ok_or_else(|| Error::InvalidArgument {
+        op: "concat",
+        msg: "needs at least one tensor".into(),
+    })?;
+    if dim >= first.rank() {
+        return Err(Error::AxisOutOfRange {
+            op: "concat",
+            axis: dim as isize,
+            rank: first.rank(),
+            shape: first.shape().clone(),
+        });
+    }
+    let mut shape = first.shape().clone();
+    shape.dims_mut()[dim] = 0;
+    for x in xs {
+        check_same_kind("concat", first, x)?;
+        let same_rest = x.rank() == first.rank()
+            && (0..x.rank()).all(|i| i == dim || x.dims()[i] == first.dims()[i]);
+        if !same_rest {
+            return Err(Error::Shape {
+                op: "concat",
+                msg: format!(
+                    "shapes {} and {} differ outside axis {dim}",
+                    first.shape(),
+                    x.shape()
+                ),
+            });
+        }
+        shape.dims_mut()[dim] += x.dims()[dim];
+    }
+    let mut storage = first
+        .storage()
+        .filled_like(shape.numel(), first.dtype(), 0.0)?;
+    let full = Layout::contiguous(shape.clone());
+    let mut start = 0;
+    for x in xs {
+        let len = x.dims()[dim];
+        x.storage().copy_into(
+            x.layout(),
+            &mut storage,
+            &full.narrow(dim, start, len),
+            false,
+        )?;
+        start += len;
+    }
+    Ok(Tensor::from_storage(storage, shape))
+}
+
+/// A zero tensor of `shape` with `x` written at entries `start..` of axis `dim`:
+/// the gradient of [`narrow`].
+pub fn pad_narrow(x: &Tensor, shape: &Shape, dim: usize, start: usize) -> Result<Tensor> {
+    let mut storage = x.storage().filled_like(shape.numel(), x.dtype(), 0.0)?;
+    let full = Layout::contiguous(shape.clone());
+    if dim >= shape.rank() || start + x.dims().get(dim).copied().unwrap_or(0) > shape[dim] {
+        return Err(Error::Shape {
+            op: "pad_narrow",
+            msg: format!(
+                "{} does not fit into {shape} at offset {start} of axis {dim}",
+                x.shape()
+            ),
+        });
+    }
+    x.storage().copy_into(
+        x.layout(),
+        &mut storage,
+        &full.narrow(dim, start, x.dims()[dim]),
+        false,
+    )?;
+    Ok(Tensor::from_storage(storage, shape.clone()))
+}
+
+/// Reads an index tensor (integral values stored as floats) into positions along an
+/// axis of size `size`.
+pub fn indices(op: &'static str, index: &Tensor, size: usize) -> Result<Vec<usize>> {
+    let values = index.to_vec::<f64>()?;
+    values
+        .iter()
+        .map(|&v| {
+            if v.fract() != 0.0 || v < 0.0 || v >= size as f64 {
+                Err(Error::InvalidArgument {
+                    op,
+                    msg: format!("index {v} is not an integer in 0..{size}"),
+                })
+            } else {
+                Ok(v as usize)
+            }
+        })
+        .collect()
+}
+
+/// The entries `indices` of axis `dim`, in that order (repeats allowed).
+pub fn index_select(x: &Tensor, dim: usize, indices: &[usize]) -> Result<Tensor> {
+    if dim >= x.rank() {
+        return Err(Error::AxisOutOfRange {
+            op: "index_select",
+            axis: dim as isize,
+            rank: x.rank(),
+            shape: x.shape().clone(),
+        });
+    }
+    let size = x.dims()[dim];
+    if let Some(bad) = indices.iter().find(|&&i| i >= size) {
+        return Err(Error::InvalidArgument {
+            op: "index_select",
+            msg: format!("index {bad} is out of range for axis {dim} of size {size}"),
+        });
+    }
+    let mut shape = x.shape().clone();
+    shape.dims_mut()[dim] = indices.len();
+    let mut storage = x.storage().filled_like(shape.numel(), x.dtype(), 0.0)?;
+    let full = Layout::contiguous(shape.clone());
+    for (pos, &i) in indices.iter().enumerate() {
+        x.storage().copy_into(
+            &x.layout().narrow(dim, i, 1),
+            &mut storage,
+            &full.narrow(dim, pos, 1),
+            false,
+        )?;
+    }
+    Ok(Tensor::from_storage(storage, shape))
+}
+
+/// A zero tensor of `shape` with entry `pos` of `src` (along `dim`) added at entry
+/// `indices[pos]`: the gradient of [`index_select`] (repeated indices add up).
+pub fn index_add(src: &Tensor, shape: &Shape, dim: usize, indices: &[usize]) -> Result<Tensor> {
+    let mut storage = src.storage().filled_like(shape.numel(), src.dtype(), 0.0)?;
+    let full = Layout::contiguous(shape.clone());
+    for (pos, &i) in indices.iter().enumerate() {
+        src.storage().copy_into(
+            &src.layout().narrow(dim, pos, 1),
+            &mut storage,
+            &full.narrow(dim, i, 1),
+            true,
+        )?;
+    }
+    Ok(Tensor::from_storage(storage, shape.clone()))
+}
+
+/// `acc + g` for gradient accumulation, written into `acc`'s (or `g`'s) buffer when
+/// that tensor is the buffer's only user, so no other gradient aliasing it can see
+/// the change; otherwise into a fresh buffer.
+pub fn accumulate(acc: Tensor, g: Tensor) -> Result<Tensor> {
+    if acc.shape() == g.shape() && acc.dtype() == g.dtype() && acc.device() == g.device() {
+        let (mut acc, mut g) = (acc, g);
+        if let Some((storage, layout)) = acc.unique_storage_mut()
+            && layout.is_contiguous()
+        {
+            let layout = layout.clone();
+            storage.binary_assign(&layout, g.storage(), g.layout(), BinaryOp::Add)?;
+            return Ok(acc);
+        }
+        if let Some((storage, layout)) = g.unique_storage_mut()
+            && layout.is_contiguous()
+        {
+            let layout = layout.clone();
+            storage.binary_assign(&layout, acc.storage(), acc.layout(), BinaryOp::Add)?;
+            return Ok(g);
+        }
+        return binary(&acc, &g, BinaryOp::Add);
+    }
+    binary(&acc, &g, BinaryOp::Add)
+}

@@ -1,0 +1,201 @@
+use crate::{DType, Device, Shape};
+use autograd_kernels::KernelError;
+
+/// Every way an autograd call can fail. Messages name the op, the shapes or devices
+/// involved, and what to change.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two shapes that an elementwise op must broadcast together do not.
+    #[error(
+        "`{op}`: shapes {lhs} and {rhs} cannot be broadcast together (aligned from the last axis, \
+         each pair of sizes must be equal or one of them 1); reshape or unsqueeze one operand"
+    )]
+    Broadcast {
+        op: &'static str,
+        lhs: Shape,
+        rhs: Shape,
+    },
+
+    /// Shapes that do not fit the op, with the op's own explanation.
+    #[error("`{op}`: {msg}")]
+    Shape { op: &'static str, msg: String },
+
+    /// An axis argument outside `-rank..rank`.
+    #[error("`{op}`: axis {axis} is out of range for a tensor of shape {shape} (valid axes are {lo}..={hi})", lo = -(*rank as isize), hi = *rank as isize - 1)]
+    AxisOutOfRange {
+        op: &'static str,
+        axis: isize,
+        rank: usize,
+        shape: Shape,
+    },
+
+    /// Operands of different element types.
+    #[error("`{op}`: dtype mismatch, {lhs} and {rhs}; convert one operand with `.to_dtype(..)`")]
+    DTypeMismatch {
+        op: &'static str,
+        lhs: DType,
+        rhs: DType,
+    },
+
+    /// Operands on different devices.
+    #[error(
+        "`{op}`: operands live on different devices, {lhs} and {rhs}; move one with `.to_device(..)`"
+    )]
+    DeviceMismatch {
+        op: &'static str,
+        lhs: Device,
+        rhs: Device,
+    },
+
+    /// An argument that is not valid for the op (a bad index, a data length that does not match a shape).
+    #[error("`{op}`: {msg}")]
+    InvalidArgument { op: &'static str, msg: String },
+
+    /// `registry().get(name)` for a name nobody registered.
+    #[error("unknown op `{name}`; registered ops are: {known}")]
+    UnknownOp { name: String, known: String },
+
+    /// Two registered ops share a name.
+    #[error(
+        "op name `{name}` is registered twice, by `{first}` and by `{second}`; rename one with #[differentiable(name = \"...\")]"
+    )]
+    DuplicateOp {
+        name: &'static str,
+        first: &'static str,
+        second: &'static str,
+    },
+
+    /// The op registry holds nothing (or lacks the standard ops).
+    #[error("{0}")]
+    Registry(String),
+
+    /// `backward()` on a tensor with more than one element and no seed gradient.
+    #[error(
+        "backward from a tensor of shape {shape} needs a seed gradient of that shape: reduce it to a \
+         scalar first (e.g. `.sum()`), or pass one with `BackwardOptions::seed`"
+    )]
+    NonScalarRoot { shape: Shape },
+
+    /// `backward()` on a tensor that does not require grad.
+    #[error(
+        "backward from a tensor that does not require grad: no input of the computation that produced it \
+         requires grad (mark a leaf with `.set_requires_grad(true)`), or it was computed under `no_grad`"
+    )]
+    NoGradRoot,
+
+    /// A seed gradient that does not match the root.
+    #[error(
+        "the seed gradient has shape {seed} ({seed_dtype}) but the tensor backward starts from has shape {root} ({root_dtype})"
+    )]
+    SeedMismatch {
+        seed: Shape,
+        root: Shape,
+        seed_dtype: DType,
+        root_dtype: DType,
+    },
+
+    /// A second backward through a graph whose saved tensors were already released.
+    #[error(
+        "backward through `{op}` a second time: the first backward released this graph's saved tensors; \
+         pass `BackwardOptions::retain_graph(true)` to the first backward, or recompute the forward pass"
+    )]
+    GraphConsumed { op: &'static str },
+
+    /// Two threads ran backward through the same recorded node at the same time.
+    #[error(
+        "`{op}`: another backward pass is running through this node on another thread; a graph is differentiated by one thread at a time"
+    )]
+    ConcurrentBackward { op: &'static str },
+
+    /// An op's backward returned a gradient that does not fit its input.
+    #[error(
+        "backward of `{op}` returned a gradient of shape {got} for input {input} of shape {expected}; fix the op's backward"
+    )]
+    BadGradient {
+        op: &'static str,
+        input: usize,
+        expected: Shape,
+        got: Shape,
+    },
+
+    /// Gradient check found backward disagreeing with finite differences.
+    #[error(
+        "gradcheck of `{what}` failed at input {input}, element {index}: backward gives {analytic:.6e}, finite differences give {numeric:.6e}"
+    )]
+    GradcheckFailed {
+        what: String,
+        input: usize,
+        index: usize,
+        analytic: f64,
+        numeric: f64,
+    },
+
+    /// Anomaly mode found a NaN or infinity in a gradient.
+    #[error(
+        "anomaly: backward of `{op}` (recorded at {location}) produced {what} in the gradient of input {input}"
+    )]
+    Anomaly {
+        op: &'static str,
+        location: String,
+        input: usize,
+        what: &'static str,
+    },
+
+    /// A CUDA device was asked for where none can be used.
+    #[error("CUDA device {ordinal} is unavailable: {reason}")]
+    CudaUnavailable { ordinal: usize, reason: String },
+
+    /// An error raised inside an op's forward or backward, with the op named.
+    #[error("in `{op}`: {source}")]
+    InOp {
+        op: &'static str,
+        source: Box<Error>,
+    },
+
+    /// A kernel failed (driver errors on a device).
+    #[error("kernel error: {0}")]
+    Kernel(#[from] KernelError),
+}
+
+impl Error {
+    /// Wraps `self` with the name of the op it happened in, unless it already names it.
+    pub fn in_op(self, op: &'static str) -> Error {
+        if self.op() == Some(op) {
+            return self;
+        }
+        Error::InOp {
+            op,
+            source: Box::new(self),
+        }
+    }
+
+    /// The op this error names first, if any.
+    pub fn op(&self) -> Option<&'static str> {
+        match self {
+            Error::Broadcast { op, .. }
+            | Error::Shape { op, .. }
+            | Error::AxisOutOfRange { op, .. }
+            | Error::DTypeMismatch { op, .. }
+            | Error::DeviceMismatch { op, .. }
+            | Error::InvalidArgument { op, .. }
+            | Error::GraphConsumed { op }
+            | Error::ConcurrentBackward { op }
+            | Error::BadGradient { op, .. }
+            | Error::Anomaly { op, .. }
+            | Error::InOp { op, .. } => Some(op),
+            _ => None,
+        }
+    }
+
+    /// The innermost error (through [`Error::InOp`] wrappers).
+    pub fn root_cause(&self) -> &Error {
+        match self {
+            Error::InOp { source, .. } => source.root_cause(),
+            e => e,
+        }
+    }
+}
+
+/// Result of every fallible autograd call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

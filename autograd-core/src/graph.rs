@@ -1,0 +1,419 @@
+//! The recorded graph: one [`Node`] per op call that has an input requiring grad.
+//!
+//! There is no central graph object to reset: each op output points at the node that
+//! produced it, each node at the nodes (or leaf gradient slots) of its inputs, so a
+//! graph lives exactly as long as some tensor computed from it — like a tape that
+//! forgets what nothing can reach any more. [`ComputationGraph`] collects the nodes
+//! behind some tensors for inspection and export.
+
+use crate::op::{Differentiable, OpEntry};
+use crate::storage::Storage;
+use crate::tensor::{Autograd, TensorId};
+use crate::{DType, Device, Layout, Shape, Tensor};
+use smallvec::SmallVec;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::panic::Location;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Where a leaf that requires grad accumulates its gradient. Shared by every handle
+/// of the leaf and by the nodes that consume it, so gradients reach whichever handle
+/// the caller holds.
+#[derive(Default)]
+pub(crate) struct GradSlot {
+    grad: Mutex<Option<Tensor>>,
+}
+
+impl GradSlot {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Tensor>> {
+        self.grad.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn get(&self) -> Option<Tensor> {
+        self.lock().clone()
+    }
+
+    pub(crate) fn clear(&self) {
+        let old = self.lock().take();
+        drop(old);
+    }
+}
+
+/// Where the gradient of one input of a node goes.
+pub(crate) enum Edge {
+    /// The input needs no gradient (a constant, or a non-differentiable input).
+    None,
+    /// A leaf that requires grad.
+    Leaf(Arc<GradSlot>),
+    /// The output of another recorded node.
+    Node(Arc<Node>),
+}
+
+impl Edge {
+    pub(crate) fn needs_grad(&self) -> bool {
+        !matches!(self, Edge::None)
+    }
+}
+
+/// One input of a node: where its gradient goes and the shape it must have.
+pub(crate) struct NodeInput {
+    pub(crate) edge: Edge,
+    pub(crate) shape: Shape,
+    pub(crate) dtype: DType,
+    pub(crate) device: Device,
+}
+
+/// The output of an op saved for its own backward, held without the node pointer
+/// (which would be a cycle: node -> output -> node).
+pub(crate) struct SavedOutput {
+    storage: Arc<Storage>,
+    layout: Layout,
+    id: TensorId,
+}
+
+impl SavedOutput {
+    fn of(t: &Tensor) -> SavedOutput {
+        SavedOutput {
+            storage: t.storage_arc().clone(),
+            layout: t.layout().clone(),
+            id: t.id(),
+        }
+    }
+
+    /// The output as a tensor: the node's own output (same id) when the backward pass
+    /// is recorded, so that gradients of gradients flow through it; a constant otherwise.
+    pub(crate) fn to_tensor(&self, producer: Option<&Arc<Node>>) -> Tensor {
+        let mut t = Tensor::from_parts(self.storage.clone(), self.layout.clone());
+        if let Some(inner) = Arc::get_mut(&mut t.0) {
+            inner.id = self.id;
+            if let Some(node) = producer {
+                inner.autograd = Autograd::Interior(node.clone());
+            }
+        }
+        t
+    }
+}
+
+/// What a node holds until backward has run through it.
+pub(crate) struct NodeState {
+    /// Saved inputs, by input position; only those the op's backward reads.
+    pub(crate) saved: SmallVec<[Option<Tensor>; 2]>,
+    pub(crate) saved_output: Option<SavedOutput>,
+    /// Gradient of the node's output accumulated during a backward pass.
+    pub(crate) grad: Option<Tensor>,
+    /// Backward has run and released the saved tensors.
+    pub(crate) consumed: bool,
+}
+
+/// A recorded op call (the seed's `GraphNode`).
+pub(crate) struct Node {
+    /// Creation order: a node's inputs always have smaller numbers, so visiting in
+    /// decreasing order visits every node after all of its consumers.
+    pub(crate) seq: u64,
+    pub(crate) entry: &'static OpEntry,
+    /// The op value itself (its non-tensor parameters).
+    pub(crate) params: Box<dyn Any + Send + Sync>,
+    pub(crate) inputs: SmallVec<[NodeInput; 2]>,
+    pub(crate) output_id: TensorId,
+    pub(crate) output_shape: Shape,
+    pub(crate) location: &'static Location<'static>,
+    pub(crate) state: Mutex<NodeState>,
+    /// Held by the one backward pass currently running through this node.
+    pub(crate) claimed: AtomicBool,
+}
+
+impl Node {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, NodeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        self.entry.name
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        for input in self.inputs.drain(..) {
+            if let Edge::Node(node) = input.edge {
+                drop_node(node);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static PENDING: RefCell<Vec<Arc<Node>>> = const { RefCell::new(Vec::new()) };
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Drops a node handle without recursion: a chain of 10^6 nodes is released in a
+/// loop, not in 10^6 nested drop calls.
+pub(crate) fn drop_node(node: Arc<Node>) {
+    if Arc::strong_count(&node) > 1 {
+        return; // not the last handle: dropping it cannot cascade
+    }
+    let queued = PENDING.try_with(|p| p.borrow_mut().push(node));
+    if queued.is_err() {
+        return; // thread-local storage is gone (thread exit): the node was dropped in place
+    }
+    if DRAINING.with(|d| d.replace(true)) {
+        return; // an outer call is draining the queue
+    }
+    while let Some(next) = PENDING.with(|p| p.borrow_mut().pop()) {
+        drop(next);
+    }
+    DRAINING.with(|d| d.set(false));
+}
+
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Records one op call: the node keeps an edge per input, the inputs the op's
+/// backward declares it reads (and its output, if declared), and nothing else.
+/// The caller has checked that some differentiable input requires grad.
+pub(crate) fn record_node(
+    entry: &'static OpEntry,
+    params: Box<dyn Any + Send + Sync>,
+    inputs: &[&Tensor],
+    output: Tensor,
+    location: &'static Location<'static>,
+) -> Tensor {
+    let mut node_inputs = SmallVec::with_capacity(inputs.len());
+    let mut saved = SmallVec::with_capacity(inputs.len());
+    for (spec, t) in entry.inputs.iter().zip(inputs) {
+        let edge = if spec.differentiable {
+            t.edge()
+        } else {
+            Edge::None
+        };
+        node_inputs.push(NodeInput {
+            edge,
+            shape: t.shape().clone(),
+            dtype: t.dtype(),
+            device: t.device(),
+        });
+        saved.push(spec.saved.then(|| (*t).clone()));
+    }
+    let saved_output = entry.saves_output.then(|| SavedOutput::of(&output));
+    let node = Arc::new(Node {
+        seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
+        entry,
+        params,
+        inputs: node_inputs,
+        output_id: output.id(),
+        output_shape: output.shape().clone(),
+        location,
+        state: Mutex::new(NodeState {
+            saved,
+            saved_output,
+            grad: None,
+            consumed: false,
+        }),
+        claimed: AtomicBool::new(false),
+    });
+    output.attach(node)
+}
+
+/// A recorded node seen from outside: what op it was, what it keeps alive.
+#[derive(Clone)]
+pub struct NodeRef(pub(crate) Arc<Node>);
+
+/// One input of a recorded node.
+pub enum NodeInputRef {
+    /// An input that gets no gradient (a constant or a non-differentiable input).
+    Constant { shape: Shape },
+    /// A leaf that requires grad.
+    Leaf { shape: Shape },
+    /// The output of another node.
+    Node(NodeRef),
+}
+
+impl NodeRef {
+    /// The op's registered name.
+    pub fn op_name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    /// The op's registry entry.
+    pub fn entry(&self) -> &'static OpEntry {
+        self.0.entry
+    }
+
+    /// Id of the tensor this node produced.
+    pub fn output_id(&self) -> TensorId {
+        self.0.output_id
+    }
+
+    pub fn output_shape(&self) -> &Shape {
+        &self.0.output_shape
+    }
+
+    /// The source location of the op call that recorded this node.
+    pub fn location(&self) -> &'static Location<'static> {
+        self.0.location
+    }
+
+    /// Order of recording (smaller numbers were recorded earlier).
+    pub fn sequence_number(&self) -> u64 {
+        self.0.seq
+    }
+
+    /// How many tensors (inputs and output) the node holds for its backward.
+    pub fn saved_tensor_count(&self) -> usize {
+        let st = self.0.lock();
+        st.saved.iter().flatten().count() + usize::from(st.saved_output.is_some())
+    }
+
+    /// Bytes of storage the node keeps alive for its backward (each buffer once).
+    pub fn saved_bytes(&self) -> usize {
+        let st = self.0.lock();
+        let mut seen: SmallVec<[*const Storage; 4]> = SmallVec::new();
+        let mut bytes = 0;
+        let storages = st
+            .saved
+            .iter()
+            .flatten()
+            .map(|t| t.storage_arc())
+            .chain(st.saved_output.as_ref().map(|s| &s.storage));
+        for s in storages {
+            let p = Arc::as_ptr(s);
+            if !seen.contains(&p) {
+                seen.push(p);
+                bytes += s.size_in_bytes();
+            }
+        }
+        bytes
+    }
+
+    /// True once a backward pass (without `retain_graph`) has run through the node
+    /// and released what it saved.
+    pub fn is_consumed(&self) -> bool {
+        self.0.lock().consumed
+    }
+
+    /// The node's inputs, in the op's order.
+    pub fn inputs(&self) -> Vec<NodeInputRef> {
+        self.0
+            .inputs
+            .iter()
+            .map(|i| match &i.edge {
+                Edge::None => NodeInputRef::Constant {
+                    shape: i.shape.clone(),
+                },
+                Edge::Leaf(_) => NodeInputRef::Leaf {
+                    shape: i.shape.clone(),
+                },
+                Edge::Node(n) => NodeInputRef::Node(NodeRef(n.clone())),
+            })
+            .collect()
+    }
+
+    /// True when both refer to the same node.
+    pub fn ptr_eq(&self, other: &NodeRef) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::fmt::Debug for NodeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Node#{}({} -> {}, saved {} B)",
+            self.0.seq,
+            self.op_name(),
+            self.output_shape(),
+            self.saved_bytes()
+        )
+    }
+}
+
+/// The recorded nodes behind some tensors, in recording order.
+///
+/// Recording itself happens in [`ComputationGraph::record`] (called by every op the
+/// macro generates): a node is created only when some differentiable input requires
+/// grad, and the output then remembers it as its producer.
+pub struct ComputationGraph {
+    nodes: Vec<NodeRef>,
+}
+
+impl ComputationGraph {
+    /// Collects every node that `roots` were computed through.
+    pub fn of(roots: &[&Tensor]) -> ComputationGraph {
+        let mut seen: HashSet<*const Node> = HashSet::new();
+        let mut stack: Vec<Arc<Node>> = roots
+            .iter()
+            .filter_map(|t| match t.autograd() {
+                Autograd::Interior(n) => Some(n.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut nodes = Vec::new();
+        while let Some(n) = stack.pop() {
+            if !seen.insert(Arc::as_ptr(&n)) {
+                continue;
+            }
+            for i in &n.inputs {
+                if let Edge::Node(m) = &i.edge {
+                    stack.push(m.clone());
+                }
+            }
+            nodes.push(NodeRef(n));
+        }
+        nodes.sort_by_key(|n| n.0.seq);
+        ComputationGraph { nodes }
+    }
+
+    /// Records a call of `op` on `inputs` that produced `output`, if some
+    /// differentiable input requires grad and recording is enabled (not inside
+    /// [`crate::no_grad`]); returns the output, now pointing at its node.
+    #[track_caller]
+    pub fn record<O: Differentiable>(op: O, inputs: &[&Tensor], output: Tensor) -> Tensor {
+        let entry = O::ENTRY;
+        let needed = crate::is_grad_enabled()
+            && entry
+                .inputs
+                .iter()
+                .zip(inputs)
+                .any(|(spec, t)| spec.differentiable && t.requires_grad());
+        if !needed {
+            return output;
+        }
+        record_node(entry, Box::new(op), inputs, output, Location::caller())
+    }
+
+    /// The nodes, earliest first.
+    pub fn nodes(&self) -> &[NodeRef] {
+        &self.nodes
+    }
+
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Bytes the graph keeps alive for backward, counting each buffer once.
+    pub fn saved_bytes(&self) -> usize {
+        let mut seen: HashSet<*const Storage> = HashSet::new();
+        let mut bytes = 0;
+        for n in &self.nodes {
+            let st = n.0.lock();
+            let storages = st
+                .saved
+                .iter()
+                .flatten()
+                .map(|t| t.storage_arc())
+                .chain(st.saved_output.as_ref().map(|s| &s.storage));
+            for s in storages {
+                if seen.insert(Arc::as_ptr(s)) {
+                    bytes += s.size_in_bytes();
+                }
+            }
+        }
+        bytes
+    }
+}

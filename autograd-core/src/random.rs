@@ -1,0 +1,71 @@
+//! A small seeded generator for initialising parameters and making test data:
+//! the same seed gives the same tensors on every machine.
+
+use crate::{DType, Result, Tensor, compute};
+
+/// SplitMix64: fast, tiny, and good enough for weights and test inputs.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    state: u64,
+}
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng { state: seed }
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[0, 1)`.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub fn uniform_f64(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.next_f64()
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn normal_f64(&mut self) -> f64 {
+        let u1 = self.next_f64().max(f64::MIN_POSITIVE);
+        let u2 = self.next_f64();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// A CPU tensor with elements uniform in `[lo, hi)`.
+    pub fn uniform(
+        &mut self,
+        shape: impl Into<crate::Shape>,
+        lo: f64,
+        hi: f64,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let v: Vec<f64> = (0..shape.numel())
+            .map(|_| self.uniform_f64(lo, hi))
+            .collect();
+        compute::cast(&Tensor::from_vec(v, shape)?, dtype)
+    }
+
+    /// A CPU tensor with normally distributed elements.
+    pub fn normal(
+        &mut self,
+        shape: impl Into<crate::Shape>,
+        mean: f64,
+        std: f64,
+        dtype: DType,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let v: Vec<f64> = (0..shape.numel())
+            .map(|_| mean + std * self.normal_f64())
+            .collect();
+        compute::cast(&Tensor::from_vec(v, shape)?, dtype)
+    }
+}

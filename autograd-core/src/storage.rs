@@ -1,0 +1,171 @@
+//! Device storage: one buffer behind reference counting, dispatched to the backend
+//! of the device it lives on, and counted in [`crate::memory`] from allocation to
+//! the drop of its last handle.
+
+use crate::{DType, Device, Error, Result, memory};
+use autograd_kernels::cpu::{CpuElement, CpuStorage};
+use autograd_kernels::{BackendStorage, BinaryOp, Layout, ReduceOp, UnaryOp};
+
+pub(crate) enum StorageData {
+    Cpu(CpuStorage),
+}
+
+/// A buffer on one device. Shared by every tensor that views it (`Arc<Storage>`)
+/// and freed exactly once, when the last of them goes.
+pub struct Storage {
+    data: StorageData,
+    device: Device,
+    bytes: usize,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        memory::on_free(self.device, self.bytes);
+    }
+}
+
+macro_rules! with_backend {
+    ($self:expr, $s:ident => $body:expr) => {
+        match &$self.data {
+            StorageData::Cpu($s) => $body,
+        }
+    };
+}
+
+macro_rules! with_backends {
+    ($op:expr, $a:expr, $b:expr, ($x:ident, $y:ident) => $body:expr) => {
+        match (&$a.data, &$b.data) {
+            (StorageData::Cpu($x), StorageData::Cpu($y)) => $body,
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::DeviceMismatch {
+                op: $op,
+                lhs: $a.device,
+                rhs: $b.device,
+            }),
+        }
+    };
+}
+
+impl Storage {
+    pub(crate) fn new(data: StorageData, device: Device) -> Storage {
+        let bytes = match &data {
+            StorageData::Cpu(s) => s.len() * s.dtype().size_in_bytes(),
+        };
+        memory::on_alloc(device, bytes);
+        Storage {
+            data,
+            device,
+            bytes,
+        }
+    }
+
+    pub(crate) fn cpu(data: CpuStorage) -> Storage {
+        Storage::new(StorageData::Cpu(data), Device::Cpu)
+    }
+
+    fn like(&self, data: StorageData) -> Storage {
+        Storage::new(data, self.device)
+    }
+
+    pub fn device(&self) -> Device {
+        self.device
+    }
+
+    pub fn dtype(&self) -> DType {
+        with_backend!(self, s => s.dtype())
+    }
+
+    /// Bytes of the buffer.
+    pub fn size_in_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Number of elements in the buffer.
+    pub fn len(&self) -> usize {
+        with_backend!(self, s => s.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The CPU buffer, when the storage lives on the CPU.
+    pub fn as_cpu(&self) -> Option<&CpuStorage> {
+        match &self.data {
+            StorageData::Cpu(s) => Some(s),
+        }
+    }
+
+    pub(crate) fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Storage> {
+        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.unary(l, op)?))))
+    }
+
+    pub(crate) fn binary(
+        &self,
+        l: &Layout,
+        rhs: &Storage,
+        rl: &Layout,
+        op: BinaryOp,
+    ) -> Result<Storage> {
+        with_backends!(op.name(), self, rhs, (a, b) => Ok(self.like(StorageData::Cpu(a.binary(l, b, rl, op)?))))
+    }
+
+    pub(crate) fn binary_assign(
+        &mut self,
+        l: &Layout,
+        rhs: &Storage,
+        rl: &Layout,
+        op: BinaryOp,
+    ) -> Result<()> {
+        let (device, rdevice) = (self.device, rhs.device);
+        match (&mut self.data, &rhs.data) {
+            (StorageData::Cpu(a), StorageData::Cpu(b)) => Ok(a.binary_assign(l, b, rl, op)?),
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::DeviceMismatch {
+                op: op.name(),
+                lhs: device,
+                rhs: rdevice,
+            }),
+        }
+    }
+
+    pub(crate) fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Storage> {
+        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.reduce(l, op, axes)?))))
+    }
+
+    pub(crate) fn matmul(&self, l: &Layout, rhs: &Storage, rl: &Layout) -> Result<Storage> {
+        with_backends!("matmul", self, rhs, (a, b) => Ok(self.like(StorageData::Cpu(a.matmul(l, b, rl)?))))
+    }
+
+    pub(crate) fn copy_into(
+        &self,
+        l: &Layout,
+        dst: &mut Storage,
+        dl: &Layout,
+        accumulate: bool,
+    ) -> Result<()> {
+        let (device, ddevice) = (self.device, dst.device);
+        match (&self.data, &mut dst.data) {
+            (StorageData::Cpu(s), StorageData::Cpu(d)) => Ok(s.copy_into(l, d, dl, accumulate)?),
+            #[allow(unreachable_patterns)]
+            _ => Err(Error::DeviceMismatch {
+                op: "copy",
+                lhs: device,
+                rhs: ddevice,
+            }),
+        }
+    }
+
+    pub(crate) fn cast(&self, l: &Layout, dtype: DType) -> Result<Storage> {
+        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.cast(l, dtype)?))))
+    }
+
+    pub(crate) fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Storage> {
+        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.filled_like(len, dtype, value)?))))
+    }
+
+    /// The elements of the view `l`, in logical order, converted to `T`, on the host.
+    pub(crate) fn to_vec<T: CpuElement>(&self, l: &Layout) -> Result<Vec<T>> {
+        with_backend!(self, s => Ok(s.to_vec(l)))
+    }
+}

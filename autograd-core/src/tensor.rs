@@ -1,0 +1,399 @@
+//! [`Tensor`]: a cheap handle over shared storage with a stable id.
+
+use crate::graph::{Edge, GradSlot, Node, NodeRef, drop_node};
+use crate::storage::Storage;
+use crate::{DType, Device, Element, Error, Layout, Result, Shape};
+use autograd_kernels::cpu::CpuStorage;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Identity of a tensor. Every handle cloned from one tensor carries the same id;
+/// every op output, `detach` and fresh constructor gets a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(u64);
+
+impl TensorId {
+    pub(crate) fn next() -> TensorId {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        TensorId(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The id as a number.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for TensorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t{}", self.0)
+    }
+}
+
+/// How a tensor takes part in differentiation.
+#[derive(Default)]
+pub(crate) enum Autograd {
+    /// A constant: no gradient flows to it.
+    #[default]
+    None,
+    /// A leaf that requires grad; gradients accumulate in the slot.
+    Leaf(Arc<GradSlot>),
+    /// The output of a recorded op: the node that produced it.
+    Interior(Arc<Node>),
+}
+
+pub(crate) struct TensorInner {
+    pub(crate) id: TensorId,
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) layout: Layout,
+    pub(crate) autograd: Autograd,
+}
+
+impl Drop for TensorInner {
+    fn drop(&mut self) {
+        // Long chains (a recurrent loop of 10^5 ops) would otherwise drop node after
+        // node recursively; hand the producer to the iterative drop instead.
+        if let Autograd::Interior(node) = std::mem::take(&mut self.autograd) {
+            drop_node(node);
+        }
+    }
+}
+
+/// An n-dimensional array of `f32` or `f64` on a device, and a handle in the
+/// computation graph.
+///
+/// Cloning a `Tensor` is cheap (a reference count) and the clone *is* the same
+/// tensor: same id, same storage, same gradient. Ops never modify their inputs.
+///
+/// ```
+/// use autograd_core::{Tensor, Shape};
+/// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], [2, 2]).unwrap();
+/// assert_eq!(x.shape(), &Shape::from([2, 2]));
+/// assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
+/// ```
+#[derive(Clone)]
+pub struct Tensor(pub(crate) Arc<TensorInner>);
+
+impl Tensor {
+    pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout) -> Tensor {
+        Tensor(Arc::new(TensorInner {
+            id: TensorId::next(),
+            storage,
+            layout,
+            autograd: Autograd::None,
+        }))
+    }
+
+    /// A tensor over a fresh, contiguous storage.
+    pub(crate) fn from_storage(storage: Storage, shape: Shape) -> Tensor {
+        Tensor::from_parts(Arc::new(storage), Layout::contiguous(shape))
+    }
+
+    /// A tensor of the given shape holding `data` in row-major order, on the CPU.
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if data.len() != shape.numel() {
+            return Err(Error::InvalidArgument {
+                op: "from_vec",
+                msg: format!(
+                    "{} values cannot fill shape {shape}, which holds {}; pass exactly that many",
+                    data.len(),
+                    shape.numel()
+                ),
+            });
+        }
+        Ok(Tensor::from_storage(Storage::cpu(T::wrap(data)), shape))
+    }
+
+    /// Like [`Tensor::from_vec`], copying from a slice.
+    pub fn from_slice<T: Element>(data: &[T], shape: impl Into<Shape>) -> Result<Tensor> {
+        Tensor::from_vec(data.to_vec(), shape)
+    }
+
+    /// A rank-0 tensor holding `value`.
+    pub fn scalar<T: Element>(value: T) -> Tensor {
+        Tensor::from_storage(Storage::cpu(T::wrap(vec![value])), Shape::scalar())
+    }
+
+    /// A CPU tensor with every element `value`.
+    pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Tensor {
+        let shape = shape.into();
+        Tensor::from_storage(
+            Storage::cpu(CpuStorage::filled(shape.numel(), dtype, value)),
+            shape,
+        )
+    }
+
+    /// A CPU tensor of zeros.
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Tensor {
+        Tensor::full(shape, 0.0, dtype)
+    }
+
+    /// A CPU tensor of ones.
+    pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Tensor {
+        Tensor::full(shape, 1.0, dtype)
+    }
+
+    /// A tensor of `shape` filled with `value`, with this tensor's dtype and device.
+    pub fn full_like_shape(&self, shape: impl Into<Shape>, value: f64) -> Result<Tensor> {
+        let shape = shape.into();
+        let storage = self
+            .storage()
+            .filled_like(shape.numel(), self.dtype(), value)?;
+        Ok(Tensor::from_storage(storage, shape))
+    }
+
+    /// A tensor of this shape, dtype and device filled with `value`.
+    pub fn full_like(&self, value: f64) -> Result<Tensor> {
+        self.full_like_shape(self.shape().clone(), value)
+    }
+
+    /// Zeros of this shape, dtype and device.
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        self.full_like(0.0)
+    }
+
+    /// Ones of this shape, dtype and device.
+    pub fn ones_like(&self) -> Result<Tensor> {
+        self.full_like(1.0)
+    }
+
+    /// `0, 1, .., n-1` as a CPU tensor.
+    pub fn arange(n: usize, dtype: DType) -> Tensor {
+        let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let t = Tensor::from_storage(Storage::cpu(CpuStorage::F64(v)), Shape::from([n]));
+        match dtype {
+            DType::F64 => t,
+            // Casting a fresh contiguous CPU tensor cannot fail.
+            DType::F32 => crate::compute::cast(&t, DType::F32).unwrap_or(t),
+        }
+    }
+
+    /// Stable identity of this tensor.
+    pub fn id(&self) -> TensorId {
+        self.0.id
+    }
+
+    pub fn shape(&self) -> &Shape {
+        self.0.layout.shape()
+    }
+
+    /// The dimensions as a slice.
+    pub fn dims(&self) -> &[usize] {
+        self.0.layout.shape().dims()
+    }
+
+    pub fn rank(&self) -> usize {
+        self.0.layout.rank()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.0.layout.numel()
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.0.storage.dtype()
+    }
+
+    pub fn device(&self) -> Device {
+        self.0.storage.device()
+    }
+
+    /// How the elements sit in the storage (strides and offset).
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+
+    /// True when the elements are row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.0.layout.is_contiguous()
+    }
+
+    /// The storage this tensor views (shared with other views of it).
+    pub fn storage(&self) -> &Storage {
+        &self.0.storage
+    }
+
+    pub(crate) fn storage_arc(&self) -> &Arc<Storage> {
+        &self.0.storage
+    }
+
+    /// True when `self` and `other` view the same storage buffer.
+    pub fn shares_storage_with(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+    }
+
+    /// The elements in row-major order, converted to `T`, copied to the host.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.0.storage.to_vec(&self.0.layout)
+    }
+
+    /// The single element of a one-element tensor.
+    pub fn to_scalar<T: Element>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::InvalidArgument {
+                op: "to_scalar",
+                msg: format!(
+                    "a tensor of shape {} has {} elements, not one; index or reduce it first",
+                    self.shape(),
+                    self.numel()
+                ),
+            });
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// A view of the same storage with a new layout (and a new id, no autograd).
+    pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
+        Tensor::from_parts(self.0.storage.clone(), layout)
+    }
+
+    // ----- autograd -----
+
+    /// True for a leaf marked with [`Tensor::set_requires_grad`] and for every op
+    /// output computed (outside `no_grad`) from such tensors.
+    pub fn requires_grad(&self) -> bool {
+        !matches!(self.0.autograd, Autograd::None)
+    }
+
+    /// True when no recorded op produced this tensor.
+    pub fn is_leaf(&self) -> bool {
+        !matches!(self.0.autograd, Autograd::Interior(_))
+    }
+
+    /// Marks a leaf as requiring (or not) a gradient and returns it. The id stays when
+    /// this is the only handle; otherwise the result is a new leaf over the same storage.
+    /// On an op output, `true` changes nothing and `false` is [`Tensor::detach`].
+    pub fn set_requires_grad(self, requires: bool) -> Tensor {
+        match (&self.0.autograd, requires) {
+            (Autograd::Interior(_), true) | (Autograd::Leaf(_), true) | (Autograd::None, false) => {
+                self
+            }
+            (Autograd::Interior(_), false) => self.detach(),
+            (Autograd::Leaf(_), false) | (Autograd::None, true) => {
+                let autograd = if requires {
+                    Autograd::Leaf(Arc::new(GradSlot::default()))
+                } else {
+                    Autograd::None
+                };
+                let mut t = self;
+                if Arc::get_mut(&mut t.0).is_none() {
+                    t = t.detach();
+                }
+                if let Some(inner) = Arc::get_mut(&mut t.0) {
+                    inner.autograd = autograd;
+                }
+                t
+            }
+        }
+    }
+
+    /// The same values as a new tensor cut off from the graph (shares storage).
+    pub fn detach(&self) -> Tensor {
+        self.with_layout(self.0.layout.clone())
+    }
+
+    /// The gradient accumulated in this leaf by `backward` calls, if any.
+    pub fn grad(&self) -> Option<Tensor> {
+        match &self.0.autograd {
+            Autograd::Leaf(slot) => slot.get(),
+            _ => None,
+        }
+    }
+
+    /// Clears the gradient accumulated in this leaf.
+    pub fn zero_grad(&self) {
+        if let Autograd::Leaf(slot) = &self.0.autograd {
+            slot.clear();
+        }
+    }
+
+    /// The recorded node that produced this tensor, for inspection.
+    pub fn grad_fn(&self) -> Option<NodeRef> {
+        match &self.0.autograd {
+            Autograd::Interior(node) => Some(NodeRef(node.clone())),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn edge(&self) -> Edge {
+        match &self.0.autograd {
+            Autograd::None => Edge::None,
+            Autograd::Leaf(slot) => Edge::Leaf(slot.clone()),
+            Autograd::Interior(node) => Edge::Node(node.clone()),
+        }
+    }
+
+    pub(crate) fn autograd(&self) -> &Autograd {
+        &self.0.autograd
+    }
+
+    /// Makes `self` the output of `node`. A fresh op output is updated in place;
+    /// anything else (an op that returned one of its inputs) gets a new handle.
+    pub(crate) fn attach(mut self, node: Arc<Node>) -> Tensor {
+        if let Some(inner) = Arc::get_mut(&mut self.0)
+            && matches!(inner.autograd, Autograd::None)
+        {
+            inner.autograd = Autograd::Interior(node);
+            return self;
+        }
+        let mut t = self.detach();
+        if let Some(inner) = Arc::get_mut(&mut t.0) {
+            inner.autograd = Autograd::Interior(node);
+        }
+        t
+    }
+
+    /// Mutable access to the storage when this handle is its only user (no other
+    /// handle, view or graph holds it) and the tensor is outside any graph.
+    pub(crate) fn unique_storage_mut(&mut self) -> Option<(&mut Storage, &Layout)> {
+        let inner = Arc::get_mut(&mut self.0)?;
+        if !matches!(inner.autograd, Autograd::None) {
+            return None;
+        }
+        let storage = Arc::get_mut(&mut inner.storage)?;
+        Some((storage, &inner.layout))
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Tensor({}, shape={}, {}, {}",
+            self.id(),
+            self.shape(),
+            self.dtype(),
+            self.device()
+        )?;
+        if self.requires_grad() {
+            f.write_str(", requires_grad")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl fmt::Display for Tensor {
+    /// Shape, dtype and up to 16 values.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const SHOWN: usize = 16;
+        match self.to_vec::<f64>() {
+            Ok(v) => {
+                write!(f, "Tensor{} {} [", self.shape(), self.dtype())?;
+                for (i, x) in v.iter().take(SHOWN).enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                if v.len() > SHOWN {
+                    write!(f, ", .. ({} more)", v.len() - SHOWN)?;
+                }
+                f.write_str("]")
+            }
+            Err(e) => write!(f, "Tensor{} <unreadable: {e}>", self.shape()),
+        }
+    }
+}
