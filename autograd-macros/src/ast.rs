@@ -1,0 +1,215 @@
+//! A typed view of the op module: which item is forward, backward, the parameter
+//! struct, the check cases, and the rest. Nodes keep the original syn items so that
+//! errors point at the user's tokens.
+
+use syn::spanned::Spanned;
+use syn::{
+    Attribute, FnArg, Ident, Item, ItemFn, ItemMod, ItemStruct, Pat, PatType, Receiver, Type,
+    Visibility,
+};
+
+/// The item under `#[differentiable]`, taken apart.
+pub(crate) struct OpModule {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub ident: Ident,
+    /// Items of the module that are not part of the op contract, kept verbatim.
+    pub others: Vec<Item>,
+    pub param_struct: Option<ItemStruct>,
+    pub forward: Option<ItemFn>,
+    pub backward: Option<ItemFn>,
+    pub check_cases: Option<ItemFn>,
+    /// Structural problems found while taking the module apart.
+    pub errors: Vec<syn::Error>,
+}
+
+const EXPECTED: &str = "#[differentiable] goes on an inline module that defines the op: \
+`mod my_op { pub fn forward(x: &Tensor) -> Result<Tensor> { .. } pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> { .. } }`";
+
+impl OpModule {
+    pub fn from_item(item: Item) -> syn::Result<OpModule> {
+        let module = match item {
+            Item::Mod(m) => m,
+            other => {
+                let what = match &other {
+                    Item::Enum(e) => (e.enum_token.span(), "an enum"),
+                    Item::Union(u) => (u.union_token.span(), "a union"),
+                    Item::Trait(t) => (t.trait_token.span(), "a trait"),
+                    Item::Struct(s) => (
+                        s.struct_token.span(),
+                        "a struct (put it inside the op module as the op's parameters)",
+                    ),
+                    Item::Fn(f) => (
+                        f.sig.fn_token.span(),
+                        "a function (put `forward` and `backward` inside an op module)",
+                    ),
+                    Item::Impl(i) => (i.impl_token.span(), "an impl block"),
+                    other => (other.span(), "this item"),
+                };
+                return Err(syn::Error::new(
+                    what.0,
+                    format!("{EXPECTED}; found {}", what.1),
+                ));
+            }
+        };
+        Self::from_module(module)
+    }
+
+    fn from_module(module: ItemMod) -> syn::Result<OpModule> {
+        let ItemMod {
+            attrs,
+            vis,
+            unsafety,
+            mod_token,
+            ident,
+            content,
+            ..
+        } = module;
+        if let Some(u) = unsafety {
+            return Err(syn::Error::new_spanned(
+                u,
+                "an op module cannot be `unsafe`",
+            ));
+        }
+        let Some((_, items)) = content else {
+            return Err(syn::Error::new_spanned(
+                mod_token,
+                format!(
+                    "{EXPECTED}; found a module declared in another file (`mod {ident};`), whose items a macro cannot see"
+                ),
+            ));
+        };
+        let mut op = OpModule {
+            attrs,
+            vis,
+            ident,
+            others: Vec::new(),
+            param_struct: None,
+            forward: None,
+            backward: None,
+            check_cases: None,
+            errors: Vec::new(),
+        };
+        for item in items {
+            match item {
+                Item::Fn(f) if f.sig.ident == "forward" => {
+                    place(&mut op.forward, f, &mut op.errors)
+                }
+                Item::Fn(f) if f.sig.ident == "backward" => {
+                    place(&mut op.backward, f, &mut op.errors)
+                }
+                Item::Fn(f) if f.sig.ident == "check_cases" => {
+                    place(&mut op.check_cases, f, &mut op.errors)
+                }
+                Item::Struct(s) => {
+                    if op.param_struct.is_some() {
+                        op.errors.push(syn::Error::new_spanned(
+                            &s.ident,
+                            "an op module holds at most one struct, the op's parameters; move other structs out of the module",
+                        ));
+                    } else {
+                        op.param_struct = Some(s);
+                    }
+                }
+                other => op.others.push(other),
+            }
+        }
+        Ok(op)
+    }
+
+    /// The op's name in the registry: the module's name unless overridden.
+    pub fn default_name(&self) -> String {
+        let s = self.ident.to_string();
+        s.strip_prefix("r#").unwrap_or(&s).to_string()
+    }
+}
+
+fn place(slot: &mut Option<ItemFn>, f: ItemFn, errors: &mut Vec<syn::Error>) {
+    if slot.is_some() {
+        errors.push(syn::Error::new_spanned(
+            &f.sig.ident,
+            format!("`{}` is defined twice", f.sig.ident),
+        ));
+    } else {
+        *slot = Some(f);
+    }
+}
+
+/// One parameter of forward or backward.
+pub(crate) enum Param<'a> {
+    Receiver(&'a Receiver),
+    /// `name: Type`, with the name when the pattern is a plain identifier.
+    Named {
+        arg: &'a PatType,
+        ident: Option<&'a Ident>,
+    },
+}
+
+pub(crate) fn params(f: &ItemFn) -> Vec<Param<'_>> {
+    f.sig
+        .inputs
+        .iter()
+        .map(|arg| match arg {
+            FnArg::Receiver(r) => Param::Receiver(r),
+            FnArg::Typed(pt) => {
+                let ident = match &*pt.pat {
+                    Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => Some(&p.ident),
+                    _ => None,
+                };
+                Param::Named { arg: pt, ident }
+            }
+        })
+        .collect()
+}
+
+/// Last path segment of a plain path type (`autograd::Tensor` -> `Tensor`).
+pub(crate) fn last_segment(ty: &Type) -> Option<&syn::PathSegment> {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        Type::Paren(p) => last_segment(&p.elem),
+        Type::Group(g) => last_segment(&g.elem),
+        _ => None,
+    }
+}
+
+/// The single type argument of `Name<T>`.
+pub(crate) fn generic_arg(seg: &syn::PathSegment) -> Option<&Type> {
+    match &seg.arguments {
+        syn::PathArguments::AngleBracketed(a) => a.args.iter().find_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// `Tensor` (any path ending in it, without arguments).
+pub(crate) fn is_tensor(ty: &Type) -> bool {
+    last_segment(ty).is_some_and(|s| s.ident == "Tensor" && s.arguments.is_none())
+}
+
+/// `&Tensor`.
+pub(crate) fn is_tensor_ref(ty: &Type) -> bool {
+    matches!(ty, Type::Reference(r) if r.mutability.is_none() && is_tensor(&r.elem))
+}
+
+/// `Option<Tensor>`.
+pub(crate) fn is_option_tensor(ty: &Type) -> bool {
+    last_segment(ty).is_some_and(|s| s.ident == "Option" && generic_arg(s).is_some_and(is_tensor))
+}
+
+/// `T` of `Result<T>` / `Result<T, E>`.
+pub(crate) fn result_inner(ty: &Type) -> Option<&Type> {
+    last_segment(ty)
+        .filter(|s| s.ident == "Result")
+        .and_then(generic_arg)
+}
+
+/// The identifiers mentioned anywhere in a token stream.
+pub(crate) fn mentions(tokens: proc_macro2::TokenStream, name: &str) -> bool {
+    tokens.into_iter().any(|tt| match tt {
+        proc_macro2::TokenTree::Ident(i) => i == name,
+        proc_macro2::TokenTree::Group(g) => mentions(g.stream(), name),
+        _ => false,
+    })
+}

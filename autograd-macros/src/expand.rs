@@ -1,0 +1,331 @@
+//! Code generation: the op module as written (forward and backward kept side by
+//! side), plus its `Differentiable` impl, registry entry and typed function.
+
+use crate::ast::OpModule;
+use crate::attr::{self, Args};
+use crate::valid::{self, BackwardArg, Model};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::{FnArg, ItemFn, parse_quote};
+
+pub(crate) fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
+    // A bad argument is reported, and the op is still expanded with the defaults so
+    // that one mistake does not turn into many.
+    let (args, arg_error) = match attr::parse(args) {
+        Ok(a) => (a, None),
+        Err(e) => (
+            Args {
+                name: None,
+                krate: None,
+            },
+            Some(e.to_compile_error()),
+        ),
+    };
+    let item: syn::Item = match syn::parse2(item.clone()) {
+        Ok(i) => i,
+        Err(e) => {
+            return quote!(#item #arg_error)
+                .into_iter()
+                .chain(e.to_compile_error())
+                .collect();
+        }
+    };
+    let original = quote!(#item);
+    let op = match OpModule::from_item(item) {
+        Ok(op) => op,
+        Err(e) => {
+            let e = e.to_compile_error();
+            return quote!(#original #e #arg_error);
+        }
+    };
+    match valid::validate(&op, &args) {
+        Ok(model) => {
+            let out = expand(&op, &model, &args);
+            quote!(#out #arg_error)
+        }
+        Err(e) => {
+            let rest = fallback(&op);
+            let e = e.to_compile_error();
+            quote!(#rest #e #arg_error)
+        }
+    }
+}
+
+/// After an error: the module's other items and parameter struct, so that code
+/// naming them does not report errors of its own.
+fn fallback(op: &OpModule) -> TokenStream {
+    let OpModule {
+        attrs,
+        vis,
+        ident,
+        others,
+        param_struct,
+        ..
+    } = op;
+    quote! {
+        #(#attrs)*
+        #vis mod #ident {
+            #(#others)*
+            #param_struct
+        }
+    }
+}
+
+/// forward/backward as written, without `#[no_grad]` (which only the macro reads).
+fn cleaned(f: &ItemFn) -> ItemFn {
+    let mut f = f.clone();
+    for arg in f.sig.inputs.iter_mut() {
+        if let FnArg::Typed(pt) = arg {
+            pt.attrs.retain(|a| !a.path().is_ident("no_grad"));
+        }
+    }
+    f
+}
+
+fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
+    let krate: syn::Path = args
+        .krate
+        .clone()
+        .unwrap_or_else(|| parse_quote!(::autograd));
+    let p = quote!(#krate::__private);
+    let OpModule {
+        attrs,
+        vis,
+        ident,
+        others,
+        ..
+    } = op;
+    let s = &m.struct_ident;
+    let name = &m.name;
+
+    let struct_item = match &op.param_struct {
+        Some(def) => quote!(#def),
+        None => {
+            let doc = format!("The `{name}` op (no parameters).");
+            quote! {
+                #[doc = #doc]
+                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+                pub struct #s;
+            }
+        }
+    };
+
+    let forward = op.forward.as_ref().map(cleaned);
+    let backward = op.backward.as_ref().map(cleaned);
+    let (mut free_fns, mut methods) = (Vec::new(), Vec::new());
+    for (f, takes_self) in [(forward, m.forward_self), (backward, m.backward_self)] {
+        if let Some(f) = f {
+            if takes_self {
+                methods.push(f)
+            } else {
+                free_fns.push(f)
+            }
+        }
+    }
+    let methods = (!methods.is_empty()).then(|| quote!(impl #s { #(#methods)* }));
+    let check_cases = &op.check_cases;
+
+    // The typed function users call.
+    let input_idents: Vec<_> = m.inputs.iter().map(|i| &i.ident).collect();
+    let field_idents: Vec<_> = m.fields.iter().map(|(f, _)| f).collect();
+    let field_types: Vec<_> = m.fields.iter().map(|(_, t)| t).collect();
+    let fn_doc = format!(
+        "Applies the `{name}` op; the call is recorded for backward when a differentiable input requires grad."
+    );
+    let typed_fn = quote! {
+        #[doc = #fn_doc]
+        #[track_caller]
+        #[allow(clippy::too_many_arguments)]
+        pub fn #ident(#(#input_idents: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor> {
+            #p::apply(#s { #(#field_idents),* }, &[#(#input_idents),*])
+        }
+    };
+
+    // Differentiable::forward: unpack the input slice.
+    let call_forward = if m.forward_self {
+        quote!(#s::forward(self, #(#input_idents),*))
+    } else {
+        quote!(forward(#(#input_idents),*))
+    };
+    let arity = m.inputs.len();
+
+    // Differentiable::backward: pass what backward declared, spread its gradients
+    // over the input positions.
+    let diff_positions: Vec<usize> = m
+        .inputs
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| i.differentiable)
+        .map(|(k, _)| k)
+        .collect();
+    let backward_args = m.backward_args.iter().map(|a| match a {
+        BackwardArg::Grad => quote!(ctx.grad()),
+        BackwardArg::Input(pos) => quote!(ctx.input(#pos)?),
+        BackwardArg::InputShape(pos) => quote!(ctx.input_shape(#pos)?),
+        BackwardArg::Output => quote!(ctx.output()?),
+        BackwardArg::Needs => quote!(ctx.needs_at([#(#diff_positions),*])),
+    });
+    let self_arg = m.backward_self.then(|| quote!(self,));
+    let call_backward = if m.backward_self {
+        quote!(#s::backward(#self_arg #(#backward_args),*))
+    } else {
+        quote!(backward(#(#backward_args),*))
+    };
+    let grad_vars: Vec<_> = (0..diff_positions.len())
+        .map(|k| format_ident!("__g{}", k))
+        .collect();
+    let unpack = if m.grad_tuple {
+        quote!(let (#(#grad_vars,)*) = #call_backward?;)
+    } else {
+        quote!(let (#(#grad_vars)*) = #call_backward?;)
+    };
+    let mut next_var = grad_vars.iter();
+    let slots = m.inputs.iter().map(|i| {
+        if i.differentiable {
+            let v = next_var.next();
+            quote!(#p::IntoGrad::into_grad(#v))
+        } else {
+            quote!(::core::option::Option::None)
+        }
+    });
+
+    let specs = m.inputs.iter().map(|i| {
+        let (iname, d, saved) = (i.ident.to_string(), i.differentiable, i.saved);
+        quote!(#p::InputSpec { name: #iname, differentiable: #d, saved: #saved })
+    });
+    let saves_output = m.saves_output;
+    let param_names = m.fields.iter().map(|(f, _)| f.to_string());
+    let check = if m.has_check_cases {
+        quote!(::core::option::Option::Some(check_cases))
+    } else {
+        quote!(::core::option::Option::None)
+    };
+    let entry = syn::Ident::new("__AUTOGRAD_OP_ENTRY", Span::call_site());
+
+    quote! {
+        #(#attrs)*
+        #vis mod #ident {
+            #(#others)*
+            #struct_item
+            #(#free_fns)*
+            #methods
+            #check_cases
+            #typed_fn
+
+            const _: () = {
+                #[automatically_derived]
+                impl #p::Differentiable for #s {
+                    const ENTRY: &'static #p::OpEntry = &#entry;
+
+                    fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
+                        match inputs {
+                            [#(#input_idents),*] => #call_forward,
+                            _ => ::core::result::Result::Err(#p::arity_error(#name, #arity, inputs.len())),
+                        }
+                    }
+
+                    fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
+                        #unpack
+                        ::core::result::Result::Ok(#p::grads([#(#slots),*]))
+                    }
+                }
+
+                fn __autograd_backward(
+                    op: &(dyn ::core::any::Any + ::core::marker::Send + ::core::marker::Sync),
+                    ctx: &#p::BackwardContext<'_>,
+                ) -> #p::Result<#p::Grads> {
+                    match op.downcast_ref::<#s>() {
+                        ::core::option::Option::Some(op) => <#s as #p::Differentiable>::backward(op, ctx),
+                        ::core::option::Option::None => ::core::result::Result::Err(#p::wrong_op_type(#name)),
+                    }
+                }
+
+                static #entry: #p::OpEntry = #p::OpEntry {
+                    name: #name,
+                    module_path: ::core::module_path!(),
+                    inputs: &[#(#specs),*],
+                    saves_output: #saves_output,
+                    params: &[#(#param_names),*],
+                    backward: __autograd_backward,
+                    check_cases: #check,
+                };
+
+                #p::inventory::submit! { #p::Registration(&#entry) }
+            };
+        }
+        #vis use self::#ident::#ident;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(args: TokenStream, item: TokenStream) -> String {
+        differentiable(args, item).to_string()
+    }
+
+    #[test]
+    fn mul_saves_both_inputs_and_add_saves_none() {
+        let mul = expand_str(
+            quote!(),
+            quote! {
+                pub mod mul {
+                    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> { todo() }
+                    pub fn backward(grad: &Tensor, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> { (a, b, grad) }
+                }
+            },
+        );
+        assert!(
+            mul.contains("name : \"a\" , differentiable : true , saved : true"),
+            "{mul}"
+        );
+        assert!(mul.contains("name : \"b\" , differentiable : true , saved : true"));
+        assert!(mul.contains("saves_output : false"));
+        let add = expand_str(
+            quote!(),
+            quote! {
+                pub mod add {
+                    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> { todo() }
+                    pub fn backward(grad: &Tensor) -> Result<(Tensor, Tensor)> { grad }
+                }
+            },
+        );
+        assert!(
+            add.contains("name : \"a\" , differentiable : true , saved : false"),
+            "{add}"
+        );
+        assert!(!add.contains("compile_error"));
+    }
+
+    #[test]
+    fn output_is_saved_when_backward_reads_it() {
+        let exp = expand_str(
+            quote!(crate = ::autograd_core),
+            quote! {
+                mod exp {
+                    fn forward(x: &Tensor) -> Result<Tensor> { x }
+                    fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> { grad * output }
+                }
+            },
+        );
+        assert!(exp.contains("saves_output : true"), "{exp}");
+        assert!(exp.contains(":: autograd_core :: __private"));
+    }
+
+    #[test]
+    fn errors_keep_the_rest_of_the_module() {
+        let out = expand_str(
+            quote!(),
+            quote!(
+                mod bad {
+                    pub struct Keep;
+                    fn helper() {}
+                }
+            ),
+        );
+        assert!(out.contains("compile_error"));
+        assert!(out.contains("struct Keep"));
+        assert!(out.contains("fn helper"));
+    }
+}
