@@ -1,0 +1,292 @@
+//! Semantics of recording and of the backward engine.
+
+use autograd::prelude::*;
+use autograd::{ComputationGraph, Error, ops};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape)
+        .unwrap()
+        .set_requires_grad(true)
+}
+
+fn grad_vec(t: &Tensor) -> Vec<f64> {
+    t.grad().expect("gradient").to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn residual_connection_accumulates_both_paths() -> Result<()> {
+    crate::init();
+    let x = leaf(&[0.5, -1.0], &[2]);
+    let y = (ops::exp(&x)? + &x)?;
+    ops::sum_all(&y)?.backward()?;
+    let expected: Vec<f64> = [0.5f64, -1.0].iter().map(|v| v.exp() + 1.0).collect();
+    assert_eq!(grad_vec(&x), expected);
+    Ok(())
+}
+
+#[test]
+fn shared_gradient_buffers_are_never_mutated_through_an_alias() -> Result<()> {
+    crate::init();
+    // add's backward hands the same gradient buffer to x and to y; x then receives a
+    // second contribution. Accumulating in place into the aliased buffer would
+    // change y's gradient too.
+    let x = leaf(&[1.0, 1.0], &[2]);
+    let y = leaf(&[1.0, 1.0], &[2]);
+    let loss = (ops::sum_all(&(&x + &y)?)? + ops::sum_all(&(&x * 2.0)?)?)?;
+    loss.backward()?;
+    assert_eq!(grad_vec(&x), vec![3.0, 3.0]);
+    assert_eq!(grad_vec(&y), vec![1.0, 1.0]);
+    Ok(())
+}
+
+#[test]
+fn only_ancestors_of_the_root_are_visited() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let dead = ops::exp(&x)?; // recorded, but not part of the loss
+    let loss = ops::sum_all(&(&x * 3.0)?)?;
+    loss.backward()?;
+    let dead_node = dead.grad_fn().unwrap();
+    assert!(
+        !dead_node.is_consumed(),
+        "the dead branch's node was visited"
+    );
+    assert_eq!(
+        dead_node.saved_tensor_count(),
+        1,
+        "its saved output is still held"
+    );
+    assert!(loss.grad_fn().unwrap().is_consumed());
+    assert_eq!(grad_vec(&x), vec![3.0, 3.0]);
+    // The dead branch can still be differentiated on its own.
+    ops::sum_all(&dead)?.backward()?;
+    assert_eq!(grad_vec(&x), vec![3.0 + 1f64.exp(), 3.0 + 2f64.exp()]);
+    Ok(())
+}
+
+#[test]
+fn record_skips_a_node_only_when_every_input_is_frozen() -> Result<()> {
+    crate::init();
+    let frozen = Tensor::from_slice(&[2.0f64], [1])?;
+    let other = Tensor::from_slice(&[3.0f64], [1])?;
+    let trained = leaf(&[4.0], &[1]);
+    let both_frozen = (&frozen * &other)?;
+    assert!(both_frozen.grad_fn().is_none() && !both_frozen.requires_grad());
+    let mixed = (&frozen * &trained)?;
+    let node = mixed
+        .grad_fn()
+        .expect("one input requires grad: the node is recorded");
+    assert_eq!(node.op_name(), "mul");
+    assert!(mixed.requires_grad());
+    // Frozen inputs get no gradient, and no edge to follow.
+    ops::sum_all(&mixed)?.backward()?;
+    assert!(frozen.grad().is_none());
+    assert_eq!(grad_vec(&trained), vec![2.0]);
+    Ok(())
+}
+
+#[test]
+fn nothing_is_recorded_under_no_grad() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0], &[1]);
+    let y = no_grad(|| &x * &x)?;
+    assert!(!y.requires_grad());
+    assert!(matches!(y.backward(), Err(Error::NoGradRoot)));
+    Ok(())
+}
+
+#[test]
+fn second_backward_is_an_error_naming_the_op() -> Result<()> {
+    crate::init();
+    let x = leaf(&[2.0], &[1]);
+    let y = ops::sum_all(&(&x * &x)?)?;
+    y.backward()?;
+    let err = y.backward().unwrap_err();
+    assert!(
+        matches!(err, Error::GraphConsumed { op: "sum_all" }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("retain_graph"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn retained_graph_can_be_differentiated_twice() -> Result<()> {
+    crate::init();
+    let x = leaf(&[2.0], &[1]);
+    let y = ops::sum_all(&(&x * &x)?)?;
+    y.backward_with(BackwardOptions::default().retain_graph(true))?;
+    y.backward()?;
+    assert_eq!(
+        grad_vec(&x),
+        vec![8.0],
+        "two backward passes accumulate 4 + 4"
+    );
+    assert!(
+        y.backward().is_err(),
+        "the second (non-retaining) pass consumed the graph"
+    );
+    Ok(())
+}
+
+#[test]
+fn non_scalar_root_needs_a_seed() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = (&x * 3.0)?;
+    let err = y.backward().unwrap_err();
+    assert!(matches!(err, Error::NonScalarRoot { .. }));
+    assert!(err.to_string().contains("[2]"), "{err}");
+    let bad_seed = BackwardOptions::default().seed(Tensor::ones([3], DType::F64));
+    assert!(matches!(
+        y.backward_with(bad_seed),
+        Err(Error::SeedMismatch { .. })
+    ));
+    y.backward_with(BackwardOptions::default().seed(Tensor::from_slice(&[1.0f64, 10.0], [2])?))?;
+    assert_eq!(grad_vec(&x), vec![3.0, 30.0]);
+    Ok(())
+}
+
+#[test]
+fn gradients_reach_every_handle_of_a_tensor() -> Result<()> {
+    crate::init();
+    let x = leaf(&[3.0], &[1]);
+    let copy = x.clone();
+    let y = ops::sum_all(&(&copy * &copy)?)?;
+    y.backward()?;
+    assert_eq!(x.id(), copy.id());
+    assert_eq!(grad_vec(&x), vec![6.0]);
+    assert_eq!(grad_vec(&copy), vec![6.0]);
+    Ok(())
+}
+
+#[test]
+fn zero_grad_clears_accumulated_gradients() -> Result<()> {
+    crate::init();
+    let (x, y) = (leaf(&[3.0], &[1]), leaf(&[4.0], &[1]));
+    ops::sum_all(&(&x * &y)?)?.backward()?;
+    assert!(x.grad().is_some() && y.grad().is_some());
+    autograd::zero_grad(&[&x, &y]);
+    assert!(x.grad().is_none() && y.grad().is_none());
+    Ok(())
+}
+
+#[test]
+fn grad_returns_gradients_of_intermediate_tensors_without_touching_leaves() -> Result<()> {
+    crate::init();
+    let x = leaf(&[3.0], &[1]);
+    let z = (&x * &x)?;
+    let w = ops::sum_all(&(&z * 2.0)?)?;
+    let g = grad(&w, &[&z, &x], BackwardOptions::default())?;
+    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>()?, vec![2.0]);
+    assert_eq!(g[1].as_ref().unwrap().to_vec::<f64>()?, vec![12.0]);
+    assert!(x.grad().is_none());
+    Ok(())
+}
+
+#[test]
+fn second_order_gradient_of_a_cube() -> Result<()> {
+    crate::init();
+    let x = leaf(&[2.0], &[1]);
+    let y = ops::sum_all(&(&(&x * &x)? * &x)?)?;
+    let dx = grad(&y, &[&x], BackwardOptions::default().create_graph(true))?
+        .remove(0)
+        .unwrap();
+    assert_eq!(dx.to_vec::<f64>()?, vec![12.0]); // 3x²
+    let ddx = grad(&ops::sum_all(&dx)?, &[&x], BackwardOptions::default())?
+        .remove(0)
+        .unwrap();
+    assert_eq!(ddx.to_vec::<f64>()?, vec![12.0]); // 6x
+    Ok(())
+}
+
+#[test]
+fn long_chains_drop_without_recursion() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0], &[1]);
+    let mut y = x.clone();
+    for _ in 0..200_000 {
+        y = (&y * 1.0)?;
+    }
+    drop(y); // 200k nodes released in a loop, not 200k nested drops
+    let mut y = x.clone();
+    for _ in 0..200_000 {
+        y = (&y + 0.0)?;
+    }
+    ops::sum_all(&y)?.backward()?;
+    assert_eq!(grad_vec(&x), vec![1.0]);
+    Ok(())
+}
+
+/// An op that counts which gradients its backward computes.
+static COMPUTED: [AtomicUsize; 2] = [AtomicUsize::new(0), AtomicUsize::new(0)];
+
+#[differentiable(name = "test_counting_mul")]
+mod counting_mul {
+    use super::COMPUTED;
+    use autograd::prelude::*;
+    use std::sync::atomic::Ordering;
+
+    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        a * b
+    }
+
+    pub fn backward(
+        grad: &Tensor,
+        a: &Tensor,
+        b: &Tensor,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let da = grad_if(needs[0], || {
+            COMPUTED[0].fetch_add(1, Ordering::SeqCst);
+            grad * b
+        })?;
+        let db = grad_if(needs[1], || {
+            COMPUTED[1].fetch_add(1, Ordering::SeqCst);
+            grad * a
+        })?;
+        Ok((da, db))
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        let t = |v: f64| Tensor::from_slice(&[v, -v], [2]).unwrap();
+        vec![CheckCase::new(
+            "test_counting_mul",
+            vec![t(0.5), t(1.5)],
+            |x| counting_mul(&x[0], &x[1]),
+        )]
+    }
+}
+
+#[test]
+fn inputs_that_need_no_gradient_get_none_computed() -> Result<()> {
+    crate::init();
+    let a = leaf(&[2.0], &[1]);
+    let b = Tensor::from_slice(&[5.0f64], [1])?;
+    let before = [
+        COMPUTED[0].load(Ordering::SeqCst),
+        COMPUTED[1].load(Ordering::SeqCst),
+    ];
+    ops::sum_all(&counting_mul(&a, &b)?)?.backward()?;
+    assert_eq!(COMPUTED[0].load(Ordering::SeqCst), before[0] + 1);
+    assert_eq!(
+        COMPUTED[1].load(Ordering::SeqCst),
+        before[1],
+        "b's gradient was computed although b is frozen"
+    );
+    assert_eq!(grad_vec(&a), vec![5.0]);
+    Ok(())
+}
+
+#[test]
+fn graph_inspection_lists_recorded_nodes_in_order() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = ops::sum_all(&ops::exp(&(&x * &x)?)?)?;
+    let g = ComputationGraph::of(&[&y]);
+    let names: Vec<_> = g.nodes().iter().map(|n| n.op_name()).collect();
+    assert_eq!(names, ["mul", "exp", "sum_all"]);
+    assert!(g.nodes()[2].location().file().ends_with("engine.rs"));
+    Ok(())
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the whole stack: the seed chapters' worked numbers, the
+//! engine's semantics, pruning, gradient checks through the registry.
+
+mod engine;
+mod pruning;
+mod registry;
+mod seed_examples;
+
+/// Every test calls this first: links the op library and checks the registry.
+pub fn init() {
+    autograd::init().expect("op registry");
+}
