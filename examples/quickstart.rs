@@ -12,13 +12,18 @@ use autograd::{GradcheckOptions, ops};
 #[differentiable]
 mod softplus {
     use autograd::prelude::*;
-    use autograd::{UnaryOp, compute, ops};
+    use autograd::{BinaryOp, UnaryOp, compute, ops};
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {
-        // max(x, 0) + ln(1 + e^-|x|): never overflows.
-        let tail = compute::unary(&compute::unary(x, UnaryOp::Abs)?, UnaryOp::Neg)?;
-        let tail = compute::unary(&compute::unary(&compute::unary(&tail, UnaryOp::Exp)?, UnaryOp::AddScalar(1.0))?, UnaryOp::Log)?;
-        compute::binary(&compute::unary(x, UnaryOp::Relu)?, &tail, autograd::BinaryOp::Add)
+        // max(x, 0) + ln(1 + e^-|x|): never overflows. `compute` runs kernels
+        // without recording; the macro records the op as one node around it.
+        let f = |t: &Tensor, op| compute::unary(t, op);
+        let tail = f(
+            &f(&f(&f(x, UnaryOp::Abs)?, UnaryOp::Neg)?, UnaryOp::Exp)?,
+            UnaryOp::AddScalar(1.0),
+        )?;
+        let tail = f(&tail, UnaryOp::Log)?;
+        compute::binary(&f(x, UnaryOp::Relu)?, &tail, BinaryOp::Add)
     }
 
     /// d/dx softplus(x) = sigmoid(x) = 1 / (1 + e^-x), written with differentiable
@@ -34,25 +39,47 @@ fn main() -> Result<()> {
 
     // 1. The new op is registered like every standard op.
     let entry = autograd::registry()?.get("softplus")?;
-    println!("registered `{}`: {} input, saves {:?}", entry.name, entry.arity(), entry.saved_names());
+    println!(
+        "registered `{}`: {} input, saves {:?}",
+        entry.name,
+        entry.arity(),
+        entry.saved_names()
+    );
 
     // 2. Its backward agrees with central finite differences (in f64).
     let x = Rng::new(0).uniform([8], -3.0, 3.0, DType::F64)?;
-    let report = autograd::gradcheck("softplus", &|xs| softplus(&xs[0]), &[x], &[true], &GradcheckOptions::default())?;
-    println!("gradcheck: {} elements, max error {:.2e}", report.elements, report.max_abs_error);
+    let report = autograd::gradcheck(
+        "softplus",
+        &|xs| softplus(&xs[0]),
+        &[x],
+        &[true],
+        &GradcheckOptions::default(),
+    )?;
+    println!(
+        "gradcheck: {} elements, max error {:.2e}",
+        report.elements, report.max_abs_error
+    );
 
     // 3. Train a 1-32-1 network with the new activation to fit sin(3x) on [-1, 1].
     let n = 128;
-    let xs: Vec<f32> = (0..n).map(|i| -1.0 + 2.0 * i as f32 / (n - 1) as f32).collect();
+    let xs: Vec<f32> = (0..n)
+        .map(|i| -1.0 + 2.0 * i as f32 / (n - 1) as f32)
+        .collect();
     let ts: Vec<f32> = xs.iter().map(|x| (3.0 * x).sin()).collect();
     let input = Tensor::from_vec(xs, [n, 1])?;
     let target = Tensor::from_vec(ts, [n, 1])?;
 
     let mut rng = Rng::new(42);
     let hidden = 32;
-    let mut w1 = rng.normal([1, hidden], 0.0, 1.5, DType::F32)?.set_requires_grad(true);
-    let mut b1 = rng.normal([hidden], 0.0, 0.5, DType::F32)?.set_requires_grad(true);
-    let mut w2 = rng.normal([hidden, 1], 0.0, 0.3, DType::F32)?.set_requires_grad(true);
+    let mut w1 = rng
+        .normal([1, hidden], 0.0, 1.5, DType::F32)?
+        .set_requires_grad(true);
+    let mut b1 = rng
+        .normal([hidden], 0.0, 0.5, DType::F32)?
+        .set_requires_grad(true);
+    let mut w2 = rng
+        .normal([hidden, 1], 0.0, 0.3, DType::F32)?
+        .set_requires_grad(true);
     let mut b2 = Tensor::zeros([1], DType::F32).set_requires_grad(true);
 
     let lr = 0.05;
@@ -77,10 +104,19 @@ fn main() -> Result<()> {
         (w1, b1, w2, b2) = (update(&w1)?, update(&b1)?, update(&w2)?, update(&b2)?);
     }
     let first = first_loss.unwrap_or(loss_value);
-    println!("loss {first:.4} -> {loss_value:.5} ({:.0}x lower)", first / loss_value);
+    println!(
+        "loss {first:.4} -> {loss_value:.5} ({:.0}x lower)",
+        first / loss_value
+    );
 
     let probe = Tensor::from_slice(&[0.5f32], [1, 1])?;
-    let fit = no_grad(|| -> Result<Tensor> { softplus(&(probe.matmul(&w1)? + &b1)?)?.matmul(&w2)? + &b2 })?;
-    println!("fit at x = 0.5: {:.4} (sin(1.5) = {:.4})", fit.to_scalar::<f32>()?, 1.5f32.sin());
+    let fit = no_grad(|| -> Result<Tensor> {
+        softplus(&(probe.matmul(&w1)? + &b1)?)?.matmul(&w2)? + &b2
+    })?;
+    println!(
+        "fit at x = 0.5: {:.4} (sin(1.5) = {:.4})",
+        fit.to_scalar::<f32>()?,
+        1.5f32.sin()
+    );
     Ok(())
 }
