@@ -180,6 +180,7 @@ pub(crate) fn record_node(
     output: Tensor,
     location: &'static Location<'static>,
 ) -> Tensor {
+    let output = output.into_fresh();
     let mut node_inputs = SmallVec::with_capacity(inputs.len());
     let mut saved = SmallVec::with_capacity(inputs.len());
     for (spec, t) in entry.inputs.iter().zip(inputs) {

@@ -330,20 +330,21 @@ impl Tensor {
         &self.0.autograd
     }
 
-    /// Makes `self` the output of `node`. A fresh op output is updated in place;
-    /// anything else (an op that returned one of its inputs) gets a new handle.
+    /// This tensor as a fresh op output: itself when this is its only handle and it
+    /// is outside any graph, else a new handle (new id) over the same storage. An op
+    /// may return one of its inputs; its output must still be a tensor of its own.
+    pub(crate) fn into_fresh(self) -> Tensor {
+        let fresh = Arc::strong_count(&self.0) == 1 && matches!(self.0.autograd, Autograd::None);
+        if fresh { self } else { self.detach() }
+    }
+
+    /// Makes a fresh op output (see [`Tensor::into_fresh`]) point at its node.
     pub(crate) fn attach(mut self, node: Arc<Node>) -> Tensor {
-        if let Some(inner) = Arc::get_mut(&mut self.0)
-            && matches!(inner.autograd, Autograd::None)
-        {
-            inner.autograd = Autograd::Interior(node);
-            return self;
+        match Arc::get_mut(&mut self.0) {
+            Some(inner) => inner.autograd = Autograd::Interior(node),
+            None => debug_assert!(false, "attach on a shared handle"),
         }
-        let mut t = self.detach();
-        if let Some(inner) = Arc::get_mut(&mut t.0) {
-            inner.autograd = Autograd::Interior(node);
-        }
-        t
+        self
     }
 
     /// Mutable access to the storage when this handle is its only user (no other

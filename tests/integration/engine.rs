@@ -290,3 +290,42 @@ fn graph_inspection_lists_recorded_nodes_in_order() -> Result<()> {
     assert!(g.nodes()[2].location().file().ends_with("engine.rs"));
     Ok(())
 }
+
+/// An op whose forward returns its input unchanged.
+#[differentiable(name = "test_identity")]
+mod identity {
+    use autograd::prelude::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        Ok(x.clone())
+    }
+
+    pub fn backward(grad: &Tensor) -> Result<Tensor> {
+        Ok(grad.clone())
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "test_identity",
+            vec![Tensor::from_slice(&[1.0f64, 2.0], [2]).unwrap()],
+            |x| identity(&x[0]),
+        )]
+    }
+}
+
+#[test]
+fn an_op_returning_its_input_gets_an_output_of_its_own() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = identity(&x)?;
+    assert_ne!(y.id(), x.id());
+    assert!(
+        x.is_leaf() && x.grad_fn().is_none(),
+        "the input was turned into an op output"
+    );
+    let node = y.grad_fn().unwrap();
+    assert_eq!(node.output_id(), y.id());
+    ops::sum_all(&(&y * 3.0)?)?.backward()?;
+    assert_eq!(grad_vec(&x), vec![3.0, 3.0]);
+    Ok(())
+}
