@@ -9,16 +9,21 @@
 use crate::{DType, Error, Result, Shape, Tensor};
 use autograd_kernels::{BinaryOp, Layout, ReduceOp, UnaryOp, broadcast_shapes};
 
-/// Resolves a possibly negative axis against `rank` (`-1` is the last axis).
+/// Resolves a possibly negative axis against `x`'s rank (`-1` is the last axis).
 pub fn normalize_axis(op: &'static str, axis: isize, x: &Tensor) -> Result<usize> {
-    let rank = x.rank() as isize;
+    normalize_axis_of(op, axis, x.shape())
+}
+
+/// Resolves a possibly negative axis against the rank of `shape`.
+pub fn normalize_axis_of(op: &'static str, axis: isize, shape: &Shape) -> Result<usize> {
+    let rank = shape.rank() as isize;
     let a = if axis < 0 { axis + rank } else { axis };
     if a < 0 || a >= rank {
         return Err(Error::AxisOutOfRange {
             op,
             axis,
-            rank: x.rank(),
-            shape: x.shape().clone(),
+            rank: shape.rank(),
+            shape: shape.clone(),
         });
     }
     Ok(a as usize)
@@ -480,6 +485,27 @@ pub fn index_add(src: &Tensor, shape: &Shape, dim: usize, indices: &[usize]) -> 
         )?;
     }
     Ok(Tensor::from_storage(storage, shape.clone()))
+}
+
+/// A `[classes.len(), num_classes]` tensor of `like`'s dtype and device holding 1 at
+/// `(i, classes[i])` and 0 elsewhere. Each class must be below `num_classes`.
+pub fn one_hot(like: &Tensor, classes: &[usize], num_classes: usize) -> Result<Tensor> {
+    if let Some(bad) = classes.iter().find(|&&c| c >= num_classes) {
+        return Err(Error::InvalidArgument {
+            op: "one_hot",
+            msg: format!("class {bad} is out of range for {num_classes} classes"),
+        });
+    }
+    let n = classes.len();
+    // Built on `like`'s device: ones scattered into the flattened zero matrix.
+    let ones = like.full_like_shape([n], 1.0)?;
+    let flat: Vec<usize> = classes
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| i * num_classes + c)
+        .collect();
+    let hot = index_add(&ones, &Shape::from([n * num_classes]), 0, &flat)?;
+    reshape(&hot, [n, num_classes])
 }
 
 /// `acc + g` for gradient accumulation, written into `acc`'s (or `g`'s) buffer when

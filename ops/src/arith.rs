@@ -1,41 +1,10 @@
 //! Elementwise arithmetic with NumPy broadcasting. Backward returns gradients of the
 //! output's shape; the engine sums them back to each input's shape.
 
-use autograd_core::{
-    BinaryOp, CheckCase, DType, Result, Tensor, UnaryOp, compute, grad_if, random::Rng,
-};
+use crate::cases;
+use crate::{log, square};
+use autograd_core::{BinaryOp, CheckCase, Result, Tensor, UnaryOp, compute, grad_if};
 use autograd_macros::differentiable;
-
-/// Inputs for checking a binary op: same shapes, and a broadcast pair.
-fn binary_cases(
-    name: &str,
-    f: fn(&Tensor, &Tensor) -> Result<Tensor>,
-    lo: f64,
-    hi: f64,
-) -> Vec<CheckCase> {
-    let mut rng = Rng::new(7);
-    let mut t = |s: &[usize]| {
-        rng.uniform(s, lo, hi, DType::F64)
-            .unwrap_or_else(|_| Tensor::zeros(s, DType::F64))
-    };
-    vec![
-        CheckCase::new(
-            format!("{name} [2,3] [2,3]"),
-            vec![t(&[2, 3]), t(&[2, 3])],
-            move |x| f(&x[0], &x[1]),
-        ),
-        CheckCase::new(
-            format!("{name} [2,3] [3] (broadcast)"),
-            vec![t(&[2, 3]), t(&[3])],
-            move |x| f(&x[0], &x[1]),
-        ),
-        CheckCase::new(
-            format!("{name} [2,1] [1,3] (broadcast both)"),
-            vec![t(&[2, 1]), t(&[1, 3])],
-            move |x| f(&x[0], &x[1]),
-        ),
-    ]
-}
 
 /// `a + b`.
 #[differentiable(crate = ::autograd_core)]
@@ -51,7 +20,7 @@ pub mod add {
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        binary_cases("add", add, -1.0, 1.0)
+        cases::binary("add", add, (-1.0, 1.0), (-1.0, 1.0))
     }
 }
 
@@ -72,7 +41,7 @@ pub mod sub {
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        binary_cases("sub", sub, -1.0, 1.0)
+        cases::binary("sub", sub, (-1.0, 1.0), (-1.0, 1.0))
     }
 }
 
@@ -98,7 +67,7 @@ pub mod mul {
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        binary_cases("mul", mul, -1.0, 1.0)
+        cases::binary("mul", mul, (-1.0, 1.0), (-1.0, 1.0))
     }
 }
 
@@ -119,12 +88,12 @@ pub mod div {
         needs: [bool; 2],
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let da = grad_if(needs[0], || div(grad, b))?;
-        let db = grad_if(needs[1], || neg(&div(&mul(grad, a)?, &mul(b, b)?)?))?;
+        let db = grad_if(needs[1], || neg(&div(&mul(grad, a)?, &square(b)?)?))?;
         Ok((da, db))
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        binary_cases("div", div, 0.5, 2.0)
+        cases::binary("div", div, (-1.0, 1.0), (0.5, 2.0))
     }
 }
 
@@ -142,10 +111,10 @@ pub mod neg {
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        vec![CheckCase::new(
+        vec![cases::unary(
             "neg",
-            vec![Rng::new(1).uniform([2, 3], -1.0, 1.0, DType::F64).unwrap()],
-            |x| neg(&x[0]),
+            cases::uniform(1, &[2, 3], -1.0, 1.0),
+            neg,
         )]
     }
 }
@@ -170,10 +139,10 @@ pub mod add_scalar {
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        vec![CheckCase::new(
+        vec![cases::unary(
             "add_scalar",
-            vec![Rng::new(2).uniform([3], -1.0, 1.0, DType::F64).unwrap()],
-            |x| add_scalar(&x[0], 2.5),
+            cases::uniform(2, &[3], -1.0, 1.0),
+            |x| add_scalar(x, 2.5),
         )]
     }
 }
@@ -198,10 +167,154 @@ pub mod mul_scalar {
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        vec![CheckCase::new(
+        vec![cases::unary(
             "mul_scalar",
-            vec![Rng::new(3).uniform([3], -1.0, 1.0, DType::F64).unwrap()],
-            |x| mul_scalar(&x[0], -1.5),
+            cases::uniform(3, &[3], -1.0, 1.0),
+            |x| mul_scalar(x, -1.5),
         )]
+    }
+}
+
+/// `a^b` elementwise, the exponent a tensor too.
+///
+/// d/da = b·a^(b-1); d/db = a^b·ln a, which is defined for `a > 0` only (NaN for a
+/// negative base, `-inf·0` at 0), as with a real logarithm. Differentiate with
+/// respect to the exponent only where the base is positive.
+#[differentiable(crate = ::autograd_core)]
+pub mod pow {
+    use super::*;
+
+    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compute::binary(a, b, BinaryOp::Pow)
+    }
+
+    pub fn backward(
+        grad: &Tensor,
+        a: &Tensor,
+        b: &Tensor,
+        output: &Tensor,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let da = grad_if(needs[0], || {
+            mul(grad, &mul(b, &pow(a, &add_scalar(b, -1.0)?)?)?)
+        })?;
+        let db = grad_if(needs[1], || mul(grad, &mul(output, &log(a)?)?))?;
+        Ok((da, db))
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        cases::binary("pow", pow, (0.5, 2.0), (-1.5, 1.5))
+    }
+}
+
+/// Masks routing the gradient of `maximum`/`minimum`: 1 where `wins(a, b)`, ½ where
+/// `a == b`, 0 elsewhere (and 0 where either is NaN). Constants: their derivative is
+/// zero wherever it exists.
+fn tie_split_mask(a: &Tensor, b: &Tensor, wins: BinaryOp) -> Result<Tensor> {
+    let strict = compute::binary(a, b, wins)?;
+    let ties = compute::unary(
+        &compute::binary(a, b, BinaryOp::Eq)?,
+        UnaryOp::MulScalar(0.5),
+    )?;
+    compute::binary(&strict, &ties, BinaryOp::Add)
+}
+
+/// The larger of `a` and `b` elementwise (NaN if either is NaN).
+///
+/// Ties: where `a == b` the gradient is split equally, half to each operand (as in
+/// PyTorch and JAX), so the result is symmetric in its operands.
+#[differentiable(crate = ::autograd_core)]
+pub mod maximum {
+    use super::*;
+
+    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compute::binary(a, b, BinaryOp::Maximum)
+    }
+
+    pub fn backward(
+        grad: &Tensor,
+        a: &Tensor,
+        b: &Tensor,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        Ok((
+            grad_if(needs[0], || mul(grad, &tie_split_mask(a, b, BinaryOp::Gt)?))?,
+            grad_if(needs[1], || mul(grad, &tie_split_mask(a, b, BinaryOp::Lt)?))?,
+        ))
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        cases::binary("maximum", maximum, (-1.0, 1.0), (-1.0, 1.0))
+    }
+}
+
+/// The smaller of `a` and `b` elementwise (NaN if either is NaN).
+///
+/// Ties: where `a == b` the gradient is split equally, half to each operand.
+#[differentiable(crate = ::autograd_core)]
+pub mod minimum {
+    use super::*;
+
+    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compute::binary(a, b, BinaryOp::Minimum)
+    }
+
+    pub fn backward(
+        grad: &Tensor,
+        a: &Tensor,
+        b: &Tensor,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        Ok((
+            grad_if(needs[0], || mul(grad, &tie_split_mask(a, b, BinaryOp::Lt)?))?,
+            grad_if(needs[1], || mul(grad, &tie_split_mask(a, b, BinaryOp::Gt)?))?,
+        ))
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        cases::binary("minimum", minimum, (-1.0, 1.0), (-1.0, 1.0))
+    }
+}
+
+/// `x^p` for a constant exponent `p`.
+#[differentiable(crate = ::autograd_core)]
+pub mod pow_scalar {
+    use super::*;
+
+    /// The exponent.
+    #[derive(Clone, Copy, Debug)]
+    pub struct PowScalar {
+        pub exponent: f64,
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::PowScalar(self.exponent))
+    }
+
+    /// d/dx x^p = p·x^(p-1); exactly 0 for p = 0 (no `0·x^-1` at x = 0).
+    pub fn backward(&self, grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let p = self.exponent;
+        if p == 0.0 {
+            return mul_scalar(grad, 0.0);
+        }
+        if p == 1.0 {
+            return Ok(grad.clone());
+        }
+        mul_scalar(&mul(grad, &pow_scalar(x, p - 1.0)?)?, p)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        let pos = cases::uniform(4, &[2, 3], 0.5, 2.0);
+        let any = cases::uniform(5, &[2, 3], -1.5, 1.5);
+        vec![
+            cases::unary("pow_scalar 2.5", pos.clone(), |x| pow_scalar(x, 2.5)),
+            cases::unary("pow_scalar -1.5", pos, |x| pow_scalar(x, -1.5)),
+            cases::unary("pow_scalar 3 (negative base)", any.clone(), |x| {
+                pow_scalar(x, 3.0)
+            }),
+            cases::unary("pow_scalar 2", any.clone(), |x| pow_scalar(x, 2.0)),
+            cases::unary("pow_scalar 1", any.clone(), |x| pow_scalar(x, 1.0)),
+            cases::unary("pow_scalar 0", any, |x| pow_scalar(x, 0.0)),
+        ]
     }
 }

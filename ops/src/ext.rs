@@ -3,57 +3,86 @@
 use crate::*;
 use autograd_core::{Result, Shape, Tensor};
 
-/// The standard ops as methods: `x.matmul(&w)?.relu()?.sum_all()?`.
-pub trait TensorExt {
-    fn exp(&self) -> Result<Tensor>;
-    fn log(&self) -> Result<Tensor>;
-    fn relu(&self) -> Result<Tensor>;
-    fn matmul(&self, rhs: &Tensor) -> Result<Tensor>;
-    /// Transpose of the last two axes.
-    fn t(&self) -> Result<Tensor>;
-    /// Sum of all elements.
-    fn sum_all(&self) -> Result<Tensor>;
-    /// Sum along `axis` (negative counts from the end).
-    fn sum(&self, axis: isize, keepdim: bool) -> Result<Tensor>;
-    fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor>;
-    fn broadcast_to(&self, shape: impl Into<Shape>) -> Result<Tensor>;
+macro_rules! methods {
+    ($($(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) => $op:ident($($call:expr),*);)*) => {
+        /// The standard ops as methods: `x.matmul(&w)?.relu()?.sum_all()?`.
+        ///
+        /// `+ - * /` and unary `-` are operators on tensors; everything else is here.
+        pub trait TensorExt {
+            $($(#[$doc])* fn $name(&self $(, $arg: $ty)*) -> Result<Tensor>;)*
+        }
+
+        impl TensorExt for Tensor {
+            $(
+                #[track_caller]
+                fn $name(&self $(, $arg: $ty)*) -> Result<Tensor> {
+                    $op(self $(, $call)*)
+                }
+            )*
+        }
+    };
 }
 
-impl TensorExt for Tensor {
-    #[track_caller]
-    fn exp(&self) -> Result<Tensor> {
-        exp(self)
-    }
-    #[track_caller]
-    fn log(&self) -> Result<Tensor> {
-        log(self)
-    }
-    #[track_caller]
-    fn relu(&self) -> Result<Tensor> {
-        relu(self)
-    }
-    #[track_caller]
-    fn matmul(&self, rhs: &Tensor) -> Result<Tensor> {
-        matmul(self, rhs)
-    }
-    #[track_caller]
-    fn t(&self) -> Result<Tensor> {
-        transpose(self)
-    }
-    #[track_caller]
-    fn sum_all(&self) -> Result<Tensor> {
-        sum_all(self)
-    }
-    #[track_caller]
-    fn sum(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
-        sum(self, axis, keepdim)
-    }
-    #[track_caller]
-    fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        reshape(self, shape.into())
-    }
-    #[track_caller]
-    fn broadcast_to(&self, shape: impl Into<Shape>) -> Result<Tensor> {
-        broadcast_to(self, shape.into())
-    }
+methods! {
+    /// `a^b` elementwise (broadcasting).
+    fn pow(&self, exponent: &Tensor) => pow(exponent);
+    /// The larger of the two elementwise (broadcasting); ties split the gradient.
+    fn maximum(&self, rhs: &Tensor) => maximum(rhs);
+    /// The smaller of the two elementwise (broadcasting); ties split the gradient.
+    fn minimum(&self, rhs: &Tensor) => minimum(rhs);
+    /// `self + scalar`.
+    fn add_scalar(&self, scalar: f64) => add_scalar(scalar);
+    /// `self * scalar`.
+    fn mul_scalar(&self, scalar: f64) => mul_scalar(scalar);
+    /// `self^p` for a constant `p`.
+    fn pow_scalar(&self, p: f64) => pow_scalar(p);
+    fn exp(&self) => exp();
+    fn log(&self) => log();
+    fn sqrt(&self) => sqrt();
+    fn square(&self) => square();
+    fn abs(&self) => abs();
+    fn tanh(&self) => tanh();
+    fn sigmoid(&self) => sigmoid();
+    fn relu(&self) => relu();
+    /// Gaussian error linear unit (tanh approximation).
+    fn gelu(&self) => gelu();
+    fn sin(&self) => sin();
+    fn cos(&self) => cos();
+    fn matmul(&self, rhs: &Tensor) => matmul(rhs);
+    /// Transpose of the last two axes.
+    fn t(&self) => transpose();
+    /// Sum of all elements.
+    fn sum_all(&self) => sum_all();
+    /// Sum along `axis` (negative counts from the end).
+    fn sum(&self, axis: isize, keepdim: bool) => sum(axis, keepdim);
+    /// Mean of all elements.
+    fn mean_all(&self) => mean_all();
+    /// Mean along `axis` (negative counts from the end).
+    fn mean(&self, axis: isize, keepdim: bool) => mean(axis, keepdim);
+    /// Max along `axis`; ties split the gradient equally.
+    fn max(&self, axis: isize, keepdim: bool) => max(axis, keepdim);
+    /// Min along `axis`; ties split the gradient equally.
+    fn min(&self, axis: isize, keepdim: bool) => min(axis, keepdim);
+    /// `log Σ exp` along `axis`, computed stably.
+    fn logsumexp(&self, axis: isize, keepdim: bool) => logsumexp(axis, keepdim);
+    fn reshape(&self, shape: impl Into<Shape>) => reshape(shape.into());
+    fn broadcast_to(&self, shape: impl Into<Shape>) => broadcast_to(shape.into());
+    /// Axis `i` of the result is axis `dims[i]` of `self`.
+    fn permute(&self, dims: &[usize]) => permute(dims.to_vec());
+    fn unsqueeze(&self, axis: isize) => unsqueeze(axis);
+    fn squeeze(&self, axis: isize) => squeeze(axis);
+    /// Entries `start..start + len` of `axis`.
+    fn narrow(&self, axis: isize, start: usize, len: usize) => narrow(axis, start, len);
+    /// Zeros before and after along `axis`.
+    fn pad(&self, axis: isize, before: usize, after: usize) => pad(axis, before, after);
+    /// `self` and `rhs` joined along `axis`.
+    fn concat(&self, rhs: &Tensor, axis: isize) => concat(rhs, axis);
+    /// The entries `index` (integral floats) of `axis`.
+    fn index_select(&self, index: &Tensor, axis: isize) => index_select(index, axis);
+    fn softmax(&self, axis: isize) => softmax(axis);
+    fn log_softmax(&self, axis: isize) => log_softmax(axis);
+    /// Mean cross-entropy of these `[N, C]` logits against `[N]` class indices.
+    fn cross_entropy(&self, targets: &Tensor) => cross_entropy(targets);
+    /// Mean squared error against `target` (same shape).
+    fn mse_loss(&self, target: &Tensor) => mse_loss(target);
 }

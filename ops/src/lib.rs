@@ -7,8 +7,10 @@
 //! [`TensorExt`] (`a.matmul(&b)`); `+ - * /` and unary `-` on tensors call them too.
 
 mod arith;
+mod cases;
 mod ext;
 mod linalg;
+mod nn;
 mod reduce;
 mod shape;
 mod unary;
@@ -16,6 +18,7 @@ mod unary;
 pub use arith::*;
 pub use ext::TensorExt;
 pub use linalg::*;
+pub use nn::*;
 pub use reduce::*;
 pub use shape::*;
 pub use unary::*;
@@ -38,23 +41,52 @@ autograd_core::__private::inventory::submit! {
 /// Every op this crate defines. [`init`] checks that all of them reached the
 /// registry; a test checks this list against the registry.
 pub const STANDARD_OPS: &[&str] = &[
+    "abs",
     "add",
     "add_scalar",
     "broadcast_to",
+    "concat",
+    "cos",
+    "cross_entropy",
     "div",
     "exp",
+    "gelu",
+    "index_add",
+    "index_select",
     "log",
+    "log_softmax",
+    "logsumexp",
     "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "mean_all",
+    "min",
+    "minimum",
+    "mse_loss",
     "mul",
     "mul_scalar",
+    "narrow",
     "neg",
+    "pad",
+    "permute",
+    "pow",
+    "pow_scalar",
     "relu",
     "reshape",
+    "sigmoid",
+    "sin",
+    "softmax",
+    "sqrt",
+    "square",
+    "squeeze",
     "sub",
     "sum",
     "sum_all",
     "sum_to_shape",
+    "tanh",
     "transpose",
+    "unsqueeze",
 ];
 
 /// Links the standard op library into the program and checks that every one of its

@@ -1,13 +1,12 @@
 //! Ops that change shape. Forward passes are views of the input's storage where
 //! possible; the engine's central broadcast reduction is [`sum_to_shape`].
 
-use autograd_core::{CheckCase, DType, Error, Result, Shape, Tensor, compute, random::Rng};
+use crate::cases;
+use autograd_core::{CheckCase, Error, Result, Shape, Tensor, compute};
 use autograd_macros::differentiable;
 
 fn input(seed: u64, shape: &[usize]) -> Tensor {
-    Rng::new(seed)
-        .uniform(shape, -1.0, 1.0, DType::F64)
-        .unwrap_or_else(|_| Tensor::zeros(shape, DType::F64))
+    cases::uniform(seed, shape, -1.0, 1.0)
 }
 
 /// `x` with another shape of the same element count.
@@ -123,5 +122,384 @@ pub mod transpose {
             vec![input(24, &[2, 3, 4])],
             |x| transpose(&x[0]),
         )]
+    }
+}
+
+/// Reorders the axes: axis `i` of the result is axis `dims[i]` of `x` (a view).
+#[differentiable(crate = ::autograd_core)]
+pub mod permute {
+    use super::*;
+
+    /// The permutation.
+    #[derive(Clone, Debug)]
+    pub struct Permute {
+        pub dims: Vec<usize>,
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        compute::permute(x, &self.dims)
+    }
+
+    /// The inverse permutation puts every axis back.
+    pub fn backward(&self, grad: &Tensor) -> Result<Tensor> {
+        let mut inverse = vec![0; self.dims.len()];
+        for (i, &d) in self.dims.iter().enumerate() {
+            inverse[d] = i;
+        }
+        permute(grad, inverse)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "permute [2,3,4] (2,0,1)",
+            input(25, &[2, 3, 4]),
+            |x| permute(x, vec![2, 0, 1]),
+        )]
+    }
+}
+
+/// Inserts an axis of size 1 at `axis` (`-(rank+1)..=rank`; -1 appends it; a view).
+#[differentiable(crate = ::autograd_core)]
+pub mod unsqueeze {
+    use super::*;
+
+    /// Where the new axis goes.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Unsqueeze {
+        pub axis: isize,
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let rank = x.rank() as isize + 1;
+        let at = if self.axis < 0 {
+            self.axis + rank
+        } else {
+            self.axis
+        };
+        if at < 0 || at >= rank {
+            return Err(Error::AxisOutOfRange {
+                op: "unsqueeze",
+                axis: self.axis,
+                rank: rank as usize,
+                shape: x.shape().clone(),
+            });
+        }
+        compute::unsqueeze(x, at as usize)
+    }
+
+    pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        reshape(grad, x_shape.clone())
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = input(26, &[2, 3]);
+        vec![
+            cases::unary("unsqueeze 1", x.clone(), |x| unsqueeze(x, 1)),
+            cases::unary("unsqueeze -1", x, |x| unsqueeze(x, -1)),
+        ]
+    }
+}
+
+/// Removes `axis`, which must have size 1 (a view).
+#[differentiable(crate = ::autograd_core)]
+pub mod squeeze {
+    use super::*;
+
+    /// The axis removed.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Squeeze {
+        pub axis: isize,
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let axis = compute::normalize_axis("squeeze", self.axis, x)?;
+        compute::squeeze(x, axis)
+    }
+
+    pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        reshape(grad, x_shape.clone())
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("squeeze -2", input(27, &[2, 1, 3]), |x| {
+            squeeze(x, -2)
+        })]
+    }
+}
+
+/// Entries `start..start + len` of `axis` (a view): a slice along one axis.
+#[differentiable(crate = ::autograd_core)]
+pub mod narrow {
+    use super::*;
+
+    /// Which axis, and which range of it.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Narrow {
+        pub axis: isize,
+        pub start: usize,
+        pub len: usize,
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let axis = compute::normalize_axis("narrow", self.axis, x)?;
+        compute::narrow(x, axis, self.start, self.len)
+    }
+
+    /// Zeros around the gradient: [`pad`], whose backward is `narrow` again.
+    pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        let axis = compute::normalize_axis_of("narrow", self.axis, x_shape)?;
+        let after = x_shape[axis].saturating_sub(self.start + self.len);
+        pad(grad, self.axis, self.start, after)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = input(28, &[3, 5]);
+        vec![
+            cases::unary("narrow axis 1 [1..4]", x.clone(), |x| narrow(x, 1, 1, 3)),
+            cases::unary("narrow axis -2 [2..3]", x, |x| narrow(x, -2, 2, 1)),
+        ]
+    }
+}
+
+/// `x` with `before` zeros ahead of it and `after` zeros behind it along `axis`.
+#[differentiable(crate = ::autograd_core)]
+pub mod pad {
+    use super::*;
+
+    /// Which axis, and how many zeros on each side.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Pad {
+        pub axis: isize,
+        pub before: usize,
+        pub after: usize,
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let axis = compute::normalize_axis("pad", self.axis, x)?;
+        let mut shape = x.shape().clone();
+        shape.dims_mut()[axis] += self.before + self.after;
+        compute::pad_narrow(x, &shape, axis, self.before)
+    }
+
+    pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        let axis = compute::normalize_axis_of("pad", self.axis, x_shape)?;
+        narrow(grad, self.axis, self.before, x_shape[axis])
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "pad axis -1 (1, 2)",
+            input(29, &[2, 3]),
+            |x| pad(x, -1, 1, 2),
+        )]
+    }
+}
+
+/// `a` and `b` joined along `axis`; every other axis must match.
+///
+/// The macro gives an op a fixed number of tensor inputs, so `concat` is binary; join
+/// more tensors with [`concat_all`], which records a balanced tree of `concat`s.
+#[differentiable(crate = ::autograd_core)]
+pub mod concat {
+    use super::*;
+
+    /// The axis joined along.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Concat {
+        pub axis: isize,
+    }
+
+    pub fn forward(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let axis = compute::normalize_axis("concat", self.axis, a)?;
+        compute::concat(&[a, b], axis)
+    }
+
+    /// Each input gets its own part of the gradient back.
+    pub fn backward(
+        &self,
+        grad: &Tensor,
+        a_shape: &Shape,
+        b_shape: &Shape,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let axis = compute::normalize_axis_of("concat", self.axis, a_shape)?;
+        let (la, lb) = (a_shape[axis], b_shape[axis]);
+        Ok((
+            autograd_core::grad_if(needs[0], || narrow(grad, self.axis, 0, la))?,
+            autograd_core::grad_if(needs[1], || narrow(grad, self.axis, la, lb))?,
+        ))
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "concat [2,3] [2,2] axis -1",
+                vec![input(30, &[2, 3]), input(31, &[2, 2])],
+                |x| concat(&x[0], &x[1], -1),
+            ),
+            CheckCase::new(
+                "concat [1,3] [2,3] axis 0",
+                vec![input(32, &[1, 3]), input(33, &[2, 3])],
+                |x| concat(&x[0], &x[1], 0),
+            ),
+        ]
+    }
+}
+
+/// The tensors joined along `axis`, in order: `concat` applied as a balanced tree, so
+/// every element is copied `⌈log₂ n⌉` times at most and the graph holds `n - 1` nodes.
+/// One tensor is returned as it is; none is an error.
+pub fn concat_all(xs: &[&Tensor], axis: isize) -> Result<Tensor> {
+    match xs {
+        [] => Err(Error::InvalidArgument {
+            op: "concat",
+            msg: "concat_all needs at least one tensor".into(),
+        }),
+        [x] => Ok((*x).clone()),
+        _ => {
+            let (left, right) = xs.split_at(xs.len() / 2);
+            concat(&concat_all(left, axis)?, &concat_all(right, axis)?, axis)
+        }
+    }
+}
+
+/// Index tensor check shared by `index_select` and `index_add`: a vector of integral
+/// values (stored as floats), each a valid position along `axis` of `x`.
+fn read_indices(op: &'static str, index: &Tensor, x: &Tensor, axis: usize) -> Result<Vec<usize>> {
+    if index.rank() != 1 {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the index must be a vector (rank 1), got shape {}",
+                index.shape()
+            ),
+        });
+    }
+    let size = x.dims()[axis];
+    index
+        .to_vec::<f64>()?
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if v.fract() == 0.0 && v >= 0.0 && v < size as f64 {
+                Ok(v as usize)
+            } else {
+                Err(Error::InvalidArgument {
+                    op,
+                    msg: format!(
+                        "index {v} (entry {i}) is not an integer in 0..{size}, the range of axis \
+                         {axis} of shape {}",
+                        x.shape()
+                    ),
+                })
+            }
+        })
+        .collect()
+}
+
+/// The entries `index` of `axis`, in that order (repeats allowed). `index` is a
+/// vector of integral values stored as floats; it gets no gradient.
+#[differentiable(crate = ::autograd_core)]
+pub mod index_select {
+    use super::*;
+
+    /// The axis indexed.
+    #[derive(Clone, Copy, Debug)]
+    pub struct IndexSelect {
+        pub axis: isize,
+    }
+
+    pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor) -> Result<Tensor> {
+        let axis = compute::normalize_axis("index_select", self.axis, x)?;
+        let idx = read_indices("index_select", index, x, axis)?;
+        compute::index_select(x, axis, &idx)
+    }
+
+    /// The gradient rows added back at their indices (repeats add up): [`index_add`]
+    /// into zeros (a constant), whose backward is `index_select` again.
+    pub fn backward(&self, grad: &Tensor, index: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        let zeros = grad.full_like_shape(x_shape.clone(), 0.0)?;
+        index_add(&zeros, index, grad, self.axis)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "index_select axis 0 (repeats)",
+                vec![input(34, &[4, 3]), cases::values(&[2.0, 0.0, 2.0], &[3])],
+                |x| index_select(&x[0], &x[1], 0),
+            )
+            .differentiable(vec![true, false]),
+            CheckCase::new(
+                "index_select axis -1",
+                vec![input(35, &[2, 4]), cases::values(&[3.0, 1.0], &[2])],
+                |x| index_select(&x[0], &x[1], -1),
+            )
+            .differentiable(vec![true, false]),
+        ]
+    }
+}
+
+/// `x` with entry `i` of `src` (along `axis`) added at entry `index[i]`, repeats
+/// adding up. `src` has `x`'s shape except along `axis`, where it has
+/// `index.len()` entries. `index` gets no gradient.
+#[differentiable(crate = ::autograd_core)]
+pub mod index_add {
+    use super::*;
+
+    /// The axis indexed.
+    #[derive(Clone, Copy, Debug)]
+    pub struct IndexAdd {
+        pub axis: isize,
+    }
+
+    pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        let axis = compute::normalize_axis("index_add", self.axis, x)?;
+        let idx = read_indices("index_add", index, x, axis)?;
+        let fits = src.rank() == x.rank()
+            && (0..x.rank())
+                .all(|i| src.dims()[i] == if i == axis { idx.len() } else { x.dims()[i] });
+        if !fits {
+            return Err(Error::Shape {
+                op: "index_add",
+                msg: format!(
+                    "src of shape {} does not fit x of shape {} with {} indices along axis {axis}: \
+                     src must have x's shape with {} entries along that axis",
+                    src.shape(),
+                    x.shape(),
+                    idx.len(),
+                    idx.len()
+                ),
+            });
+        }
+        let scattered = compute::index_add(src, x.shape(), axis, &idx)?;
+        compute::binary(x, &scattered, autograd_core::BinaryOp::Add)
+    }
+
+    pub fn backward(
+        &self,
+        grad: &Tensor,
+        index: &Tensor,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        Ok((
+            needs[0].then(|| grad.clone()),
+            autograd_core::grad_if(needs[1], || index_select(grad, index, self.axis))?,
+        ))
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "index_add axis 0 (repeats)",
+                vec![
+                    input(36, &[3, 2]),
+                    cases::values(&[1.0, 1.0, 0.0, 2.0], &[4]),
+                    input(37, &[4, 2]),
+                ],
+                |x| index_add(&x[0], &x[1], &x[2], 0),
+            )
+            .differentiable(vec![true, false, true]),
+        ]
     }
 }

@@ -1,7 +1,7 @@
 //! Elementwise functions of one tensor.
 
-use crate::mul;
-use autograd_core::{CheckCase, DType, Result, Tensor, UnaryOp, compute, random::Rng};
+use crate::{add, add_scalar, cases, div, mul, mul_scalar, neg};
+use autograd_core::{CheckCase, Result, Tensor, UnaryOp, compute, is_grad_enabled};
 use autograd_macros::differentiable;
 
 fn unary_case(
@@ -10,10 +10,12 @@ fn unary_case(
     lo: f64,
     hi: f64,
 ) -> Vec<CheckCase> {
-    let x = Rng::new(11)
-        .uniform([2, 3], lo, hi, DType::F64)
-        .unwrap_or_else(|_| Tensor::ones([2, 3], DType::F64));
-    vec![CheckCase::new(name, vec![x], move |x| f(&x[0]))]
+    vec![cases::unary(name, cases::uniform(11, &[2, 3], lo, hi), f)]
+}
+
+/// Values for checking ops with a kink at 0 (relu, abs): both signs, none near 0.
+fn away_from_zero() -> Tensor {
+    cases::values(&[-1.5, -0.3, 0.4, 1.2, -0.7, 2.0], &[2, 3])
 }
 
 /// `e^x`.
@@ -53,7 +55,7 @@ pub mod log {
     }
 }
 
-/// `max(x, 0)`.
+/// `max(x, 0)`. The gradient at exactly 0 is 0.
 #[differentiable(crate = ::autograd_core)]
 pub mod relu {
     use super::*;
@@ -70,13 +72,192 @@ pub mod relu {
 
     pub fn check_cases() -> Vec<CheckCase> {
         // Away from 0, where relu has no derivative.
-        let x = Tensor::from_vec(vec![-1.5, -0.3, 0.4, 1.2, -0.7, 2.0], [2, 3])
-            .unwrap_or_else(|_| Tensor::ones([2, 3], DType::F64));
-        vec![CheckCase::new("relu", vec![x], |x| relu(&x[0]))]
+        vec![cases::unary("relu", away_from_zero(), relu)]
     }
 }
 
 /// 1 where `x > 0`, else 0: a constant (its derivative is zero almost everywhere).
 pub fn relu_mask(x: &Tensor) -> Result<Tensor> {
     compute::unary(x, UnaryOp::Step)
+}
+
+/// Square root.
+#[differentiable(crate = ::autograd_core)]
+pub mod sqrt {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Sqrt)
+    }
+
+    /// d/dx √x = 1 / (2√x): the output, saved instead of the input.
+    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
+        div(grad, &mul_scalar(output, 2.0)?)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        unary_case("sqrt", sqrt, 0.5, 2.0)
+    }
+}
+
+/// `x²`.
+#[differentiable(crate = ::autograd_core)]
+pub mod square {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Square)
+    }
+
+    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        mul(grad, &mul_scalar(x, 2.0)?)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        unary_case("square", square, -1.0, 1.0)
+    }
+}
+
+/// `|x|`. The gradient at exactly 0 is 0 (the sign of 0).
+#[differentiable(crate = ::autograd_core)]
+pub mod abs {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Abs)
+    }
+
+    /// The sign of `x` is a constant: its derivative is zero wherever it exists.
+    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        mul(grad, &compute::unary(x, UnaryOp::Sign)?)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("abs", away_from_zero(), abs)]
+    }
+}
+
+/// Hyperbolic tangent.
+#[differentiable(crate = ::autograd_core)]
+pub mod tanh {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Tanh)
+    }
+
+    /// d/dx tanh x = 1 - tanh² x: from the saved output.
+    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
+        mul(
+            grad,
+            &add_scalar(&mul_scalar(&square(output)?, -1.0)?, 1.0)?,
+        )
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        unary_case("tanh", tanh, -2.0, 2.0)
+    }
+}
+
+/// The logistic function `1 / (1 + e^-x)`, computed without overflow.
+#[differentiable(crate = ::autograd_core)]
+pub mod sigmoid {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Sigmoid)
+    }
+
+    /// d/dx σ(x) = σ(x)(1 - σ(x)): from the saved output.
+    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
+        let one_minus = add_scalar(&neg(output)?, 1.0)?;
+        mul(grad, &mul(output, &one_minus)?)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        unary_case("sigmoid", sigmoid, -3.0, 3.0)
+    }
+}
+
+/// √(2/π).
+const GELU_C: f64 = 0.797_884_560_802_865_4;
+const GELU_A: f64 = 0.044_715;
+
+/// d/dx gelu(x) written with differentiable ops, `t = tanh(c(x + a x³))`:
+/// `½(1 + t) + ½ x (1 - t²) c (1 + 3a x²)`.
+fn gelu_derivative(x: &Tensor) -> Result<Tensor> {
+    let x2 = square(x)?;
+    let t = tanh(&mul_scalar(
+        &mul(x, &add_scalar(&mul_scalar(&x2, GELU_A)?, 1.0)?)?,
+        GELU_C,
+    )?)?;
+    let left = mul_scalar(&add_scalar(&t, 1.0)?, 0.5)?;
+    let sech2 = add_scalar(&neg(&square(&t)?)?, 1.0)?;
+    let poly = add_scalar(&mul_scalar(&x2, 3.0 * GELU_A)?, 1.0)?;
+    let right = mul_scalar(&mul(&mul(x, &sech2)?, &poly)?, 0.5 * GELU_C)?;
+    add(&left, &right)
+}
+
+/// Gaussian error linear unit, tanh approximation (as `jax.nn.gelu` by default and
+/// PyTorch's `gelu(approximate="tanh")`): `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+#[differentiable(crate = ::autograd_core)]
+pub mod gelu {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Gelu)
+    }
+
+    /// When the backward pass is not recorded (the usual case), one fused kernel
+    /// computes the derivative: nothing could be recorded from it anyway. When it is
+    /// recorded (`create_graph`), the derivative is built from differentiable ops so
+    /// that gradients of gradients are exact.
+    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let d = if is_grad_enabled() {
+            gelu_derivative(x)?
+        } else {
+            compute::unary(x, UnaryOp::GeluGrad)?
+        };
+        mul(grad, &d)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        unary_case("gelu", gelu, -3.0, 3.0)
+    }
+}
+
+/// Sine.
+#[differentiable(crate = ::autograd_core)]
+pub mod sin {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Sin)
+    }
+
+    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        mul(grad, &cos(x)?)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        unary_case("sin", sin, -3.0, 3.0)
+    }
+}
+
+/// Cosine.
+#[differentiable(crate = ::autograd_core)]
+pub mod cos {
+    use super::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::Cos)
+    }
+
+    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        neg(&mul(grad, &sin(x)?)?)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        unary_case("cos", cos, -3.0, 3.0)
+    }
 }

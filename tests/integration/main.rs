@@ -2,6 +2,9 @@
 //! engine's semantics, pruning, gradient checks through the registry.
 
 mod engine;
+mod ops_errors;
+mod ops_registry;
+mod ops_semantics;
 mod pruning;
 mod registry;
 mod seed_examples;
