@@ -5,6 +5,26 @@
 //!
 //! Each op comes as a function (`mul(&a, &b)`), and most as a method of
 //! [`TensorExt`] (`a.matmul(&b)`); `+ - * /` and unary `-` on tensors call them too.
+//!
+//! | kind | ops |
+//! |------|-----|
+//! | elementwise, broadcasting as NumPy does | [`add`](mod@add), [`sub`](mod@sub), [`mul`](mod@mul), [`div`](mod@div), [`pow`](mod@pow), [`maximum`](mod@maximum), [`minimum`](mod@minimum) |
+//! | with a constant | [`add_scalar`](mod@add_scalar), [`mul_scalar`](mod@mul_scalar), [`pow_scalar`](mod@pow_scalar) |
+//! | unary | [`neg`](mod@neg), [`exp`](mod@exp), [`log`](mod@log), [`sqrt`](mod@sqrt), [`square`](mod@square), [`abs`](mod@abs), [`tanh`](mod@tanh), [`sigmoid`](mod@sigmoid), [`relu`](mod@relu), [`gelu`](mod@gelu), [`sin`](mod@sin), [`cos`](mod@cos) |
+//! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all) |
+//! | shape | [`reshape`](mod@reshape), [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
+//! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast) |
+//! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss) |
+//!
+//! Conventions worth knowing:
+//! - Ties: [`max`](mod@max)/[`min`](mod@min) split the gradient equally among all elements equal to
+//!   the result; [`maximum`](mod@maximum)/[`minimum`](mod@minimum) give half to each operand where they are
+//!   equal; [`relu`](mod@relu) and [`abs`](mod@abs) have gradient 0 at 0.
+//! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default.
+//! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` targets holding class indices
+//!   as floats (no gradient); it returns the mean over the batch.
+//! - Index inputs ([`index_select`](mod@index_select), [`index_add`](mod@index_add)) are vectors of integral floats.
+//! - Every op works in f32 and f64, and its output has its inputs' dtype.
 
 mod arith;
 mod cases;

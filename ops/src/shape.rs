@@ -1,5 +1,5 @@
 //! Ops that change shape. Forward passes are views of the input's storage where
-//! possible; the engine's central broadcast reduction is [`sum_to_shape`].
+//! possible; the engine's central broadcast reduction is [`sum_to_shape`](mod@sum_to_shape).
 
 use crate::cases;
 use autograd_core::{CheckCase, Error, Result, Shape, Tensor, compute};
@@ -245,7 +245,7 @@ pub mod narrow {
         compute::narrow(x, axis, self.start, self.len)
     }
 
-    /// Zeros around the gradient: [`pad`], whose backward is `narrow` again.
+    /// Zeros around the gradient: [`pad`](mod@pad), whose backward is `narrow` again.
     pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         let axis = compute::normalize_axis_of("narrow", self.axis, x_shape)?;
         let after = x_shape[axis].saturating_sub(self.start + self.len);
@@ -415,7 +415,7 @@ pub mod index_select {
         compute::index_select(x, axis, &idx)
     }
 
-    /// The gradient rows added back at their indices (repeats add up): [`index_add`]
+    /// The gradient rows added back at their indices (repeats add up): [`index_add`](mod@index_add)
     /// into zeros (a constant), whose backward is `index_select` again.
     pub fn backward(&self, grad: &Tensor, index: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         let zeros = grad.full_like_shape(x_shape.clone(), 0.0)?;
