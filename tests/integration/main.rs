@@ -3,6 +3,7 @@
 
 mod engine;
 mod ops_errors;
+mod ops_reference;
 mod ops_registry;
 mod ops_semantics;
 mod pruning;
