@@ -2,6 +2,7 @@
 //! struct, the check cases, and the rest. Nodes keep the original syn items so that
 //! errors point at the user's tokens.
 
+use proc_macro2::{TokenStream, TokenTree};
 use syn::spanned::Spanned;
 use syn::{
     Attribute, FnArg, Ident, Item, ItemFn, ItemMod, ItemStruct, Pat, PatType, Receiver, Type,
@@ -19,36 +20,42 @@ pub(crate) struct OpModule {
     pub forward: Option<ItemFn>,
     pub backward: Option<ItemFn>,
     pub check_cases: Option<ItemFn>,
+    /// `forward` / `backward` found inside an impl block (already reported there).
+    pub in_impl: Vec<String>,
     /// Structural problems found while taking the module apart.
     pub errors: Vec<syn::Error>,
 }
 
-const EXPECTED: &str = "#[differentiable] goes on an inline module that defines the op: \
-`mod my_op { pub fn forward(x: &Tensor) -> Result<Tensor> { .. } pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> { .. } }`";
+const EXPECTED: &str = "write `mod my_op { pub fn forward(x: &Tensor) -> Result<Tensor> { .. } \
+pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> { .. } }`";
 
 impl OpModule {
     pub fn from_item(item: Item) -> syn::Result<OpModule> {
         let module = match item {
             Item::Mod(m) => m,
             other => {
-                let what = match &other {
-                    Item::Enum(e) => (e.enum_token.span(), "an enum"),
-                    Item::Union(u) => (u.union_token.span(), "a union"),
-                    Item::Trait(t) => (t.trait_token.span(), "a trait"),
+                let (span, what, hint) = match &other {
+                    Item::Enum(e) => (e.enum_token.span(), "an enum", ""),
+                    Item::Union(u) => (u.union_token.span(), "a union", ""),
+                    Item::Trait(t) => (t.trait_token.span(), "a trait", ""),
                     Item::Struct(s) => (
                         s.struct_token.span(),
-                        "a struct (put it inside the op module as the op's parameters)",
+                        "a struct",
+                        " (a struct of the op's parameters goes inside the module)",
                     ),
                     Item::Fn(f) => (
                         f.sig.fn_token.span(),
-                        "a function (put `forward` and `backward` inside an op module)",
+                        "a function",
+                        " (`forward` and `backward` go inside the module)",
                     ),
-                    Item::Impl(i) => (i.impl_token.span(), "an impl block"),
-                    other => (other.span(), "this item"),
+                    Item::Impl(i) => (i.impl_token.span(), "an impl block", ""),
+                    other => (other.span(), "this item", ""),
                 };
                 return Err(syn::Error::new(
-                    what.0,
-                    format!("{EXPECTED}; found {}", what.1),
+                    span,
+                    format!(
+                        "#[differentiable] defines an op from an inline module, not from {what}: {EXPECTED}{hint}"
+                    ),
                 ));
             }
         };
@@ -68,14 +75,15 @@ impl OpModule {
         if let Some(u) = unsafety {
             return Err(syn::Error::new_spanned(
                 u,
-                "an op module cannot be `unsafe`",
+                "an op module cannot be `unsafe`: remove `unsafe`",
             ));
         }
         let Some((_, items)) = content else {
             return Err(syn::Error::new_spanned(
                 mod_token,
                 format!(
-                    "{EXPECTED}; found a module declared in another file (`mod {ident};`), whose items a macro cannot see"
+                    "#[differentiable] needs the op's items inline, and `mod {ident};` keeps them in another file \
+                     where a macro cannot see them: {EXPECTED}"
                 ),
             ));
         };
@@ -88,6 +96,7 @@ impl OpModule {
             forward: None,
             backward: None,
             check_cases: None,
+            in_impl: Vec::new(),
             errors: Vec::new(),
         };
         for item in items {
@@ -111,6 +120,24 @@ impl OpModule {
                         op.param_struct = Some(s);
                     }
                 }
+                Item::Impl(imp) => {
+                    for item in &imp.items {
+                        if let syn::ImplItem::Fn(f) = item
+                            && ["forward", "backward"].iter().any(|n| f.sig.ident == n)
+                        {
+                            op.in_impl.push(f.sig.ident.to_string());
+                            op.errors.push(syn::Error::new_spanned(
+                                &f.sig.ident,
+                                format!(
+                                    "define `{}` directly in the op module, not in an impl block: the macro writes the impl \
+                                     (`pub fn {}(&self, ..)` reads the op's parameters)",
+                                    f.sig.ident, f.sig.ident
+                                ),
+                            ));
+                        }
+                    }
+                    op.others.push(Item::Impl(imp));
+                }
                 other => op.others.push(other),
             }
         }
@@ -128,7 +155,7 @@ fn place(slot: &mut Option<ItemFn>, f: ItemFn, errors: &mut Vec<syn::Error>) {
     if slot.is_some() {
         errors.push(syn::Error::new_spanned(
             &f.sig.ident,
-            format!("`{}` is defined twice", f.sig.ident),
+            format!("`{}` is defined twice: keep one", f.sig.ident),
         ));
     } else {
         *slot = Some(f);
@@ -198,6 +225,25 @@ pub(crate) fn is_option_tensor(ty: &Type) -> bool {
     last_segment(ty).is_some_and(|s| s.ident == "Option" && generic_arg(s).is_some_and(is_tensor))
 }
 
+/// `E` of `Result<T, E>` when it is not autograd's `Error` (any path ending in
+/// `Error`): errors of an op are autograd errors.
+pub(crate) fn foreign_error_type(ty: &Type) -> Option<&Type> {
+    let seg = last_segment(ty).filter(|s| s.ident == "Result")?;
+    let syn::PathArguments::AngleBracketed(a) = &seg.arguments else {
+        return None;
+    };
+    let err = a
+        .args
+        .iter()
+        .filter_map(|g| match g {
+            syn::GenericArgument::Type(t) => Some(t),
+            _ => None,
+        })
+        .nth(1)?;
+    let is_ours = last_segment(err).is_some_and(|s| s.ident == "Error" && s.arguments.is_none());
+    (!is_ours).then_some(err)
+}
+
 /// `T` of `Result<T>` / `Result<T, E>`.
 pub(crate) fn result_inner(ty: &Type) -> Option<&Type> {
     last_segment(ty)
@@ -205,11 +251,73 @@ pub(crate) fn result_inner(ty: &Type) -> Option<&Type> {
         .and_then(generic_arg)
 }
 
-/// The identifiers mentioned anywhere in a token stream.
-pub(crate) fn mentions(tokens: proc_macro2::TokenStream, name: &str) -> bool {
+/// True when `name` is mentioned anywhere in a token stream: as an identifier, or
+/// captured by a format string (`"{name}"`, `"{name:?}"`).
+pub(crate) fn mentions(tokens: TokenStream, name: &str) -> bool {
+    let captured = [format!("{{{name}}}"), format!("{{{name}:")];
     tokens.into_iter().any(|tt| match tt {
-        proc_macro2::TokenTree::Ident(i) => i == name,
-        proc_macro2::TokenTree::Group(g) => mentions(g.stream(), name),
-        _ => false,
+        TokenTree::Ident(i) => i == name,
+        TokenTree::Group(g) => mentions(g.stream(), name),
+        TokenTree::Literal(l) => {
+            let l = l.to_string();
+            l.ends_with('"') && captured.iter().any(|c| l.contains(c.as_str()))
+        }
+        TokenTree::Punct(_) => false,
     })
+}
+
+/// The first `self` used as a value (`self.axis`, `self`), not as a path
+/// (`self::helper`), in a token stream.
+pub(crate) fn self_value(tokens: TokenStream) -> Option<proc_macro2::Ident> {
+    let mut iter = tokens.into_iter().peekable();
+    while let Some(tt) = iter.next() {
+        match tt {
+            TokenTree::Ident(i) if i == "self" => {
+                let is_path =
+                    matches!(iter.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':');
+                if !is_path {
+                    return Some(i);
+                }
+            }
+            TokenTree::Group(g) => {
+                if let Some(i) = self_value(g.stream()) {
+                    return Some(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn mentions_sees_identifiers_and_format_captures() {
+        assert!(mentions(quote!({ grad * x }), "x"));
+        assert!(mentions(quote!({ f(|| (g, (x))) }), "x"));
+        assert!(mentions(quote!({ println!("{x}") }), "x"));
+        assert!(mentions(quote!({ format!("{x:?}") }), "x"));
+        assert!(!mentions(quote!({ grad * xs }), "x"));
+        assert!(!mentions(quote!({ "x" }), "x"));
+    }
+
+    #[test]
+    fn self_value_ignores_self_paths() {
+        assert!(self_value(quote!({ self::helper(x) })).is_none());
+        assert!(self_value(quote!({ grad * self.factor })).is_some());
+        assert!(self_value(quote!({ f(&[self]) })).is_some());
+    }
+
+    #[test]
+    fn foreign_error_types_are_found() {
+        let ty = |t: proc_macro2::TokenStream| syn::parse2::<Type>(t).unwrap();
+        assert!(foreign_error_type(&ty(quote!(Result<Tensor>))).is_none());
+        assert!(foreign_error_type(&ty(quote!(Result<Tensor, autograd::Error>))).is_none());
+        assert!(foreign_error_type(&ty(quote!(Result<Tensor, String>))).is_some());
+        assert!(foreign_error_type(&ty(quote!(std::result::Result<Tensor, Box<dyn E>>))).is_some());
+    }
 }

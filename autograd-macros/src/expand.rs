@@ -5,29 +5,20 @@ use crate::ast::OpModule;
 use crate::attr::{self, Args};
 use crate::valid::{self, BackwardArg, Model};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
 use syn::{FnArg, ItemFn, parse_quote};
 
 pub(crate) fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
-    // A bad argument is reported, and the op is still expanded with the defaults so
-    // that one mistake does not turn into many.
-    let (args, arg_error) = match attr::parse(args) {
-        Ok(a) => (a, None),
-        Err(e) => (
-            Args {
-                name: None,
-                krate: None,
-            },
-            Some(e.to_compile_error()),
-        ),
-    };
+    // A bad argument is reported on its own tokens, and the op is still expanded with
+    // the arguments that were good, so that one mistake does not turn into many.
+    let (args, arg_error) = attr::parse(args);
+    let arg_error = arg_error.map(|e| e.to_compile_error());
     let item: syn::Item = match syn::parse2(item.clone()) {
         Ok(i) => i,
         Err(e) => {
-            return quote!(#item #arg_error)
-                .into_iter()
-                .chain(e.to_compile_error())
-                .collect();
+            let e = e.to_compile_error();
+            return quote!(#item #arg_error #e);
         }
     };
     let original = quote!(#item);
@@ -44,16 +35,17 @@ pub(crate) fn differentiable(args: TokenStream, item: TokenStream) -> TokenStrea
             quote!(#out #arg_error)
         }
         Err(e) => {
-            let rest = fallback(&op);
+            let rest = fallback(&op, &args);
             let e = e.to_compile_error();
             quote!(#rest #e #arg_error)
         }
     }
 }
 
-/// After an error: the module's other items and parameter struct, so that code
-/// naming them does not report errors of its own.
-fn fallback(op: &OpModule) -> TokenStream {
+/// After an error: the module's other items, its parameter struct and, when
+/// forward's inputs are known, the op's function (which never runs: the crate does
+/// not compile), so that code using them reports no errors of its own.
+fn fallback(op: &OpModule, args: &Args) -> TokenStream {
     let OpModule {
         attrs,
         vis,
@@ -62,13 +54,79 @@ fn fallback(op: &OpModule) -> TokenStream {
         param_struct,
         ..
     } = op;
+    let krate = crate_path(args);
+    let p = quote!(#krate::__private);
+    let struct_item = match param_struct {
+        Some(s) => quote!(#s),
+        None => {
+            let s = crate::valid::camel_case(ident);
+            quote!(pub struct #s;)
+        }
+    };
+    let typed_fn = op.forward.as_ref().and_then(|f| {
+        let mut params: Vec<(&syn::Ident, &syn::Type)> = Vec::new();
+        for arg in &f.sig.inputs {
+            match arg {
+                FnArg::Receiver(_) => {}
+                FnArg::Typed(pt) => match &*pt.pat {
+                    syn::Pat::Ident(pi) => params.push((&pi.ident, &pt.ty)),
+                    _ => return None,
+                },
+            }
+        }
+        if let Some(syn::Fields::Named(named)) = param_struct.as_ref().map(|s| &s.fields) {
+            for field in &named.named {
+                params.push((field.ident.as_ref()?, &field.ty));
+            }
+        }
+        let unique = params
+            .iter()
+            .enumerate()
+            .all(|(k, (a, _))| params[..k].iter().all(|(b, _)| a != b));
+        if !unique {
+            return None;
+        }
+        let (names, types): (Vec<_>, Vec<_>) = params.into_iter().unzip();
+        let output = match &f.sig.output {
+            syn::ReturnType::Type(_, t) => quote!(#t),
+            syn::ReturnType::Default => quote!(#p::Result<#p::Tensor>),
+        };
+        Some(quote! {
+            #[allow(unused_variables, clippy::too_many_arguments)]
+            pub fn #ident(#(#names: #types),*) -> #output {
+                ::core::unreachable!("the op definition did not compile")
+            }
+        })
+    });
+    let reexport = typed_fn
+        .as_ref()
+        .map(|_| quote!(#vis use self::#ident::#ident;));
+    // forward and backward are left out, so imports and helpers only they used
+    // would be reported as unused: noise next to the real error.
     quote! {
         #(#attrs)*
+        #[allow(unused_imports, dead_code)]
         #vis mod #ident {
             #(#others)*
-            #param_struct
+            #struct_item
+            #typed_fn
         }
+        #reexport
     }
+}
+
+/// The span of a function's return type (its name when it has none).
+fn return_span(f: &ItemFn) -> Span {
+    match &f.sig.output {
+        syn::ReturnType::Type(_, t) => t.span(),
+        syn::ReturnType::Default => f.sig.ident.span(),
+    }
+}
+
+fn crate_path(args: &Args) -> syn::Path {
+    args.krate
+        .clone()
+        .unwrap_or_else(|| parse_quote!(::autograd))
 }
 
 /// forward/backward as written, without `#[no_grad]` (which only the macro reads).
@@ -83,10 +141,7 @@ fn cleaned(f: &ItemFn) -> ItemFn {
 }
 
 fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
-    let krate: syn::Path = args
-        .krate
-        .clone()
-        .unwrap_or_else(|| parse_quote!(::autograd));
+    let krate = crate_path(args);
     let p = quote!(#krate::__private);
     let OpModule {
         attrs,
@@ -142,10 +197,16 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
     };
 
     // Differentiable::forward: unpack the input slice.
+    // Spanned at the user's return type: a type error (a foreign `Result` alias)
+    // points there rather than at the attribute.
+    let forward_span = op
+        .forward
+        .as_ref()
+        .map_or_else(Span::call_site, return_span);
     let call_forward = if m.forward_self {
-        quote!(#s::forward(self, #(#input_idents),*))
+        quote_spanned!(forward_span=> #s::forward(self, #(#input_idents),*))
     } else {
-        quote!(forward(#(#input_idents),*))
+        quote_spanned!(forward_span=> forward(#(#input_idents),*))
     };
     let arity = m.inputs.len();
 
@@ -165,19 +226,27 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
         BackwardArg::Output => quote!(ctx.output()?),
         BackwardArg::Needs => quote!(ctx.needs_at([#(#diff_positions),*])),
     });
-    let self_arg = m.backward_self.then(|| quote!(self,));
+    let backward_span = op
+        .backward
+        .as_ref()
+        .map_or_else(Span::call_site, return_span);
     let call_backward = if m.backward_self {
-        quote!(#s::backward(#self_arg #(#backward_args),*))
+        quote_spanned!(backward_span=> #s::backward(op, #(#backward_args),*))
     } else {
-        quote!(backward(#(#backward_args),*))
+        quote_spanned!(backward_span=> backward(#(#backward_args),*))
+    };
+    let op_param = if m.backward_self {
+        quote!(op)
+    } else {
+        quote!(_op)
     };
     let grad_vars: Vec<_> = (0..diff_positions.len())
         .map(|k| format_ident!("__g{}", k))
         .collect();
     let unpack = if m.grad_tuple {
-        quote!(let (#(#grad_vars,)*) = #call_backward?;)
+        quote_spanned!(backward_span=> let (#(#grad_vars,)*) = #call_backward?;)
     } else {
-        quote!(let (#(#grad_vars)*) = #call_backward?;)
+        quote_spanned!(backward_span=> let #(#grad_vars)* = #call_backward?;)
     };
     let mut next_var = grad_vars.iter();
     let slots = m.inputs.iter().map(|i| {
@@ -225,9 +294,19 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
                     }
 
                     fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
-                        #unpack
-                        ::core::result::Result::Ok(#p::grads([#(#slots),*]))
+                        __autograd_backward_of(self, ctx)
                     }
+                }
+
+                /// backward with what it declared, its gradients spread over the
+                /// input positions. Shared by the impl and the type-erased entry, so
+                /// that a bound the op struct misses is reported once, at the impl.
+                fn __autograd_backward_of(
+                    #op_param: &#s,
+                    ctx: &#p::BackwardContext<'_>,
+                ) -> #p::Result<#p::Grads> {
+                    #unpack
+                    ::core::result::Result::Ok(#p::grads([#(#slots),*]))
                 }
 
                 fn __autograd_backward(
@@ -235,7 +314,7 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
                     ctx: &#p::BackwardContext<'_>,
                 ) -> #p::Result<#p::Grads> {
                     match op.downcast_ref::<#s>() {
-                        ::core::option::Option::Some(op) => <#s as #p::Differentiable>::backward(op, ctx),
+                        ::core::option::Option::Some(op) => __autograd_backward_of(op, ctx),
                         ::core::option::Option::None => ::core::result::Result::Err(#p::wrong_op_type(#name)),
                     }
                 }
@@ -327,5 +406,32 @@ mod tests {
         assert!(out.contains("compile_error"));
         assert!(out.contains("struct Keep"));
         assert!(out.contains("fn helper"));
+    }
+
+    #[test]
+    fn errors_keep_the_op_function_when_forward_is_known() {
+        let out = expand_str(
+            quote!(),
+            quote!(
+                mod scale {
+                    pub struct Scale {
+                        pub k: f64,
+                    }
+                    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+                        x
+                    }
+                }
+            ),
+        );
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(
+            out.contains("pub fn scale (x : & Tensor , k : f64) -> Result < Tensor >"),
+            "{out}"
+        );
+        assert!(out.contains("use self :: scale :: scale"), "{out}");
+        assert!(
+            !out.contains("fn forward"),
+            "forward itself is left out: {out}"
+        );
     }
 }

@@ -1,16 +1,111 @@
 //! The `#[differentiable]` attribute macro: define an op once, forward and backward
 //! side by side, and get its registration, saved-tensor flags and typed function
-//! generated. See the `autograd` crate for the full contract.
+//! generated. Use it through the `autograd` crate, which re-exports it.
+//!
+//! Stages, one per file: `attr` (the attribute's arguments) → `ast` (the op module
+//! taken apart, syn nodes kept for spans) → `valid` (semantic checks, every error on
+//! the user's tokens, all reported together) → `expand` (the generated code, or on
+//! error the user's items and a stand-in function so that nothing else breaks).
 
 mod ast;
 mod attr;
 mod expand;
+mod suggest;
 mod valid;
 
 use proc_macro::TokenStream;
 
-/// Defines a differentiable op from an inline module holding `fn forward` and
-/// `fn backward` (and optionally a parameter struct and `fn check_cases`).
+/// Defines a differentiable op from an inline module.
+///
+/// ```
+/// use autograd::prelude::*;
+///
+/// /// `x * w`, summed along `axis`: two tensor inputs and one parameter.
+/// #[differentiable]
+/// mod weighted_sum {
+///     use autograd::prelude::*;
+///
+///     /// The op's non-tensor parameters: trailing arguments of `weighted_sum(..)`.
+///     pub struct WeightedSum {
+///         pub axis: isize,
+///     }
+///
+///     pub fn forward(&self, x: &Tensor, w: &Tensor) -> Result<Tensor> {
+///         (x * w)?.sum(self.axis, true)
+///     }
+///
+///     /// Declares what it reads, by name: the graph keeps `x` and `w` and nothing else.
+///     pub fn backward(
+///         grad: &Tensor,
+///         x: &Tensor,
+///         w: &Tensor,
+///         needs: [bool; 2],
+///     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+///         Ok((grad_if(needs[0], || grad * w)?, grad_if(needs[1], || grad * x)?))
+///     }
+/// }
+///
+/// # fn main() -> Result<()> {
+/// let registry = autograd::init()?;
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], [2, 2])?.set_requires_grad(true);
+/// let w = Tensor::from_vec(vec![0.5f64, -1.0], [2])?;
+/// let y = weighted_sum(&x, &w, -1)?;
+/// assert_eq!(y.to_vec::<f64>()?, vec![-1.5, -2.5]);
+/// y.sum_all()?.backward()?;
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, vec![0.5, -1.0, 0.5, -1.0]);
+/// assert_eq!(registry.get("weighted_sum")?.saved_names(), vec!["x", "w"]);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # The module
+///
+/// - `fn forward(x: &Tensor, ..) -> Result<Tensor>`: the computation, run with
+///   recording off. Its parameters are the op's tensor inputs (one or more), each
+///   `name: &Tensor`; mark one `#[no_grad]` when it gets no gradient (an index, a
+///   mask). It may take `&self` to read the op's parameters.
+/// - `fn backward(..) -> Result<..>`: its parameters are chosen **by name**, and only
+///   what it declares is kept alive by the graph:
+///
+///   | parameter | type | what it is | kept alive |
+///   |---|---|---|---|
+///   | `grad` | `&Tensor` | gradient of the output | - |
+///   | an input's name | `&Tensor` | that input | the input |
+///   | `<input>_shape` | `&Shape` | that input's shape | - (every node has it) |
+///   | `output` | `&Tensor` | forward's result | the output |
+///   | `needs` | `[bool; N]` | which differentiable inputs need a gradient | - |
+///   | `&self` | | the op's parameters | the op value |
+///
+///   It returns one gradient per differentiable input, in forward's order: a
+///   `Tensor`, or an `Option<Tensor>` where `None` means no gradient; a tuple when
+///   there are several. A declared input or `output` that backward never reads is an
+///   error, since it would be kept for nothing.
+/// - Optionally one struct with named fields, the op's non-tensor parameters (an
+///   axis, a scalar, a shape). They become trailing arguments of the generated
+///   function and are read through `&self`. The struct must be `Send + Sync`.
+/// - Optionally `fn check_cases() -> Vec<CheckCase>`: inputs to gradient-check the
+///   op at, found through the registry.
+/// - Any other items (imports, helpers, constants), kept as written.
+///
+/// # What is generated
+///
+/// The op struct (a unit struct named after the module when none is written), its
+/// `Differentiable` impl, a registry entry (name, module, inputs with their
+/// differentiable and saved flags, whether the output is saved, parameter names,
+/// backward, check cases) submitted through `inventory`, and a function named after
+/// the module, re-exported next to it: `fn op(x: &Tensor, .., param: T, ..) ->
+/// Result<Tensor>`, which records the call when a differentiable input requires grad.
+///
+/// # Arguments
+///
+/// - `name = "..."`: the name in the registry (default: the module's name). Names are
+///   unique across the program: a second definition is an error when the registry is
+///   built, naming both definitions' modules.
+/// - `crate = path` (or `crate = "path"`): where generated code finds autograd
+///   (default `::autograd`), for crates that re-export it.
+///
+/// Every malformed definition is a compile error on the offending tokens saying what
+/// to write instead; `tests/ui/fail` holds one case per mistake.
 #[proc_macro_attribute]
 pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::differentiable(args.into(), item.into()).into()
