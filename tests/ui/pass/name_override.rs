@@ -1,0 +1,40 @@
+// `name = "..."` registers the op under another name; the function keeps the
+// module's name.
+use autograd::prelude::*;
+
+#[differentiable(name = "mylib.softsign")]
+mod softsign {
+    use autograd::prelude::*;
+    use autograd::{UnaryOp, compute};
+
+    /// x / (1 + |x|).
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        x / &(compute::unary(x, UnaryOp::Abs)? + 1.0)?
+    }
+
+    /// 1 / (1 + |x|)².
+    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let d = (compute::unary(x, UnaryOp::Abs)? + 1.0)?;
+        grad / &(&d * &d)?
+    }
+}
+
+fn main() -> Result<()> {
+    let reg = autograd::init()?;
+    assert!(reg.contains("mylib.softsign"));
+    assert!(!reg.contains("softsign"));
+    let entry = reg.get("mylib.softsign")?;
+    assert!(
+        entry.module_path.ends_with("::softsign"),
+        "{}",
+        entry.module_path
+    );
+
+    let x = Tensor::scalar(1.0f64).set_requires_grad(true);
+    let y = softsign(&x)?;
+    assert_eq!(y.grad_fn().unwrap().op_name(), "mylib.softsign");
+    assert_eq!(y.to_scalar::<f64>()?, 0.5);
+    y.backward()?;
+    assert_eq!(x.grad().unwrap().to_scalar::<f64>()?, 0.25);
+    Ok(())
+}
