@@ -8,6 +8,7 @@ mod ops_registry;
 mod ops_semantics;
 mod pruning;
 mod registry;
+mod saved_flags;
 mod seed_examples;
 
 /// Every test calls this first: links the op library and checks the registry.
