@@ -4,7 +4,7 @@ use autograd::prelude::*;
 
 /// x² (one input, saves it).
 #[differentiable]
-mod square {
+mod square_it {
     use autograd::prelude::*;
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {
@@ -85,7 +85,7 @@ fn main() -> Result<()> {
     let reg = autograd::init()?;
 
     let x = leaf(3.0);
-    square(&x)?.backward()?;
+    square_it(&x)?.backward()?;
     assert_eq!(grad_of(&x), 6.0);
 
     let (a, b) = (leaf(5.0), leaf(2.0));
@@ -115,7 +115,7 @@ fn main() -> Result<()> {
     );
 
     let saved = |name: &str| reg.get(name).map(|e| (e.arity(), e.saved_names()));
-    assert_eq!(saved("square")?, (1, vec!["x"]));
+    assert_eq!(saved("square_it")?, (1, vec!["x"]));
     assert_eq!(saved("minus")?, (2, vec![]));
     assert_eq!(saved("mul_add")?, (3, vec!["a", "b"]));
     assert_eq!(saved("dot2")?, (4, vec!["a", "b", "c", "d"]));

@@ -18,7 +18,7 @@ mod my_exp {
 }
 
 #[differentiable]
-mod sigmoid {
+mod my_sigmoid {
     use autograd::prelude::*;
     use autograd::{UnaryOp, compute};
 
@@ -33,7 +33,7 @@ mod sigmoid {
 }
 
 #[differentiable]
-mod tanh {
+mod my_tanh {
     use autograd::prelude::*;
     use autograd::{UnaryOp, compute};
 
@@ -75,7 +75,7 @@ fn main() -> Result<()> {
     let x0 = 0.3f64;
     let s = 1.0 / (1.0 + (-x0).exp());
     check(my_exp, "my_exp", x0, x0.exp())?;
-    check(sigmoid, "sigmoid", x0, s * (1.0 - s))?;
-    check(tanh, "tanh", x0, 1.0 - x0.tanh() * x0.tanh())?;
+    check(my_sigmoid, "my_sigmoid", x0, s * (1.0 - s))?;
+    check(my_tanh, "my_tanh", x0, 1.0 - x0.tanh() * x0.tanh())?;
     Ok(())
 }
