@@ -267,11 +267,21 @@ pub(crate) fn mentions(tokens: TokenStream, name: &str) -> bool {
 }
 
 /// The first `self` used as a value (`self.axis`, `self`), not as a path
-/// (`self::helper`), in a token stream.
+/// (`self::helper`), in a token stream; items nested in it (`fn`, `impl`), whose
+/// `self` is their own, are skipped.
 pub(crate) fn self_value(tokens: TokenStream) -> Option<proc_macro2::Ident> {
     let mut iter = tokens.into_iter().peekable();
     while let Some(tt) = iter.next() {
         match tt {
+            TokenTree::Ident(i) if i == "fn" || i == "impl" => {
+                // Up to and including the item's body.
+                for t in iter.by_ref() {
+                    if matches!(&t, TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Brace)
+                    {
+                        break;
+                    }
+                }
+            }
             TokenTree::Ident(i) if i == "self" => {
                 let is_path =
                     matches!(iter.peek(), Some(TokenTree::Punct(p)) if p.as_char() == ':');
@@ -310,6 +320,29 @@ mod tests {
         assert!(self_value(quote!({ self::helper(x) })).is_none());
         assert!(self_value(quote!({ grad * self.factor })).is_some());
         assert!(self_value(quote!({ f(&[self]) })).is_some());
+        let nested = quote!({
+            struct K(f64);
+            impl K {
+                fn get(&self) -> f64 {
+                    self.0
+                }
+            }
+            fn local(k: &K) -> f64 {
+                k.get()
+            }
+            grad * local(&K(2.0))
+        });
+        assert!(
+            self_value(nested).is_none(),
+            "nested items have their own self"
+        );
+        assert!(
+            self_value(quote!({
+                fn f() {}
+                self.k
+            }))
+            .is_some()
+        );
     }
 
     #[test]
