@@ -5,9 +5,11 @@
 //! with the `#[differentiable]` macro and the standard op library.
 
 pub mod anomaly;
+mod assign;
 mod backward;
 pub mod compute;
 mod device;
+mod dot;
 mod error;
 mod grad_mode;
 mod gradcheck;
