@@ -3,8 +3,24 @@
 //! An op is an inline module under `#[differentiable]` holding its `forward` and
 //! `backward` side by side. The macro generates everything else: the
 //! [`Differentiable`] implementation, a typed function, the registry entry, and the
-//! flags that say which inputs backward reads, so the recorded graph keeps exactly
-//! those alive and nothing else.
+//! flags that say which inputs backward reads, so that the recorded graph keeps
+//! exactly those alive and nothing else.
+//!
+//! This crate is the one to depend on: it re-exports the core ([`Tensor`], the
+//! engine, [`gradcheck`], [`memory`]), the [`differentiable`] macro, the standard
+//! op library ([`ops`], also re-exported at the root), and adds [`optim`].
+//! Call [`init`] once at start-up; `use autograd::prelude::*` brings in what most
+//! programs need.
+//!
+//! # Defining an op
+//!
+//! `forward` computes the result with the unrecorded [`compute`] functions or with
+//! other ops; `backward` receives the gradient of the output and returns one gradient
+//! per differentiable input. Its parameters are chosen by name: `grad` (the output's
+//! gradient), any input of `forward` (which the graph then saves), `<input>_shape:
+//! &Shape` (only the shape, which costs nothing), `output` (the saved result) and
+//! `needs: [bool; N]` (which inputs need a gradient). Writing backward with
+//! differentiable ops, as here, makes the op twice differentiable.
 //!
 //! ```
 //! use autograd::prelude::*;
@@ -31,9 +47,204 @@
 //!     y.backward()?;
 //!     assert_eq!(y.to_scalar::<f32>()?, 8.0);
 //!     assert_eq!(x.grad().unwrap().to_scalar::<f32>()?, 12.0);
+//!
+//!     // The entry the macro registered, and a finite-difference check of backward.
+//!     assert_eq!(autograd::registry()?.get("cube")?.saved_names(), ["x"]);
+//!     let x = Tensor::from_slice(&[0.5f64, -1.5, 2.0], [3])?;
+//!     let report = autograd::gradcheck(
+//!         "cube",
+//!         &|xs| cube(&xs[0]),
+//!         &[x],
+//!         &[true],
+//!         &autograd::GradcheckOptions::default(),
+//!     )?;
+//!     assert!(report.max_abs_error < 1e-6);
 //!     Ok(())
 //! }
 //! ```
+//!
+//! Non-tensor parameters (an axis, a constant) are the fields of a struct in the
+//! module, read through `&self`; they become trailing arguments of the generated
+//! function. An input marked `#[no_grad]` (an index, a mask) gets no gradient slot.
+//!
+//! ```
+//! use autograd::prelude::*;
+//!
+//! /// `x` scaled by a constant `by`.
+//! #[differentiable]
+//! mod scale_by {
+//!     use autograd::prelude::*;
+//!
+//!     pub struct ScaleBy {
+//!         pub by: f64,
+//!     }
+//!
+//!     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+//!         x * self.by
+//!     }
+//!
+//!     /// Reads neither `x` nor the output: the graph saves nothing for this op.
+//!     pub fn backward(&self, grad: &Tensor) -> Result<Tensor> {
+//!         grad * self.by
+//!     }
+//! }
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.set_requires_grad(true);
+//! let y = scale_by(&x, 3.0)?;
+//! assert_eq!(y.grad_fn().unwrap().saved_bytes(), 0);
+//! y.sum_all()?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f32>()?, [3.0, 3.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Recording
+//!
+//! A call records a node only when some differentiable input requires grad (a leaf
+//! marked with [`Tensor::set_requires_grad`], or a result computed from one) and
+//! recording is on; inside [`no_grad`] nothing is recorded. Each result points at
+//! the node that produced it ([`Tensor::grad_fn`]), each node at its inputs' nodes,
+//! so a graph lives exactly as long as some tensor computed from it.
+//! [`ComputationGraph::of`] collects the nodes behind some tensors for inspection,
+//! and [`ComputationGraph::to_dot`] draws them with Graphviz.
+//!
+//! ```
+//! use autograd::prelude::*;
+//! use autograd::ComputationGraph;
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let w = Tensor::ones([2, 3], DType::F32).set_requires_grad(true);
+//! let x = Tensor::ones([4, 2], DType::F32); // a constant: no gradient, no node
+//!
+//! let y = x.matmul(&w)?.relu()?;
+//! assert!(y.requires_grad() && !y.is_leaf());
+//! assert_eq!(y.grad_fn().unwrap().op_name(), "relu");
+//!
+//! let graph = ComputationGraph::of(&[&y]);
+//! let names: Vec<_> = graph.nodes().iter().map(|n| n.op_name()).collect();
+//! assert_eq!(names, ["matmul", "relu"]);
+//! let dot = graph.to_dot_labeled(&[("w", &w)]); // write it out, then `dot -Tsvg`
+//! assert!(dot.contains("matmul") && dot.contains("w\\n[2, 3] f32"));
+//!
+//! let z = no_grad(|| x.matmul(&w))?;
+//! assert!(z.grad_fn().is_none() && !z.requires_grad());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Backward
+//!
+//! [`Tensor::backward`] on a scalar visits exactly the recorded ancestors of that
+//! tensor, each after all its consumers, and accumulates into every leaf that
+//! requires grad: gradients add up across uses and across calls until
+//! [`Tensor::zero_grad`]. Broadcasting is undone centrally (each gradient is summed
+//! to its input's shape). Backward consumes the graph: a second pass through it is
+//! an error unless the first passed [`BackwardOptions::retain_graph`].
+//!
+//! [`grad`] is the functional form: the gradients of an output with respect to
+//! chosen tensors, leaving every `.grad()` untouched. With
+//! [`BackwardOptions::create_graph`] the backward pass is itself recorded, so a
+//! gradient can be differentiated again; here a Hessian-vector product:
+//!
+//! ```
+//! use autograd::prelude::*;
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+//! let y = x.pow_scalar(3.0)?.sum_all()?; // y = Σ x³
+//!
+//! let keep = BackwardOptions::default().create_graph(true);
+//! let g = grad(&y, &[&x], keep)?.remove(0).unwrap(); // 3x², itself recorded
+//! assert_eq!(g.to_vec::<f64>()?, [3.0, 12.0]);
+//!
+//! let v = Tensor::from_slice(&[1.0f64, -1.0], [2])?;
+//! let gv = (&g * &v)?.sum_all()?;
+//! let hv = grad(&gv, &[&x], BackwardOptions::default())?.remove(0).unwrap();
+//! assert_eq!(hv.to_vec::<f64>()?, [6.0, -12.0]); // H v = diag(6x) v
+//!
+//! y.backward()?; // the first graph was kept by create_graph
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [3.0, 12.0]);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Parameters are updated with [`optim`] (or by hand with [`Tensor::set_data`]),
+//! which keeps each parameter's identity and gradient slot and never writes into a
+//! buffer a recorded graph saved.
+//!
+//! # Memory
+//!
+//! A node keeps only what its op's backward declared it reads, only when some input
+//! needs a gradient, and only until its backward has run: backward releases each
+//! node's saved tensors as soon as it is done with them. Every storage buffer is
+//! counted from allocation to its last drop, per device, process-wide
+//! ([`memory::stats`]) and per thread ([`memory::thread_stats`]), so what a graph
+//! keeps alive is measured: [`NodeRef::saved_bytes`],
+//! [`ComputationGraph::saved_bytes`].
+//!
+//! ```
+//! use autograd::prelude::*;
+//! use autograd::{ComputationGraph, memory};
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let x = Tensor::ones([1000], DType::F32).set_requires_grad(true);
+//! let before = memory::thread_stats(Device::Cpu).live_bytes;
+//! let loss = {
+//!     let y = (&x * &x)?; // mul's backward reads both inputs: saves x (4000 bytes, once)
+//!     let z = y.exp()?;   // exp's backward reads its output: saves z (4000 bytes)
+//!     z.sum_all()?        // sum_all needs only x's shape: saves nothing
+//! };
+//! let graph = ComputationGraph::of(&[&loss]);
+//! assert_eq!(graph.saved_bytes(), 8000);
+//! // Alive beyond x: z (exp's node holds it) and the loss; nothing saved y, so it is gone.
+//! assert_eq!(memory::thread_stats(Device::Cpu).live_bytes - before, 4000 + 4);
+//!
+//! loss.backward()?;
+//! assert_eq!(graph.saved_bytes(), 0); // released node by node during backward
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Devices
+//!
+//! A tensor's storage lives on a [`Device`]: `Device::Cpu`, or `Device::Cuda(n)` for
+//! the GPU with ordinal `n`. Constructors ([`Tensor::from_vec`], [`Tensor::zeros`],
+//! [`random::Rng`]) create CPU tensors; results live where their inputs live, and
+//! ops given inputs on different devices return [`Error::DeviceMismatch`] naming the
+//! op rather than copying silently. Memory is counted per device
+//! ([`memory::stats`]`(device)`). The CPU backend runs every op (strided loops,
+//! `gemm` for matrix products); a CUDA backend plugs in behind the same
+//! `BackendStorage` interface of `autograd_kernels`, and asking for a GPU where none
+//! is usable is [`Error::CudaUnavailable`], never a crash.
+//!
+//! ```
+//! use autograd::prelude::*;
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let x = Tensor::zeros([2, 2], DType::F32);
+//! assert_eq!(x.device(), Device::Cpu);
+//! assert_eq!(x.exp()?.device(), Device::Cpu); // results stay where the inputs are
+//! assert_eq!(Device::Cuda(0).to_string(), "cuda:0");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Errors
+//!
+//! Every fallible call returns [`Result`]; library code does not panic on bad input.
+//! An [`Error`] names the op, the shapes, dtypes or devices involved, and what to
+//! change. The tensor operators `+ - * /` return `Result<Tensor>` too, and accept
+//! `Result<Tensor>` operands, so expressions chain with `?`.
+
+#![warn(missing_docs)]
+
+pub mod optim;
 
 pub use autograd_core::*;
 pub use autograd_macros::differentiable;
@@ -48,9 +259,13 @@ pub fn init() -> Result<&'static OpRegistry> {
     autograd_ops::init()
 }
 
-/// What most programs need: `use autograd::prelude::*;`.
+/// What most programs need: `use autograd::prelude::*;` brings in [`Tensor`], its
+/// op methods ([`TensorExt`]), the [`differentiable`] macro, [`Result`] and
+/// [`Error`], [`grad`] and [`no_grad`], dtypes, shapes and devices, the
+/// random generator [`Rng`](random::Rng), and the optimizers.
 pub mod prelude {
     pub use crate::differentiable;
+    pub use crate::optim::{Adam, Optimizer, Sgd};
     pub use autograd_core::{
         BackwardOptions, CheckCase, DType, Device, Error, Result, Shape, Tensor, grad, grad_if,
         no_grad, random::Rng,

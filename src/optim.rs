@@ -1,0 +1,332 @@
+//! Optimizers: [`Sgd`] (with momentum) and [`Adam`].
+//!
+//! An optimizer reads each parameter's accumulated gradient ([`Tensor::grad`]) and
+//! writes the parameter's new values with [`Tensor::set_data`]: in place when nothing
+//! else holds the parameter, and never into a buffer that a recorded graph saved.
+//! The update is computed with recording off, so the parameters stay leaves that
+//! require grad, with the same ids and gradient slots. The per-parameter state
+//! (momentum, Adam's moments) is keyed by [`TensorId`], which `set_data` preserves.
+//!
+//! One training step:
+//!
+//! ```
+//! use autograd::optim::{Adam, Optimizer};
+//! use autograd::prelude::*;
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let mut w = Tensor::from_slice(&[3.0f32, -2.0], [2])?.set_requires_grad(true);
+//! let mut opt = Adam::new(0.1);
+//! for _ in 0..100 {
+//!     let loss = w.square()?.sum_all()?; // minimum at w = 0
+//!     loss.backward()?;
+//!     opt.step(&mut [&mut w])?;
+//!     opt.zero_grad(&mut [&mut w]);
+//! }
+//! assert!(w.to_vec::<f32>()?.iter().all(|v| v.abs() < 0.1));
+//! assert!(w.requires_grad() && w.is_leaf());
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::{BinaryOp, Error, Result, Tensor, TensorId, UnaryOp, compute, no_grad};
+use std::collections::HashMap;
+
+/// Something that updates parameters from their gradients.
+pub trait Optimizer {
+    /// Updates every parameter in `params` that has a gradient; the others (no
+    /// gradient accumulated since the last [`Optimizer::zero_grad`], or not requiring
+    /// grad) are left as they are. Gradients are not cleared.
+    fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()>;
+
+    /// The learning rate the next step uses.
+    fn learning_rate(&self) -> f64;
+
+    /// Changes the learning rate (for a schedule).
+    fn set_learning_rate(&mut self, lr: f64);
+
+    /// Clears the gradients of `params`, before the next backward pass accumulates
+    /// into them.
+    fn zero_grad(&self, params: &mut [&mut Tensor]) {
+        for p in params.iter() {
+            p.zero_grad();
+        }
+    }
+}
+
+/// Stochastic gradient descent with optional momentum, Nesterov momentum and L2
+/// weight decay, with PyTorch's conventions:
+///
+/// ```text
+/// g ← grad + weight_decay · p
+/// b ← g                      (first step)
+/// b ← momentum · b + g       (later steps)
+/// p ← p − lr · b             (or p − lr · (g + momentum · b) with nesterov)
+/// ```
+///
+/// Without momentum the step is `p ← p − lr · g`.
+#[derive(Debug, Clone)]
+pub struct Sgd {
+    lr: f64,
+    momentum: f64,
+    nesterov: bool,
+    weight_decay: f64,
+    buffers: HashMap<TensorId, Tensor>,
+}
+
+impl Sgd {
+    /// Plain gradient descent with learning rate `lr`.
+    pub fn new(lr: f64) -> Sgd {
+        Sgd {
+            lr,
+            momentum: 0.0,
+            nesterov: false,
+            weight_decay: 0.0,
+            buffers: HashMap::new(),
+        }
+    }
+
+    /// Momentum factor in `[0, 1)` (default 0: none).
+    pub fn momentum(mut self, momentum: f64) -> Sgd {
+        self.momentum = momentum;
+        self
+    }
+
+    /// Nesterov momentum (needs a momentum above 0).
+    pub fn nesterov(mut self, nesterov: bool) -> Sgd {
+        self.nesterov = nesterov;
+        self
+    }
+
+    /// L2 penalty: `weight_decay · p` is added to every gradient (default 0).
+    pub fn weight_decay(mut self, weight_decay: f64) -> Sgd {
+        self.weight_decay = weight_decay;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        check_finite_non_negative("learning rate", self.lr)?;
+        check_unit_interval("momentum", self.momentum)?;
+        check_finite_non_negative("weight decay", self.weight_decay)?;
+        if self.nesterov && self.momentum == 0.0 {
+            return Err(invalid(
+                "Nesterov momentum needs a momentum above 0; set `.momentum(..)`".to_string(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Optimizer for Sgd {
+    fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
+        self.validate()?;
+        no_grad(|| {
+            for p in params.iter_mut() {
+                let Some(g) = gradient_of(p)? else { continue };
+                let g = with_weight_decay(g, p, self.weight_decay)?;
+                let direction = if self.momentum == 0.0 {
+                    g
+                } else {
+                    let buf = match self.buffers.get(&p.id()) {
+                        None => g.clone(),
+                        Some(b) => add(&scale(b, self.momentum)?, &g)?,
+                    };
+                    let direction = if self.nesterov {
+                        add(&g, &scale(&buf, self.momentum)?)?
+                    } else {
+                        buf.clone()
+                    };
+                    self.buffers.insert(p.id(), buf);
+                    direction
+                };
+                let new = sub(p, &scale(&direction, self.lr)?)?;
+                p.set_data(&new)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn learning_rate(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_learning_rate(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+}
+
+/// Adam (Kingma & Ba, 2015) with bias correction and optional L2 weight decay, as
+/// PyTorch's `torch.optim.Adam` computes it; each parameter counts its own steps `t`:
+///
+/// ```text
+/// g ← grad + weight_decay · p
+/// m ← β₁ · m + (1 − β₁) · g
+/// v ← β₂ · v + (1 − β₂) · g²
+/// p ← p − lr · (m / (1 − β₁ᵗ)) / (√(v / (1 − β₂ᵗ)) + ε)
+/// ```
+#[derive(Debug, Clone)]
+pub struct Adam {
+    lr: f64,
+    beta1: f64,
+    beta2: f64,
+    eps: f64,
+    weight_decay: f64,
+    moments: HashMap<TensorId, AdamState>,
+}
+
+#[derive(Debug, Clone)]
+struct AdamState {
+    step: i32,
+    m: Tensor,
+    v: Tensor,
+}
+
+impl Adam {
+    /// Adam with learning rate `lr` and the usual defaults: β₁ = 0.9, β₂ = 0.999,
+    /// ε = 1e-8, no weight decay.
+    pub fn new(lr: f64) -> Adam {
+        Adam {
+            lr,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            moments: HashMap::new(),
+        }
+    }
+
+    /// Decay rates of the first and second moment estimates, each in `[0, 1)`.
+    pub fn betas(mut self, beta1: f64, beta2: f64) -> Adam {
+        self.beta1 = beta1;
+        self.beta2 = beta2;
+        self
+    }
+
+    /// The term added to the denominator for stability (default 1e-8).
+    pub fn eps(mut self, eps: f64) -> Adam {
+        self.eps = eps;
+        self
+    }
+
+    /// L2 penalty: `weight_decay · p` is added to every gradient (default 0).
+    pub fn weight_decay(mut self, weight_decay: f64) -> Adam {
+        self.weight_decay = weight_decay;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        check_finite_non_negative("learning rate", self.lr)?;
+        check_unit_interval("beta1", self.beta1)?;
+        check_unit_interval("beta2", self.beta2)?;
+        check_finite_non_negative("eps", self.eps)?;
+        check_finite_non_negative("weight decay", self.weight_decay)
+    }
+}
+
+impl Optimizer for Adam {
+    fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
+        self.validate()?;
+        let (b1, b2) = (self.beta1, self.beta2);
+        no_grad(|| {
+            for p in params.iter_mut() {
+                let Some(g) = gradient_of(p)? else { continue };
+                let g = with_weight_decay(g, p, self.weight_decay)?;
+                let state = match self.moments.get(&p.id()) {
+                    None => AdamState {
+                        step: 1,
+                        m: scale(&g, 1.0 - b1)?,
+                        v: scale(&compute::unary(&g, UnaryOp::Square)?, 1.0 - b2)?,
+                    },
+                    Some(s) => AdamState {
+                        step: s.step.saturating_add(1),
+                        m: add(&scale(&s.m, b1)?, &scale(&g, 1.0 - b1)?)?,
+                        v: add(
+                            &scale(&s.v, b2)?,
+                            &scale(&compute::unary(&g, UnaryOp::Square)?, 1.0 - b2)?,
+                        )?,
+                    },
+                };
+                let correction1 = 1.0 - b1.powi(state.step);
+                let correction2 = 1.0 - b2.powi(state.step);
+                let denom = compute::unary(
+                    &compute::unary(&scale(&state.v, 1.0 / correction2)?, UnaryOp::Sqrt)?,
+                    UnaryOp::AddScalar(self.eps),
+                )?;
+                let update = compute::binary(
+                    &scale(&state.m, self.lr / correction1)?,
+                    &denom,
+                    BinaryOp::Div,
+                )?;
+                p.set_data(&sub(p, &update)?)?;
+                self.moments.insert(p.id(), state);
+            }
+            Ok(())
+        })
+    }
+
+    fn learning_rate(&self) -> f64 {
+        self.lr
+    }
+
+    fn set_learning_rate(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+}
+
+/// The parameter's gradient, if it has one that fits it.
+fn gradient_of(p: &Tensor) -> Result<Option<Tensor>> {
+    let Some(g) = p.grad() else { return Ok(None) };
+    if g.shape() != p.shape() {
+        return Err(invalid(format!(
+            "the gradient of parameter {} has shape {} but the parameter has shape {}",
+            p.id(),
+            g.shape(),
+            p.shape()
+        )));
+    }
+    Ok(Some(g))
+}
+
+fn with_weight_decay(g: Tensor, p: &Tensor, weight_decay: f64) -> Result<Tensor> {
+    if weight_decay == 0.0 {
+        return Ok(g);
+    }
+    add(&g, &scale(p, weight_decay)?)
+}
+
+fn scale(x: &Tensor, s: f64) -> Result<Tensor> {
+    compute::unary(x, UnaryOp::MulScalar(s))
+}
+
+fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compute::binary(a, b, BinaryOp::Add)
+}
+
+fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compute::binary(a, b, BinaryOp::Sub)
+}
+
+fn invalid(msg: String) -> Error {
+    Error::InvalidArgument {
+        op: "optimizer step",
+        msg,
+    }
+}
+
+fn check_finite_non_negative(what: &str, value: f64) -> Result<()> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "the {what} is {value}; it must be a finite number >= 0"
+        )))
+    }
+}
+
+fn check_unit_interval(what: &str, value: f64) -> Result<()> {
+    if (0.0..1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(format!("{what} is {value}; it must lie in [0, 1)")))
+    }
+}
