@@ -2,10 +2,12 @@
 //! engine's semantics, pruning, gradient checks through the registry.
 
 mod engine;
+mod graph_dot;
 mod ops_errors;
 mod ops_reference;
 mod ops_registry;
 mod ops_semantics;
+mod optim;
 mod pruning;
 mod registry;
 mod saved_flags;
