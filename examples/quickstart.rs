@@ -82,7 +82,7 @@ fn main() -> Result<()> {
         .set_requires_grad(true);
     let mut b2 = Tensor::zeros([1], DType::F32).set_requires_grad(true);
 
-    let lr = 0.05;
+    let mut opt = Sgd::new(0.05);
     let mut first_loss = None;
     let mut loss_value = 0.0;
     for step in 0..=3000 {
@@ -96,12 +96,11 @@ fn main() -> Result<()> {
         if step % 500 == 0 {
             println!("step {step:4}  loss {loss_value:.5}");
         }
-        // Plain gradient descent; the update itself is not recorded.
-        let update = |p: &Tensor| -> Result<Tensor> {
-            let g = p.grad().expect("every parameter feeds the loss");
-            Ok(no_grad(|| p - &(&g * lr)?)?.set_requires_grad(true))
-        };
-        (w1, b1, w2, b2) = (update(&w1)?, update(&b1)?, update(&w2)?, update(&b2)?);
+        // Plain gradient descent: the optimizer updates the parameters in place
+        // (nothing is recorded), then the gradients are cleared for the next step.
+        let mut params = [&mut w1, &mut b1, &mut w2, &mut b2];
+        opt.step(&mut params)?;
+        opt.zero_grad(&mut params);
     }
     let first = first_loss.unwrap_or(loss_value);
     println!(
