@@ -412,17 +412,23 @@ fn regions_svg(model: &Mlp, x: &Tensor, labels: &[f32]) -> Result<String> {
     );
     const REGION: [&str; 2] = ["#dbe8fb", "#fbdcd8"];
     const POINT: [&str; 2] = ["#1f5fbf", "#c0392b"];
-    for (k, class) in classes.iter().enumerate() {
-        let (row, col) = (k / GRID, k % GRID);
-        let _ = writeln!(
-            s,
-            r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"/>"#,
-            col as f64 * cell,
-            row as f64 * cell,
-            cell + 0.3,
-            cell + 0.3,
-            REGION[*class]
-        );
+    // One rectangle per run of equal predictions along a row.
+    for (row, predictions) in classes.chunks_exact(GRID).enumerate() {
+        let mut start = 0;
+        for col in 1..=GRID {
+            if col == GRID || predictions[col] != predictions[start] {
+                let _ = writeln!(
+                    s,
+                    r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="{}"/>"#,
+                    start as f64 * cell,
+                    row as f64 * cell,
+                    (col - start) as f64 * cell + 0.3,
+                    cell + 0.3,
+                    REGION[predictions[start]]
+                );
+                start = col;
+            }
+        }
     }
     let points = x.to_vec::<f32>()?;
     for (p, label) in points.chunks_exact(2).zip(labels) {

@@ -251,6 +251,11 @@ pub use autograd_macros::differentiable;
 pub use autograd_ops as ops;
 pub use autograd_ops::*;
 
+/// The code blocks of README.md, compiled and run as doctests so the tour stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// Links the standard op library and checks the op registry (every standard op
 /// present, no name defined twice). Call it once before using tensors: programs,
 /// tests and benches that skip it may find the registry empty, because a crate that

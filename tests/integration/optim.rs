@@ -294,3 +294,30 @@ fn learning_rate_can_be_scheduled() {
     opt.set_learning_rate(0.01);
     assert_eq!(opt.learning_rate(), 0.01);
 }
+
+#[test]
+fn training_steps_update_parameters_in_their_own_buffers() -> Result<()> {
+    crate::init();
+    // Once backward has released the graph, nothing else holds the parameters: every
+    // step writes into the buffers they already have.
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?;
+    let targets = Tensor::from_slice(&[0.0f32, 1.0, 1.0], [3])?;
+    let mut w = Tensor::from_slice(&[0.1f32, -0.2, 0.3, 0.4], [2, 2])?.set_requires_grad(true);
+    let mut b = Tensor::zeros([2], DType::F32).set_requires_grad(true);
+    let buffers = [w.storage() as *const Storage, b.storage() as *const Storage];
+    let mut opt = Adam::new(0.05);
+    let mut losses = Vec::new();
+    for _ in 0..5 {
+        let loss = (x.matmul(&w)? + &b)?.cross_entropy(&targets)?;
+        loss.backward()?;
+        opt.step(&mut [&mut w, &mut b])?;
+        opt.zero_grad(&mut [&mut w, &mut b]);
+        losses.push(loss.to_scalar::<f32>()?);
+        assert_eq!(
+            [w.storage() as *const Storage, b.storage() as *const Storage],
+            buffers
+        );
+    }
+    assert!(losses[4] < losses[0], "{losses:?}");
+    Ok(())
+}
