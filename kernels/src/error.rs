@@ -14,6 +14,10 @@ pub enum KernelError {
     /// A device runtime (driver, compiler, BLAS) reported an error.
     #[error("{0}")]
     Device(String),
+    /// A CUDA device was asked for where none can be used (no driver, no GPU, no
+    /// such ordinal, a missing CUDA library, or CUDA support not compiled in).
+    #[error("CUDA device {ordinal} is unavailable: {reason}")]
+    CudaUnavailable { ordinal: usize, reason: String },
 }
 
 /// Result of a kernel call.

@@ -11,6 +11,8 @@
 
 mod backend;
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod dtype;
 mod error;
 mod layout;

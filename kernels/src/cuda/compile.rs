@@ -1,0 +1,316 @@
+//! The kernel sources and their compilation by NVRTC.
+//!
+//! Each `.cu` file of this directory is one compilation unit ([`Module`]), compiled
+//! with `common.cuh` in front of it at first use on a device, for that device's
+//! architecture, straight to machine code (CUBIN: unlike PTX, it loads on a driver
+//! older than the NVRTC that made it). Every kernel the backend launches has a name
+//! built by one of the functions below from an op variant and a dtype;
+//! [`kernel_names`] lists all of them, and [`check_sources`] compiles every module
+//! and checks that each name is defined, which needs NVRTC but no GPU.
+
+use crate::{BinaryOp, DType, KernelError, ReduceOp, Result, UnaryOp};
+use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
+use std::ffi::{CStr, CString, c_char};
+
+/// One kernel source file, compiled as a unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Module {
+    Unary,
+    Binary,
+    Reduce,
+    Copy,
+}
+
+macro_rules! source {
+    ($file:literal) => {
+        concat!(
+            include_str!("common.cuh"),
+            "\n#line 1 \"",
+            $file,
+            "\"\n",
+            include_str!($file)
+        )
+    };
+}
+
+impl Module {
+    pub const ALL: [Module; 4] = [Module::Unary, Module::Binary, Module::Reduce, Module::Copy];
+
+    /// The source file's name.
+    pub fn file(self) -> &'static str {
+        match self {
+            Module::Unary => "unary.cu",
+            Module::Binary => "binary.cu",
+            Module::Reduce => "reduce.cu",
+            Module::Copy => "copy.cu",
+        }
+    }
+
+    /// The full source NVRTC compiles: `common.cuh`, then the file.
+    pub fn source(self) -> &'static str {
+        match self {
+            Module::Unary => source!("unary.cu"),
+            Module::Binary => source!("binary.cu"),
+            Module::Reduce => source!("reduce.cu"),
+            Module::Copy => source!("copy.cu"),
+        }
+    }
+}
+
+/// Every variant of an op enum, as a list whose completeness the compiler checks:
+/// the same list is matched exhaustively, so a variant added to the enum is a
+/// compile error here until it is listed (and then [`check_sources`] fails until
+/// its kernel exists).
+macro_rules! every_variant {
+    ($ty:ident: $($variant:ident $(($arg:expr))?),+ $(,)?) => {{
+        #[allow(dead_code)]
+        fn exhaustive(op: $ty) {
+            match op {
+                $($ty::$variant { .. } => {})+
+            }
+        }
+        vec![$($ty::$variant $(($arg))?),+]
+    }};
+}
+
+/// Every [`UnaryOp`] variant (parameterised ones with an arbitrary parameter).
+pub fn every_unary_op() -> Vec<UnaryOp> {
+    every_variant!(UnaryOp: Neg, Exp, Log, Sqrt, Abs, Tanh, Sigmoid, Relu, Sin, Cos, Square,
+        Recip, Sign, Step, Gelu, GeluGrad, AddScalar(0.5), MulScalar(0.5), PowScalar(3.0),
+        Fill(0.5), Copy)
+}
+
+/// Every [`BinaryOp`] variant.
+pub fn every_binary_op() -> Vec<BinaryOp> {
+    every_variant!(BinaryOp: Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Gt, Ge, Lt, Le)
+}
+
+/// Every [`ReduceOp`] variant.
+pub fn every_reduce_op() -> Vec<ReduceOp> {
+    every_variant!(ReduceOp: Sum, Max, Min)
+}
+
+pub(crate) const DTYPES: [DType; 2] = [DType::F32, DType::F64];
+
+pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> String {
+    format!("unary_{}_{dtype}", op.name())
+}
+
+pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType) -> String {
+    format!("binary_{}_{dtype}", op.name())
+}
+
+pub(crate) fn binary_assign_kernel(op: BinaryOp, dtype: DType) -> String {
+    format!("binary_assign_{}_{dtype}", op.name())
+}
+
+/// `rows`: one block per output; else one thread per output (see reduce.cu).
+pub(crate) fn reduce_kernel(op: ReduceOp, rows: bool, dtype: DType) -> String {
+    let kind = if rows { "rows" } else { "cols" };
+    format!("reduce_{kind}_{}_{dtype}", op.name())
+}
+
+/// `copy`, `copy_add` or `copy_atomic_add`.
+pub(crate) fn copy_kernel(kind: &str, dtype: DType) -> String {
+    format!("{kind}_{dtype}")
+}
+
+pub(crate) fn fill_kernel(dtype: DType) -> String {
+    format!("fill_{dtype}")
+}
+
+pub(crate) fn cast_kernel(from: DType, to: DType) -> String {
+    format!("cast_{from}_{to}")
+}
+
+/// Every kernel the backend can launch, with the module that must define it.
+pub fn kernel_names() -> Vec<(Module, String)> {
+    let mut names = Vec::new();
+    for dtype in DTYPES {
+        for op in every_unary_op() {
+            names.push((Module::Unary, unary_kernel(op, dtype)));
+        }
+        for op in every_binary_op() {
+            names.push((Module::Binary, binary_kernel(op, dtype)));
+            names.push((Module::Binary, binary_assign_kernel(op, dtype)));
+        }
+        for op in every_reduce_op() {
+            names.push((Module::Reduce, reduce_kernel(op, true, dtype)));
+            names.push((Module::Reduce, reduce_kernel(op, false, dtype)));
+        }
+        for kind in ["copy", "copy_add", "copy_atomic_add"] {
+            names.push((Module::Copy, copy_kernel(kind, dtype)));
+        }
+        names.push((Module::Copy, fill_kernel(dtype)));
+        for to in DTYPES {
+            if to != dtype {
+                names.push((Module::Copy, cast_kernel(dtype, to)));
+            }
+        }
+    }
+    names
+}
+
+/// True when the NVRTC library can be loaded (checked before any NVRTC call, which
+/// would panic without it).
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only tries to dlopen the library under its known names.
+    unsafe { nvrtc_sys::is_culib_present() }
+}
+
+fn nvrtc_missing() -> KernelError {
+    KernelError::Device(
+        "the NVRTC library (libnvrtc.so) was not found: install the CUDA toolkit, or \
+         `pip install nvidia-cuda-nvrtc`, and add its lib folder to LD_LIBRARY_PATH"
+            .into(),
+    )
+}
+
+/// NVRTC's version, `(major, minor)`.
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    if !nvrtc_available() {
+        return Err(nvrtc_missing());
+    }
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library is present; both pointers are valid for the call.
+    unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| KernelError::Device(format!("nvrtcVersion: {e:?}")))?;
+    Ok((major, minor))
+}
+
+/// What to take out of a compiled program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// PTX text (for a virtual architecture, `compute_XY`).
+    Ptx,
+    /// Machine code (for a real architecture, `sm_XY`).
+    Cubin,
+}
+
+/// Compiles `module` with NVRTC for `arch` (`sm_90` with [`Output::Cubin`],
+/// `compute_90` with [`Output::Ptx`]). A compile error carries NVRTC's log.
+pub fn compile(module: Module, arch: &str, output: Output) -> Result<Vec<u8>> {
+    compile_source(module.file(), module.source(), arch, output)
+}
+
+/// Compiles the CUDA C++ `source` (named `file` in messages) with NVRTC.
+pub fn compile_source(file: &str, source: &str, arch: &str, output: Output) -> Result<Vec<u8>> {
+    if !nvrtc_available() {
+        return Err(nvrtc_missing());
+    }
+    let src = CString::new(source)
+        .map_err(|_| KernelError::Device(format!("{file} contains a NUL byte")))?;
+    let name = CString::new(file).unwrap_or_default();
+    let prog = nvrtc::create_program(&src, Some(&name))
+        .map_err(|e| KernelError::Device(format!("nvrtcCreateProgram({file}): {e:?}")))?;
+    let options = [format!("--gpu-architecture={arch}")];
+    // SAFETY: `prog` was created above and is destroyed only at the end; `src` and
+    // `name`, which it refers to, outlive it.
+    unsafe {
+        let compiled = nvrtc::compile_program(prog, &options);
+        let out = match compiled {
+            Err(e) => Err(KernelError::Device(format!(
+                "NVRTC failed to compile {file} for {arch} ({e:?}):\n{}",
+                program_log(prog)
+            ))),
+            Ok(()) => match output {
+                Output::Ptx => nvrtc::get_ptx(prog)
+                    .map(|v| v.into_iter().map(|c| c as u8).collect())
+                    .map_err(|e| KernelError::Device(format!("nvrtcGetPTX: {e:?}"))),
+                Output::Cubin => get_cubin(prog),
+            },
+        };
+        let _ = nvrtc::destroy_program(prog);
+        out
+    }
+}
+
+/// # Safety
+/// `prog` is a live program.
+unsafe fn program_log(prog: nvrtc_sys::nvrtcProgram) -> String {
+    match unsafe { nvrtc::get_program_log(prog) } {
+        Ok(log) => {
+            let bytes: Vec<u8> = log
+                .into_iter()
+                .map(|c: c_char| c as u8)
+                .take_while(|&b| b != 0)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+        Err(e) => format!("(no log: {e:?})"),
+    }
+}
+
+/// # Safety
+/// `prog` is a live, successfully compiled program.
+unsafe fn get_cubin(prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
+    let mut size = 0usize;
+    unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) }
+        .result()
+        .map_err(|e| KernelError::Device(format!("nvrtcGetCUBINSize: {e:?}")))?;
+    if size == 0 {
+        return Err(KernelError::Device(
+            "NVRTC produced no CUBIN (was a virtual architecture given?)".into(),
+        ));
+    }
+    let mut cubin = vec![0u8; size];
+    unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()) }
+        .result()
+        .map_err(|e| KernelError::Device(format!("nvrtcGetCUBIN: {e:?}")))?;
+    Ok(cubin)
+}
+
+/// What [`check_sources`] compiled.
+#[derive(Clone, Debug)]
+pub struct SourceCheck {
+    pub module: Module,
+    pub arch: String,
+    pub bytes: usize,
+    pub kernels: usize,
+}
+
+/// Compiles every module for each architecture in `archs` (virtual ones, such as
+/// `compute_90`, to PTX; real ones, such as `sm_90`, to CUBIN) and checks that
+/// every kernel of [`kernel_names`] is defined in its module's PTX. Needs NVRTC,
+/// not a GPU.
+pub fn check_sources(archs: &[&str]) -> Result<Vec<SourceCheck>> {
+    let names = kernel_names();
+    let mut report = Vec::new();
+    for module in Module::ALL {
+        for &arch in archs {
+            let output = if arch.starts_with("sm_") {
+                Output::Cubin
+            } else {
+                Output::Ptx
+            };
+            let code = compile(module, arch, output)?;
+            let mut kernels = 0;
+            if output == Output::Ptx {
+                let ptx = CStr::from_bytes_until_nul(&code)
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| String::from_utf8_lossy(&code).into_owned());
+                let missing: Vec<&str> = names
+                    .iter()
+                    .filter(|(m, _)| *m == module)
+                    .map(|(_, n)| n.as_str())
+                    .filter(|n| !ptx.contains(&format!(".entry {n}(")))
+                    .collect();
+                if !missing.is_empty() {
+                    return Err(KernelError::Device(format!(
+                        "{} defines no kernel named {missing:?}; the backend launches them",
+                        module.file()
+                    )));
+                }
+                kernels = ptx.matches(".entry ").count();
+            }
+            report.push(SourceCheck {
+                module,
+                arch: arch.to_string(),
+                bytes: code.len(),
+                kernels,
+            });
+        }
+    }
+    Ok(report)
+}

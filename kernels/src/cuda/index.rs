@@ -1,0 +1,241 @@
+//! Views as kernel arguments: the `#[repr(C)]` twins of the index structs in
+//! `common.cuh`, passed by value, so a strided or broadcast operand is read in place
+//! (no copy to make it contiguous first, no host round trip).
+//!
+//! Axes are merged the way the CPU walker merges them (size-1 axes dropped, axes
+//! laid out back to back in every operand joined), so a contiguous tensor is one
+//! axis and its kernels take the fast path with no index arithmetic.
+
+use crate::walk::Walk;
+use crate::{KernelError, Layout, Result};
+use cudarc::driver::DeviceRepr;
+
+/// Must equal `MAX_DIMS` in common.cuh.
+pub(crate) const MAX_DIMS: usize = 12;
+
+/// `Index1` in common.cuh: one operand.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Index1 {
+    rank: u64,
+    offset: u64,
+    dims: [u64; MAX_DIMS],
+    strides: [u64; MAX_DIMS],
+}
+
+/// `Index2` in common.cuh: two operands of one shape.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Index2 {
+    rank: u64,
+    offset_a: u64,
+    offset_b: u64,
+    dims: [u64; MAX_DIMS],
+    strides_a: [u64; MAX_DIMS],
+    strides_b: [u64; MAX_DIMS],
+}
+
+/// `ReduceIndex` in common.cuh: the kept axes (output order) and the reduced axes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReduceIndex {
+    offset: u64,
+    kept_rank: u64,
+    red_rank: u64,
+    kept_dims: [u64; MAX_DIMS],
+    kept_strides: [u64; MAX_DIMS],
+    red_dims: [u64; MAX_DIMS],
+    red_strides: [u64; MAX_DIMS],
+}
+
+// SAFETY: plain `#[repr(C)]` structs of u64 with the exact field order and types
+// of their C twins in common.cuh; passed to kernels by value.
+unsafe impl DeviceRepr for Index1 {}
+unsafe impl DeviceRepr for Index2 {}
+unsafe impl DeviceRepr for ReduceIndex {}
+
+fn too_many_axes(rank: usize) -> KernelError {
+    KernelError::Layout(format!(
+        "the CUDA kernels take views of at most {MAX_DIMS} axes that cannot be merged, \
+         this one has {rank}; reshape the tensor to fewer axes"
+    ))
+}
+
+fn fill(dst: &mut [u64; MAX_DIMS], src: &[usize]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = s as u64;
+    }
+}
+
+impl Index1 {
+    pub(crate) fn new(l: &Layout) -> Result<Index1> {
+        let w = Walk::new(l.shape(), [l.strides()]);
+        let rank = w.shape.len();
+        if rank > MAX_DIMS {
+            return Err(too_many_axes(rank));
+        }
+        let mut ix = Index1 {
+            rank: rank as u64,
+            offset: l.offset() as u64,
+            dims: [0; MAX_DIMS],
+            strides: [0; MAX_DIMS],
+        };
+        fill(&mut ix.dims, &w.shape);
+        fill(&mut ix.strides, &w.strides[0]);
+        Ok(ix)
+    }
+
+    /// True when the view is `numel` consecutive elements from its offset.
+    pub(crate) fn is_dense(&self) -> bool {
+        self.rank == 0 || (self.rank == 1 && self.strides[0] == 1)
+    }
+}
+
+impl Index2 {
+    /// Two views of one shape.
+    pub(crate) fn new(a: &Layout, b: &Layout) -> Result<Index2> {
+        if a.shape() != b.shape() {
+            return Err(KernelError::Layout(format!(
+                "operand views of shapes {:?} and {:?} differ",
+                a.shape(),
+                b.shape()
+            )));
+        }
+        let w = Walk::new(a.shape(), [a.strides(), b.strides()]);
+        let rank = w.shape.len();
+        if rank > MAX_DIMS {
+            return Err(too_many_axes(rank));
+        }
+        let mut ix = Index2 {
+            rank: rank as u64,
+            offset_a: a.offset() as u64,
+            offset_b: b.offset() as u64,
+            dims: [0; MAX_DIMS],
+            strides_a: [0; MAX_DIMS],
+            strides_b: [0; MAX_DIMS],
+        };
+        fill(&mut ix.dims, &w.shape);
+        fill(&mut ix.strides_a, &w.strides[0]);
+        fill(&mut ix.strides_b, &w.strides[1]);
+        Ok(ix)
+    }
+
+    /// True when the second view visits some element more than once (a broadcast
+    /// axis, stride 0; axes of size 1 were dropped).
+    pub(crate) fn b_has_zero_stride(&self) -> bool {
+        self.strides_b[..self.rank as usize].contains(&0)
+    }
+}
+
+/// How a reduction reads its input, and the two sizes the kernels loop over.
+pub(crate) struct ReducePlan {
+    pub index: ReduceIndex,
+    /// Output elements (product of the kept axes).
+    pub out_n: usize,
+    /// Elements combined into each output (product of the reduced axes).
+    pub red_n: usize,
+    /// Stride of the innermost kept axis after merging (`None`: no kept axis).
+    pub kept_inner_stride: Option<usize>,
+    /// Stride of the innermost reduced axis after merging (`None`: nothing reduced).
+    pub red_inner_stride: Option<usize>,
+}
+
+impl ReducePlan {
+    /// `axes` sorted and unique, each `< l.rank()`.
+    pub(crate) fn new(l: &Layout, axes: &[usize]) -> Result<ReducePlan> {
+        let (mut kd, mut ks, mut rd, mut rs) = (vec![], vec![], vec![], vec![]);
+        for (i, (&d, &s)) in l.shape().iter().zip(l.strides()).enumerate() {
+            if axes.contains(&i) {
+                rd.push(d);
+                rs.push(s);
+            } else {
+                kd.push(d);
+                ks.push(s);
+            }
+        }
+        let kept = Walk::new(&kd, [&ks]);
+        let red = Walk::new(&rd, [&rs]);
+        let (kr, rr) = (kept.shape.len(), red.shape.len());
+        if kr > MAX_DIMS || rr > MAX_DIMS {
+            return Err(too_many_axes(kr.max(rr)));
+        }
+        let mut index = ReduceIndex {
+            offset: l.offset() as u64,
+            kept_rank: kr as u64,
+            red_rank: rr as u64,
+            kept_dims: [0; MAX_DIMS],
+            kept_strides: [0; MAX_DIMS],
+            red_dims: [0; MAX_DIMS],
+            red_strides: [0; MAX_DIMS],
+        };
+        fill(&mut index.kept_dims, &kept.shape);
+        fill(&mut index.kept_strides, &kept.strides[0]);
+        fill(&mut index.red_dims, &red.shape);
+        fill(&mut index.red_strides, &red.strides[0]);
+        Ok(ReducePlan {
+            index,
+            out_n: kd.iter().product(),
+            red_n: rd.iter().product(),
+            kept_inner_stride: kept.strides[0].last().copied(),
+            red_inner_stride: red.strides[0].last().copied(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Shape;
+
+    #[test]
+    fn contiguous_views_take_the_dense_path() {
+        let l = Layout::contiguous(Shape::from([4, 3, 5]));
+        let ix = Index1::new(&l).unwrap();
+        assert!(ix.is_dense());
+        assert_eq!(ix.dims[0], 60);
+        assert!(!Index1::new(&l.transpose(0, 2)).unwrap().is_dense());
+    }
+
+    #[test]
+    fn broadcast_row_keeps_two_axes_with_a_zero_stride() {
+        let out = Shape::from([2048, 1024]);
+        let a = Layout::contiguous(out.clone());
+        let b = Layout::contiguous(Shape::from([1024]))
+            .broadcast_to(&out)
+            .unwrap();
+        let ix = Index2::new(&a, &b).unwrap();
+        assert_eq!(ix.rank, 2);
+        assert_eq!(&ix.strides_b[..2], &[0, 1]);
+        assert_eq!(&ix.strides_a[..2], &[1024, 1]);
+    }
+
+    #[test]
+    fn reduce_plan_separates_kept_and_reduced_axes() {
+        // [4,3,5] summed over axes 0 and 2: 3 outputs of 20 elements each.
+        let l = Layout::contiguous(Shape::from([4, 3, 5]));
+        let p = ReducePlan::new(&l, &[0, 2]).unwrap();
+        assert_eq!((p.out_n, p.red_n), (3, 20));
+        assert_eq!(p.kept_inner_stride, Some(5));
+        assert_eq!(p.red_inner_stride, Some(1));
+        assert_eq!(p.index.red_rank, 2);
+        // Summing the rows of a [2048, 1024] matrix (the bias gradient): columns kept.
+        let l = Layout::contiguous(Shape::from([2048, 1024]));
+        let p = ReducePlan::new(&l, &[0]).unwrap();
+        assert_eq!((p.out_n, p.red_n), (1024, 2048));
+        assert_eq!(p.kept_inner_stride, Some(1));
+        // Everything: no kept axis, one merged reduced axis.
+        let p = ReducePlan::new(&l, &[0, 1]).unwrap();
+        assert_eq!((p.out_n, p.red_n, p.index.red_rank), (1, 2048 * 1024, 1));
+        assert_eq!(p.kept_inner_stride, None);
+    }
+
+    #[test]
+    fn too_many_unmergeable_axes_is_an_error() {
+        let dims = vec![2usize; MAX_DIMS + 1];
+        let l = Layout::contiguous(Shape::from(dims.clone()));
+        // Reverse the axes: no two are adjacent in memory any more.
+        let perm: Vec<usize> = (0..dims.len()).rev().collect();
+        assert!(Index1::new(&l.permute(&perm)).is_err());
+        assert!(Index1::new(&l).is_ok());
+    }
+}

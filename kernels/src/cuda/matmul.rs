@@ -1,0 +1,166 @@
+//! Matrix products through cuBLAS.
+//!
+//! cuBLAS is column-major; a row-major `C = A B` is the column-major
+//! `Cᵀ = Bᵀ Aᵀ`, so B goes first and m and n swap. Each operand is described to
+//! cuBLAS as it lies in memory (row-major, or column-major for a transposed view,
+//! which becomes cuBLAS's transpose flag), and the batch axes as one stride (0 for
+//! a broadcast operand). Only a view that fits none of these (a matrix with
+//! neither stride 1, a broadcast inside a matrix, batch axes that do not merge) is
+//! copied to a contiguous buffer first, on the device.
+
+use super::{CudaElement, CudaStorage, alloc};
+use crate::walk::Walk;
+use crate::{BackendStorage, KernelError, Layout, Result, UnaryOp};
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
+
+/// How cuBLAS reads the transpose of a `rows x cols` matrix stored with strides
+/// `(rs, cs)`: the operation and the leading dimension, or `None` when it cannot.
+fn transposed_operand(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<(bool, usize)> {
+    // As stored row-major (unit column stride): its transpose is column-major, as is.
+    if (cols == 1 || cs == 1) && (rows == 1 || rs >= cols.max(1)) {
+        let ld = if rows == 1 { cols.max(1) } else { rs };
+        return Some((false, ld));
+    }
+    // Column-major (a transposed view): cuBLAS transposes it.
+    if (rows == 1 || rs == 1) && (cols == 1 || cs >= rows.max(1)) {
+        let ld = if cols == 1 { rows.max(1) } else { cs };
+        return Some((true, ld));
+    }
+    None
+}
+
+fn op(transpose: bool) -> cublasOperation_t {
+    if transpose {
+        cublasOperation_t::CUBLAS_OP_T
+    } else {
+        cublasOperation_t::CUBLAS_OP_N
+    }
+}
+
+fn dim(what: &str, v: usize) -> Result<i32> {
+    i32::try_from(v).map_err(|_| {
+        KernelError::Layout(format!(
+            "matmul {what} of {v} exceeds cuBLAS's 32-bit limit; split the product"
+        ))
+    })
+}
+
+fn contiguous(x: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Layout)> {
+    Ok((
+        x.unary(l, UnaryOp::Copy)?,
+        Layout::contiguous(l.shape().clone()),
+    ))
+}
+
+pub(super) fn matmul<T: CudaElement>(
+    a: &CudaStorage,
+    la: &Layout,
+    b: &CudaStorage,
+    lb: &Layout,
+) -> Result<CudaStorage>
+where
+    CudaBlas: Gemm<T>,
+{
+    let r = la.rank();
+    if r < 2 || lb.rank() != r {
+        return Err(KernelError::Layout(format!(
+            "matmul of views of shapes {:?} and {:?}",
+            la.shape(),
+            lb.shape()
+        )));
+    }
+    let (m, k, n) = (la.shape()[r - 2], la.shape()[r - 1], lb.shape()[r - 1]);
+    let batch_shape = &la.shape()[..r - 2];
+    let batch: usize = batch_shape.iter().product();
+    let dev = &a.device;
+    let len = batch * m * n;
+    if len == 0 || k == 0 {
+        return CudaStorage::filled(dev, len, T::DTYPE, 0.0);
+    }
+    let w = Walk::new(
+        batch_shape,
+        [&la.strides()[..r - 2], &lb.strides()[..r - 2]],
+    );
+    if w.shape.len() > 1 {
+        // Batch axes that no single stride describes: materialise both operands.
+        let (a2, la2) = contiguous(a, la)?;
+        let (b2, lb2) = contiguous(b, lb)?;
+        return matmul::<T>(&a2, &la2, &b2, &lb2);
+    }
+    let (stride_a, stride_b) = match w.shape.len() {
+        1 => (w.strides[0][0], w.strides[1][0]),
+        _ => (0, 0),
+    };
+    let Some((trans_a, ld_a)) = transposed_operand(m, k, la.strides()[r - 2], la.strides()[r - 1])
+    else {
+        let (a2, la2) = contiguous(a, la)?;
+        return matmul::<T>(&a2, &la2, b, lb);
+    };
+    let Some((trans_b, ld_b)) = transposed_operand(k, n, lb.strides()[r - 2], lb.strides()[r - 1])
+    else {
+        let (b2, lb2) = contiguous(b, lb)?;
+        return matmul::<T>(a, la, &b2, &lb2);
+    };
+
+    // Column-major Cᵀ (n x m, ld n) = Bᵀ (n x k) · Aᵀ (k x m).
+    let gemm = GemmConfig {
+        transa: op(trans_b),
+        transb: op(trans_a),
+        m: dim("n", n)?,
+        n: dim("m", m)?,
+        k: dim("k", k)?,
+        alpha: T::ONE,
+        lda: dim("leading dimension", ld_b)?,
+        ldb: dim("leading dimension", ld_a)?,
+        beta: T::ZERO,
+        ldc: dim("n", n)?,
+    };
+    // SAFETY: cuBLAS writes all batch * m * n elements (beta = 0).
+    let mut out = unsafe { alloc::<T>(dev, len)? };
+    let av = a.slice::<T>()?.slice(la.offset()..);
+    let bv = b.slice::<T>()?.slice(lb.offset()..);
+    dev.with_blas(|blas| {
+        // SAFETY: the layouts were checked to fit their buffers (check_fits), the
+        // leading dimensions and batch strides describe exactly those views (see
+        // `transposed_operand`), and `out` holds batch * m * n elements.
+        let status = unsafe {
+            if batch == 1 {
+                blas.gemm(gemm, &bv, &av, &mut out)
+            } else {
+                let cfg = StridedBatchedConfig {
+                    gemm,
+                    batch_size: dim("batch", batch)?,
+                    stride_a: stride_b as i64,
+                    stride_b: stride_a as i64,
+                    stride_c: (m * n) as i64,
+                };
+                blas.gemm_strided_batched(cfg, &bv, &av, &mut out)
+            }
+        };
+        status.map_err(|e| KernelError::Device(format!("cuBLAS gemm failed: {e:?}")))
+    })?;
+    Ok(CudaStorage::new(out, len, dev.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transposed_operand;
+
+    #[test]
+    fn operands_are_described_as_they_lie() {
+        // A row-major [2, 3] matrix: not transposed, leading dimension 3.
+        assert_eq!(transposed_operand(2, 3, 3, 1), Some((false, 3)));
+        // Its transposed view, [3, 2] with strides (1, 3): cuBLAS transposes.
+        assert_eq!(transposed_operand(3, 2, 1, 3), Some((true, 3)));
+        // A row of a wider matrix (leading dimension larger than the row).
+        assert_eq!(transposed_operand(2, 3, 8, 1), Some((false, 8)));
+        // Vectors, whatever their unused stride.
+        assert_eq!(transposed_operand(1, 4, 0, 1), Some((false, 4)));
+        assert_eq!(transposed_operand(4, 1, 1, 0), Some((false, 1)));
+        assert_eq!(transposed_operand(1, 4, 7, 5), Some((true, 5)));
+        // A broadcast inside a matrix, and a strided one: copied first.
+        assert_eq!(transposed_operand(3, 4, 0, 1), None);
+        assert_eq!(transposed_operand(3, 4, 8, 2), None);
+    }
+}

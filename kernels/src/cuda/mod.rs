@@ -1,0 +1,503 @@
+//! The CUDA backend: [`CudaStorage`] implements [`BackendStorage`] on a GPU.
+//!
+//! Kernels are the `.cu` files of this directory, compiled by NVRTC at first use on
+//! each device ([`compile`]); matrix products go through cuBLAS. Views are passed
+//! to kernels with their strides ([`index`]), so transposed and broadcast operands
+//! are read in place and nothing goes through the host between ops. Buffers are
+//! stream-ordered allocations (`cuMemAllocAsync` where the device supports memory
+//! pools), freed on the device's stream when the last handle goes.
+//!
+//! cudarc loads the driver, NVRTC and cuBLAS at run time; [`device`] checks that
+//! they are there before the first call that needs them and returns
+//! [`KernelError::CudaUnavailable`] where they (or the GPU) are not.
+
+pub mod compile;
+mod device;
+mod index;
+mod matmul;
+mod reduce;
+
+pub use device::{
+    CudaDevice, cublas_available, device, device_count, driver_available, is_available,
+};
+
+use crate::cpu::CpuStorage;
+use crate::{BackendStorage, BinaryOp, DType, KernelError, Layout, ReduceOp, Result, UnaryOp};
+use compile::Module;
+use cudarc::driver::{
+    CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
+};
+use device::driver_error;
+use index::{Index1, Index2};
+use std::sync::Arc;
+
+/// A buffer on a CUDA device.
+pub struct CudaStorage {
+    data: CudaData,
+    /// Logical length: the allocation holds at least one element, even for an
+    /// empty tensor (a zero-byte allocation is an error for the driver).
+    len: usize,
+    device: Arc<CudaDevice>,
+}
+
+enum CudaData {
+    F32(CudaSlice<f32>),
+    F64(CudaSlice<f64>),
+}
+
+impl std::fmt::Debug for CudaStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "CudaStorage({}, {} elements, cuda:{})",
+            self.dtype(),
+            self.len,
+            self.device.ordinal()
+        )
+    }
+}
+
+/// An element type the CUDA kernels compute with.
+trait CudaElement: crate::Element + DeviceRepr + ValidAsZeroBits + Unpin {
+    fn wrap(s: CudaSlice<Self>) -> CudaData;
+    fn get(d: &CudaData) -> Option<&CudaSlice<Self>>;
+    fn get_mut(d: &mut CudaData) -> Option<&mut CudaSlice<Self>>;
+    fn cpu(v: Vec<Self>) -> CpuStorage;
+}
+
+macro_rules! cuda_element {
+    ($t:ty, $variant:ident) => {
+        impl CudaElement for $t {
+            fn wrap(s: CudaSlice<Self>) -> CudaData {
+                CudaData::$variant(s)
+            }
+            fn get(d: &CudaData) -> Option<&CudaSlice<Self>> {
+                match d {
+                    CudaData::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
+            fn get_mut(d: &mut CudaData) -> Option<&mut CudaSlice<Self>> {
+                match d {
+                    CudaData::$variant(s) => Some(s),
+                    _ => None,
+                }
+            }
+            fn cpu(v: Vec<Self>) -> CpuStorage {
+                CpuStorage::$variant(v)
+            }
+        }
+    };
+}
+
+cuda_element!(f32, F32);
+cuda_element!(f64, F64);
+
+/// Calls `$body` with `$T` bound to the element type of `$dtype`.
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            DType::F64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+
+const BLOCK: u32 = 256;
+
+/// A grid-stride launch over `n` elements: enough blocks to fill the device a few
+/// times over, each thread looping over the rest.
+fn launch_config(dev: &CudaDevice, n: usize) -> LaunchConfig {
+    let wanted = n.div_ceil(BLOCK as usize).max(1);
+    let cap = dev.multiprocessors() * 32;
+    LaunchConfig {
+        grid_dim: (wanted.min(cap) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// `n` uninitialised elements (at least one is allocated).
+///
+/// # Safety
+/// The caller writes every element it later reads.
+unsafe fn alloc<T: CudaElement>(dev: &CudaDevice, n: usize) -> Result<CudaSlice<T>> {
+    unsafe { dev.stream().alloc::<T>(n.max(1)) }.map_err(|e| {
+        KernelError::Device(format!(
+            "allocating {n} {} elements on cuda:{} failed ({e:?}); free some tensors or use \
+             smaller ones",
+            T::DTYPE,
+            dev.ordinal()
+        ))
+    })
+}
+
+fn check_fits(len: usize, l: &Layout) -> Result<()> {
+    if l.required_len() > len {
+        return Err(KernelError::Layout(format!(
+            "view {:?} (strides {:?}, offset {}) reaches past a buffer of {len} elements",
+            l.shape(),
+            l.strides(),
+            l.offset()
+        )));
+    }
+    Ok(())
+}
+
+fn launch_error(kernel: &str, e: cudarc::driver::DriverError) -> KernelError {
+    KernelError::Device(format!("launching CUDA kernel `{kernel}` failed: {e:?}"))
+}
+
+impl CudaStorage {
+    fn new<T: CudaElement>(s: CudaSlice<T>, len: usize, device: Arc<CudaDevice>) -> Self {
+        CudaStorage {
+            data: T::wrap(s),
+            len,
+            device,
+        }
+    }
+
+    /// The device the buffer lives on.
+    pub fn device(&self) -> &Arc<CudaDevice> {
+        &self.device
+    }
+
+    fn slice<T: CudaElement>(&self) -> Result<&CudaSlice<T>> {
+        T::get(&self.data).ok_or(KernelError::DTypeMismatch {
+            lhs: self.dtype(),
+            rhs: T::DTYPE,
+        })
+    }
+
+    fn same_device(&self, other: &CudaStorage) -> Result<()> {
+        if self.device.ordinal() != other.device.ordinal() {
+            return Err(KernelError::Device(format!(
+                "operands live on cuda:{} and cuda:{}; move one to the other's device",
+                self.device.ordinal(),
+                other.device.ordinal()
+            )));
+        }
+        Ok(())
+    }
+
+    fn function(&self, module: Module, name: &str) -> Result<CudaFunction> {
+        self.device.function(module, name)
+    }
+
+    /// Copies the view `l` of a CPU buffer to `device` (contiguous there).
+    pub fn from_cpu(device: &Arc<CudaDevice>, src: &CpuStorage, l: &Layout) -> Result<Self> {
+        check_fits(src.len(), l)?;
+        if !l.is_contiguous() {
+            let dense = src.cast(l, src.dtype())?;
+            return Self::from_cpu(device, &dense, &Layout::contiguous(l.shape().clone()));
+        }
+        let (off, n) = (l.offset(), l.numel());
+        fn upload<T: CudaElement>(dev: &Arc<CudaDevice>, v: &[T]) -> Result<CudaStorage> {
+            let s = if v.is_empty() {
+                unsafe { alloc::<T>(dev, 0)? }
+            } else {
+                dev.stream()
+                    .clone_htod(v)
+                    .map_err(|e| driver_error("copy to the device", e))?
+            };
+            Ok(CudaStorage::new(s, v.len(), dev.clone()))
+        }
+        match src {
+            CpuStorage::F32(v) => upload(device, &v[off..off + n]),
+            CpuStorage::F64(v) => upload(device, &v[off..off + n]),
+        }
+    }
+
+    /// The view `l`, in logical order, copied into a contiguous CPU buffer. Waits
+    /// for the device to finish the work queued before it.
+    pub fn to_cpu(&self, l: &Layout) -> Result<CpuStorage> {
+        check_fits(self.len, l)?;
+        let n = l.numel();
+        if !Index1::new(l)?.is_dense() {
+            let dense = self.unary(l, UnaryOp::Copy)?;
+            return dense.to_cpu(&Layout::contiguous(l.shape().clone()));
+        }
+        with_dtype!(self.dtype(), T => {
+            let v: Vec<T> = if n == 0 {
+                Vec::new()
+            } else {
+                let s = self.slice::<T>()?;
+                let view = s.slice(l.offset()..l.offset() + n);
+                self.device
+                    .stream()
+                    .clone_dtoh(&view)
+                    .map_err(|e| driver_error("copy to the host", e))?
+            };
+            self.device.synchronize()?;
+            Ok(T::cpu(v))
+        })
+    }
+
+    fn unary_typed<T: CudaElement>(&self, l: &Layout, op: UnaryOp) -> Result<CudaStorage> {
+        let n = l.numel();
+        let dev = &self.device;
+        // SAFETY: the kernel writes all n elements.
+        let mut out = unsafe { alloc::<T>(dev, n)? };
+        if n > 0 {
+            let name = compile::unary_kernel(op, T::DTYPE);
+            let f = self.function(Module::Unary, &name)?;
+            let (ix, n64, scalar) = (Index1::new(l)?, n as u64, op.scalar());
+            let src = self.slice::<T>()?;
+            let mut b = dev.stream().launch_builder(&f);
+            b.arg(&n64).arg(&ix).arg(src).arg(&mut out).arg(&scalar);
+            // SAFETY: the arguments match the kernel's signature in unary.cu
+            // (n, Index1, const T*, T*, double); the view fits `src` (checked) and
+            // `out` holds n elements.
+            unsafe { b.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+        }
+        Ok(CudaStorage::new(out, n, dev.clone()))
+    }
+
+    fn binary_typed<T: CudaElement>(
+        &self,
+        l: &Layout,
+        rhs: &CudaStorage,
+        rl: &Layout,
+        op: BinaryOp,
+    ) -> Result<CudaStorage> {
+        let n = l.numel();
+        let dev = &self.device;
+        // SAFETY: the kernel writes all n elements.
+        let mut out = unsafe { alloc::<T>(dev, n)? };
+        if n > 0 {
+            let name = compile::binary_kernel(op, T::DTYPE);
+            let f = self.function(Module::Binary, &name)?;
+            let (ix, n64) = (Index2::new(l, rl)?, n as u64);
+            let (a, b) = (self.slice::<T>()?, rhs.slice::<T>()?);
+            let mut lb = dev.stream().launch_builder(&f);
+            lb.arg(&n64).arg(&ix).arg(a).arg(b).arg(&mut out);
+            // SAFETY: matches binary.cu's (n, Index2, const T*, const T*, T*); both
+            // views fit their buffers (checked) and `out` holds n elements.
+            unsafe { lb.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+        }
+        Ok(CudaStorage::new(out, n, dev.clone()))
+    }
+
+    fn binary_assign_typed<T: CudaElement>(
+        &mut self,
+        l: &Layout,
+        rhs: &CudaStorage,
+        rl: &Layout,
+        op: BinaryOp,
+    ) -> Result<()> {
+        let n = l.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let name = compile::binary_assign_kernel(op, T::DTYPE);
+        let f = self.function(Module::Binary, &name)?;
+        let (ix, n64) = (Index2::new(l, rl)?, n as u64);
+        let dev = self.device.clone();
+        let b = rhs.slice::<T>()?;
+        let a = T::get_mut(&mut self.data).ok_or(KernelError::DTypeMismatch {
+            lhs: rhs.dtype(),
+            rhs: T::DTYPE,
+        })?;
+        let mut lb = dev.stream().launch_builder(&f);
+        lb.arg(&n64).arg(&ix).arg(a).arg(b);
+        // SAFETY: matches binary.cu's binary_assign (n, Index2, T*, const T*); both
+        // views fit (checked); `a` and `b` are different buffers (one is borrowed
+        // mutably), and the destination view is contiguous, so no element is
+        // written twice.
+        unsafe { lb.launch(launch_config(&dev, n)) }.map_err(|e| launch_error(&name, e))?;
+        Ok(())
+    }
+
+    fn copy_into_typed<T: CudaElement>(
+        &self,
+        l: &Layout,
+        dst: &mut CudaStorage,
+        dl: &Layout,
+        accumulate: bool,
+    ) -> Result<()> {
+        let n = l.numel();
+        if n == 0 {
+            return Ok(());
+        }
+        let ix = Index2::new(l, dl)?;
+        let repeats = ix.b_has_zero_stride();
+        let kind = match (accumulate, repeats) {
+            (false, _) => "copy",
+            (true, false) => "copy_add",
+            (true, true) => "copy_atomic_add",
+        };
+        let name = compile::copy_kernel(kind, T::DTYPE);
+        let f = self.function(Module::Copy, &name)?;
+        let n64 = n as u64;
+        let dev = self.device.clone();
+        let src = self.slice::<T>()?;
+        let mismatch = KernelError::DTypeMismatch {
+            lhs: self.dtype(),
+            rhs: dst.dtype(),
+        };
+        let d = T::get_mut(&mut dst.data).ok_or(mismatch)?;
+        let mut lb = dev.stream().launch_builder(&f);
+        lb.arg(&n64).arg(&ix).arg(src).arg(d);
+        // SAFETY: matches copy.cu's (n, Index2, const T*, T*); both views fit their
+        // buffers (checked); repeated destinations go through the atomic kernel.
+        unsafe { lb.launch(launch_config(&dev, n)) }.map_err(|e| launch_error(&name, e))?;
+        Ok(())
+    }
+
+    fn cast_typed<F: CudaElement, T: CudaElement>(&self, l: &Layout) -> Result<CudaStorage> {
+        let n = l.numel();
+        let dev = &self.device;
+        // SAFETY: the kernel writes all n elements.
+        let mut out = unsafe { alloc::<T>(dev, n)? };
+        if n > 0 {
+            let name = compile::cast_kernel(F::DTYPE, T::DTYPE);
+            let f = self.function(Module::Copy, &name)?;
+            let (ix, n64) = (Index1::new(l)?, n as u64);
+            let src = self.slice::<F>()?;
+            let mut lb = dev.stream().launch_builder(&f);
+            lb.arg(&n64).arg(&ix).arg(src).arg(&mut out);
+            // SAFETY: matches copy.cu's cast (n, Index1, const F*, T*); the view fits.
+            unsafe { lb.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+        }
+        Ok(CudaStorage::new(out, n, dev.clone()))
+    }
+
+    fn filled_typed<T: CudaElement>(dev: &Arc<CudaDevice>, n: usize, value: f64) -> Result<Self> {
+        // SAFETY: the fill kernel (or the memset) writes every element.
+        let mut out = unsafe { alloc::<T>(dev, n)? };
+        if value.to_bits() == 0 {
+            dev.stream()
+                .memset_zeros(&mut out)
+                .map_err(|e| driver_error("cuMemsetD8", e))?;
+        } else {
+            let name = compile::fill_kernel(T::DTYPE);
+            let f = dev.function(Module::Copy, &name)?;
+            let n_alloc = n.max(1) as u64;
+            let mut lb = dev.stream().launch_builder(&f);
+            lb.arg(&n_alloc).arg(&mut out).arg(&value);
+            // SAFETY: matches copy.cu's fill (n, T*, double); `out` holds n_alloc elements.
+            unsafe { lb.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+        }
+        Ok(CudaStorage::new(out, n, dev.clone()))
+    }
+
+    /// A buffer of `len` elements on `device`, all `value`.
+    pub fn filled(device: &Arc<CudaDevice>, len: usize, dtype: DType, value: f64) -> Result<Self> {
+        with_dtype!(dtype, T => Self::filled_typed::<T>(device, len, value))
+    }
+}
+
+impl BackendStorage for CudaStorage {
+    fn dtype(&self) -> DType {
+        match self.data {
+            CudaData::F32(_) => DType::F32,
+            CudaData::F64(_) => DType::F64,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Self> {
+        check_fits(self.len, l)?;
+        with_dtype!(self.dtype(), T => self.unary_typed::<T>(l, op))
+    }
+
+    fn binary(&self, l: &Layout, rhs: &Self, rl: &Layout, op: BinaryOp) -> Result<Self> {
+        check_fits(self.len, l)?;
+        check_fits(rhs.len, rl)?;
+        self.same_device(rhs)?;
+        if self.dtype() != rhs.dtype() {
+            return Err(KernelError::DTypeMismatch {
+                lhs: self.dtype(),
+                rhs: rhs.dtype(),
+            });
+        }
+        with_dtype!(self.dtype(), T => self.binary_typed::<T>(l, rhs, rl, op))
+    }
+
+    fn binary_assign(&mut self, l: &Layout, rhs: &Self, rl: &Layout, op: BinaryOp) -> Result<()> {
+        check_fits(self.len, l)?;
+        check_fits(rhs.len, rl)?;
+        self.same_device(rhs)?;
+        if !l.is_contiguous() {
+            return Err(KernelError::Layout(
+                "binary_assign needs a contiguous destination".into(),
+            ));
+        }
+        if self.dtype() != rhs.dtype() {
+            return Err(KernelError::DTypeMismatch {
+                lhs: self.dtype(),
+                rhs: rhs.dtype(),
+            });
+        }
+        with_dtype!(self.dtype(), T => self.binary_assign_typed::<T>(l, rhs, rl, op))
+    }
+
+    fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Self> {
+        check_fits(self.len, l)?;
+        if let Some(&bad) = axes.iter().find(|&&a| a >= l.rank()) {
+            return Err(KernelError::Layout(format!(
+                "reduce over axis {bad} of a view of rank {}",
+                l.rank()
+            )));
+        }
+        with_dtype!(self.dtype(), T => reduce::reduce::<T>(self, l, op, axes))
+    }
+
+    fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self> {
+        check_fits(self.len, l)?;
+        check_fits(rhs.len, rl)?;
+        self.same_device(rhs)?;
+        if self.dtype() != rhs.dtype() {
+            return Err(KernelError::DTypeMismatch {
+                lhs: self.dtype(),
+                rhs: rhs.dtype(),
+            });
+        }
+        match self.dtype() {
+            DType::F32 => matmul::matmul::<f32>(self, l, rhs, rl),
+            DType::F64 => matmul::matmul::<f64>(self, l, rhs, rl),
+        }
+    }
+
+    fn copy_into(&self, l: &Layout, dst: &mut Self, dl: &Layout, accumulate: bool) -> Result<()> {
+        check_fits(self.len, l)?;
+        check_fits(dst.len, dl)?;
+        self.same_device(dst)?;
+        if l.shape() != dl.shape() {
+            return Err(KernelError::Layout(format!(
+                "copy between views of shapes {:?} and {:?}",
+                l.shape(),
+                dl.shape()
+            )));
+        }
+        if self.dtype() != dst.dtype() {
+            return Err(KernelError::DTypeMismatch {
+                lhs: self.dtype(),
+                rhs: dst.dtype(),
+            });
+        }
+        with_dtype!(self.dtype(), T => self.copy_into_typed::<T>(l, dst, dl, accumulate))
+    }
+
+    fn cast(&self, l: &Layout, dtype: DType) -> Result<Self> {
+        check_fits(self.len, l)?;
+        match (self.dtype(), dtype) {
+            (DType::F32, DType::F64) => self.cast_typed::<f32, f64>(l),
+            (DType::F64, DType::F32) => self.cast_typed::<f64, f32>(l),
+            (DType::F32, DType::F32) | (DType::F64, DType::F64) => self.unary(l, UnaryOp::Copy),
+        }
+    }
+
+    fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Self> {
+        Self::filled(&self.device, len, dtype, value)
+    }
+}
