@@ -6,6 +6,7 @@
 //! the device the operands live on. View functions (`reshape` of a contiguous
 //! tensor, `transpose`, `broadcast_to`, `narrow`, ...) share the input's storage.
 
+pub use crate::device::to_device;
 use crate::{DType, Error, Result, Shape, Tensor};
 use autograd_kernels::{BinaryOp, Layout, ReduceOp, UnaryOp, broadcast_shapes};
 

@@ -1,4 +1,17 @@
+//! Devices, and moving tensors between them.
+
+#[cfg(feature = "cuda")]
+use crate::Layout;
+use crate::storage::{Storage, StorageData};
+use crate::{Error, Result, Tensor};
+use autograd_kernels::BackendStorage;
+#[cfg(feature = "cuda")]
+use autograd_kernels::KernelError;
+#[cfg(feature = "cuda")]
+use autograd_kernels::cuda::{CudaDevice, CudaStorage};
 use std::fmt;
+#[cfg(feature = "cuda")]
+use std::sync::Arc;
 
 /// Where a tensor's storage lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -34,4 +47,99 @@ impl fmt::Display for Device {
             Device::Cuda(n) => write!(f, "cuda:{n}"),
         }
     }
+}
+
+impl Device {
+    /// True when tensors can live on this device: always for the CPU; for a CUDA
+    /// device, when the driver, NVRTC and the GPU are there (it is opened to check).
+    pub fn is_available(self) -> bool {
+        match self {
+            Device::Cpu => true,
+            #[cfg(feature = "cuda")]
+            Device::Cuda(n) => autograd_kernels::cuda::is_available(n),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => false,
+        }
+    }
+
+    /// Number of CUDA devices this machine has (0 without a driver or a GPU, and
+    /// when CUDA support is not compiled in).
+    pub fn cuda_device_count() -> usize {
+        #[cfg(feature = "cuda")]
+        return autograd_kernels::cuda::device_count();
+        #[cfg(not(feature = "cuda"))]
+        0
+    }
+
+    /// Waits until the work queued on this device has finished, reporting any
+    /// error a kernel ran into. Ops on a GPU return before their kernels finish;
+    /// reading a tensor waits anyway, so this is for timing. Nothing to wait for on
+    /// the CPU.
+    pub fn synchronize(self) -> Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(n) => Ok(cuda_device(n)?.synchronize()?),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(n) => Err(not_compiled(n)),
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn not_compiled(ordinal: usize) -> Error {
+    Error::CudaUnavailable {
+        ordinal,
+        reason: "this build has no CUDA support (the `cuda` feature of the autograd crates is off)"
+            .into(),
+    }
+}
+
+/// The CUDA device `ordinal`, opened at the first call; its absence is
+/// [`Error::CudaUnavailable`].
+#[cfg(feature = "cuda")]
+fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>> {
+    autograd_kernels::cuda::device(ordinal).map_err(|e| match e {
+        KernelError::CudaUnavailable { ordinal, reason } => {
+            Error::CudaUnavailable { ordinal, reason }
+        }
+        e => Error::Kernel(e),
+    })
+}
+
+/// `x`'s values on `device`, as a new tensor outside any graph (unrecorded: the
+/// differentiable form is the standard op `to_device`). `x` itself when it already
+/// lives there. A strided view arrives contiguous. Between two GPUs the copy goes
+/// through the host.
+pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
+    if x.device() == device {
+        return Ok(x.clone());
+    }
+    let storage = match (x.storage().data(), device) {
+        (StorageData::Cpu(s), Device::Cpu) => {
+            // Unreachable (same device), but cheap to handle.
+            Storage::cpu(s.cast(x.layout(), x.dtype())?)
+        }
+        #[cfg(feature = "cuda")]
+        (StorageData::Cpu(s), Device::Cuda(n)) => {
+            let dev = cuda_device(n)?;
+            let data = CudaStorage::from_cpu(&dev, s, x.layout())?;
+            Storage::new(StorageData::Cuda(data), device)
+        }
+        #[cfg(feature = "cuda")]
+        (StorageData::Cuda(s), Device::Cpu) => Storage::cpu(s.to_cpu(x.layout())?),
+        #[cfg(feature = "cuda")]
+        (StorageData::Cuda(s), Device::Cuda(n)) => {
+            let dev = cuda_device(n)?;
+            let host = s.to_cpu(x.layout())?;
+            let dense = Layout::contiguous(x.shape().clone());
+            Storage::new(
+                StorageData::Cuda(CudaStorage::from_cpu(&dev, &host, &dense)?),
+                device,
+            )
+        }
+        #[cfg(not(feature = "cuda"))]
+        (_, Device::Cuda(n)) => return Err(not_compiled(n)),
+    };
+    Ok(Tensor::from_storage(storage, x.shape().clone()))
 }

@@ -4,10 +4,14 @@
 
 use crate::{DType, Device, Error, Result, memory};
 use autograd_kernels::cpu::{CpuElement, CpuStorage};
+#[cfg(feature = "cuda")]
+use autograd_kernels::cuda::CudaStorage;
 use autograd_kernels::{BackendStorage, BinaryOp, Layout, ReduceOp, UnaryOp};
 
 pub(crate) enum StorageData {
     Cpu(CpuStorage),
+    #[cfg(feature = "cuda")]
+    Cuda(CudaStorage),
 }
 
 /// A buffer on one device. Shared by every tensor that views it (`Arc<Storage>`)
@@ -28,14 +32,30 @@ macro_rules! with_backend {
     ($self:expr, $s:ident => $body:expr) => {
         match &$self.data {
             StorageData::Cpu($s) => $body,
+            #[cfg(feature = "cuda")]
+            StorageData::Cuda($s) => $body,
         }
+    };
+}
+
+/// A new storage on `$self`'s device from a backend call (`$body` returns the
+/// backend's buffer type, the same expression for every backend).
+macro_rules! map_backend {
+    ($self:expr, $s:ident => $body:expr) => {
+        Ok($self.like(match &$self.data {
+            StorageData::Cpu($s) => StorageData::Cpu($body),
+            #[cfg(feature = "cuda")]
+            StorageData::Cuda($s) => StorageData::Cuda($body),
+        }))
     };
 }
 
 macro_rules! with_backends {
     ($op:expr, $a:expr, $b:expr, ($x:ident, $y:ident) => $body:expr) => {
         match (&$a.data, &$b.data) {
-            (StorageData::Cpu($x), StorageData::Cpu($y)) => $body,
+            (StorageData::Cpu($x), StorageData::Cpu($y)) => Ok($a.like(StorageData::Cpu($body))),
+            #[cfg(feature = "cuda")]
+            (StorageData::Cuda($x), StorageData::Cuda($y)) => Ok($a.like(StorageData::Cuda($body))),
             #[allow(unreachable_patterns)]
             _ => Err(Error::DeviceMismatch {
                 op: $op,
@@ -50,6 +70,8 @@ impl Storage {
     pub(crate) fn new(data: StorageData, device: Device) -> Storage {
         let bytes = match &data {
             StorageData::Cpu(s) => s.len() * s.dtype().size_in_bytes(),
+            #[cfg(feature = "cuda")]
+            StorageData::Cuda(s) => s.len() * s.dtype().size_in_bytes(),
         };
         memory::on_alloc(device, bytes);
         Storage {
@@ -93,11 +115,17 @@ impl Storage {
     pub fn as_cpu(&self) -> Option<&CpuStorage> {
         match &self.data {
             StorageData::Cpu(s) => Some(s),
+            #[cfg(feature = "cuda")]
+            StorageData::Cuda(_) => None,
         }
     }
 
+    pub(crate) fn data(&self) -> &StorageData {
+        &self.data
+    }
+
     pub(crate) fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Storage> {
-        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.unary(l, op)?))))
+        map_backend!(self, s => s.unary(l, op)?)
     }
 
     pub(crate) fn binary(
@@ -107,7 +135,7 @@ impl Storage {
         rl: &Layout,
         op: BinaryOp,
     ) -> Result<Storage> {
-        with_backends!(op.name(), self, rhs, (a, b) => Ok(self.like(StorageData::Cpu(a.binary(l, b, rl, op)?))))
+        with_backends!(op.name(), self, rhs, (a, b) => a.binary(l, b, rl, op)?)
     }
 
     pub(crate) fn binary_assign(
@@ -120,6 +148,8 @@ impl Storage {
         let (device, rdevice) = (self.device, rhs.device);
         match (&mut self.data, &rhs.data) {
             (StorageData::Cpu(a), StorageData::Cpu(b)) => Ok(a.binary_assign(l, b, rl, op)?),
+            #[cfg(feature = "cuda")]
+            (StorageData::Cuda(a), StorageData::Cuda(b)) => Ok(a.binary_assign(l, b, rl, op)?),
             #[allow(unreachable_patterns)]
             _ => Err(Error::DeviceMismatch {
                 op: op.name(),
@@ -130,11 +160,11 @@ impl Storage {
     }
 
     pub(crate) fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Storage> {
-        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.reduce(l, op, axes)?))))
+        map_backend!(self, s => s.reduce(l, op, axes)?)
     }
 
     pub(crate) fn matmul(&self, l: &Layout, rhs: &Storage, rl: &Layout) -> Result<Storage> {
-        with_backends!("matmul", self, rhs, (a, b) => Ok(self.like(StorageData::Cpu(a.matmul(l, b, rl)?))))
+        with_backends!("matmul", self, rhs, (a, b) => a.matmul(l, b, rl)?)
     }
 
     pub(crate) fn copy_into(
@@ -147,6 +177,8 @@ impl Storage {
         let (device, ddevice) = (self.device, dst.device);
         match (&self.data, &mut dst.data) {
             (StorageData::Cpu(s), StorageData::Cpu(d)) => Ok(s.copy_into(l, d, dl, accumulate)?),
+            #[cfg(feature = "cuda")]
+            (StorageData::Cuda(s), StorageData::Cuda(d)) => Ok(s.copy_into(l, d, dl, accumulate)?),
             #[allow(unreachable_patterns)]
             _ => Err(Error::DeviceMismatch {
                 op: "copy",
@@ -157,15 +189,22 @@ impl Storage {
     }
 
     pub(crate) fn cast(&self, l: &Layout, dtype: DType) -> Result<Storage> {
-        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.cast(l, dtype)?))))
+        map_backend!(self, s => s.cast(l, dtype)?)
     }
 
     pub(crate) fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Storage> {
-        with_backend!(self, s => Ok(self.like(StorageData::Cpu(s.filled_like(len, dtype, value)?))))
+        map_backend!(self, s => s.filled_like(len, dtype, value)?)
     }
 
     /// The elements of the view `l`, in logical order, converted to `T`, on the host.
     pub(crate) fn to_vec<T: CpuElement>(&self, l: &Layout) -> Result<Vec<T>> {
-        with_backend!(self, s => Ok(s.to_vec(l)))
+        match &self.data {
+            StorageData::Cpu(s) => Ok(s.to_vec(l)),
+            #[cfg(feature = "cuda")]
+            StorageData::Cuda(s) => {
+                let host = s.to_cpu(l)?;
+                Ok(host.to_vec(&Layout::contiguous(l.shape().clone())))
+            }
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Method forms of the standard ops.
 
 use crate::*;
-use autograd_core::{Result, Shape, Tensor};
+use autograd_core::{Device, Result, Shape, Tensor};
 
 macro_rules! methods {
     ($($(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident: $ty:ty)*) => $op:ident($($call:expr),*);)*) => {
@@ -85,4 +85,9 @@ methods! {
     fn cross_entropy(&self, targets: &Tensor) => cross_entropy(targets);
     /// Mean squared error against `target` (same shape).
     fn mse_loss(&self, target: &Tensor) => mse_loss(target);
+    /// This tensor on `device`, recorded: the gradient flows back to this tensor's
+    /// device. `Error::CudaUnavailable` where that GPU is not.
+    fn to_device(&self, device: Device) => to_device(device);
+    /// Short form of [`TensorExt::to_device`]: `x.to(Device::Cuda(0))`.
+    fn to(&self, device: Device) => to_device(device);
 }

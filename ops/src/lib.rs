@@ -15,6 +15,7 @@
 //! | shape | [`reshape`](mod@reshape), [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast) |
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss) |
+//! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
 //!
 //! Conventions worth knowing:
 //! - Ties: [`max`](mod@max)/[`min`](mod@min) split the gradient equally among all elements equal to
@@ -28,6 +29,7 @@
 
 mod arith;
 mod cases;
+mod device;
 mod ext;
 mod linalg;
 mod nn;
@@ -36,6 +38,7 @@ mod shape;
 mod unary;
 
 pub use arith::*;
+pub use device::*;
 pub use ext::TensorExt;
 pub use linalg::*;
 pub use nn::*;
@@ -105,6 +108,7 @@ pub const STANDARD_OPS: &[&str] = &[
     "sum_all",
     "sum_to_shape",
     "tanh",
+    "to_device",
     "transpose",
     "unsqueeze",
 ];
