@@ -1,0 +1,500 @@
+//! The CUDA backend against the CPU backend, primitive by primitive: every
+//! variant of every op enum, both dtypes, contiguous, transposed, offset and
+//! broadcast views, reductions large enough to be split, every matmul layout.
+//!
+//! Needs a GPU: `#[ignore]`d, run by `scripts/gpu-check.sh run` (or
+//! `cargo test -p autograd-kernels --test cuda_backend -- --ignored`).
+
+#![cfg(feature = "cuda")]
+
+use autograd_kernels::cpu::CpuStorage;
+use autograd_kernels::cuda::compile::{every_binary_op, every_reduce_op, every_unary_op};
+use autograd_kernels::cuda::{self, CudaDevice, CudaStorage};
+use autograd_kernels::{BackendStorage, BinaryOp, DType, Layout, ReduceOp, Shape, UnaryOp};
+use std::sync::Arc;
+
+fn gpu() -> Arc<CudaDevice> {
+    cuda::device(0).unwrap_or_else(|e| {
+        panic!("these tests need a CUDA GPU (they are #[ignore]d by default): {e}")
+    })
+}
+
+/// Deterministic values in [lo, hi).
+fn data(n: usize, seed: u64, lo: f64, hi: f64, dtype: DType) -> CpuStorage {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let v: Vec<f64> = (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect();
+    let c = CpuStorage::F64(v);
+    c.cast(&Layout::contiguous(Shape::from([n])), dtype)
+        .unwrap()
+}
+
+fn upload(dev: &Arc<CudaDevice>, c: &CpuStorage) -> CudaStorage {
+    CudaStorage::from_cpu(dev, c, &Layout::contiguous(Shape::from([c.len()]))).unwrap()
+}
+
+fn host(g: &CudaStorage) -> Vec<f64> {
+    let c = g
+        .to_cpu(&Layout::contiguous(Shape::from([g.len()])))
+        .unwrap();
+    c.to_vec::<f64>(&Layout::contiguous(Shape::from([c.len()])))
+}
+
+fn values(c: &CpuStorage) -> Vec<f64> {
+    c.to_vec::<f64>(&Layout::contiguous(Shape::from([c.len()])))
+}
+
+fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F32 => (1e-5, 1e-5),
+        DType::F64 => (1e-12, 1e-12),
+    }
+}
+
+/// Element-wise comparison (NaN equals NaN); returns a description of the first
+/// mismatch.
+fn compare(what: &str, want: &[f64], got: &[f64], (rtol, atol): (f64, f64)) -> Result<(), String> {
+    if want.len() != got.len() {
+        return Err(format!(
+            "{what}: {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (&w, &g)) in want.iter().zip(got).enumerate() {
+        let same = (w.is_nan() && g.is_nan()) || w == g || (w - g).abs() <= atol + rtol * w.abs();
+        if !same {
+            return Err(format!("{what}: element {i} is {g}, expected {w}"));
+        }
+    }
+    Ok(())
+}
+
+fn check_all(failures: Vec<String>, total: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} of {total} checks failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!("{total} checks passed");
+}
+
+/// Views of a buffer of 120 elements (or 6, for the broadcast one) with shape
+/// [4, 6, 5]: contiguous, permuted, offset and broadcast.
+fn views() -> Vec<(&'static str, usize, Layout)> {
+    let base = Layout::contiguous(Shape::from([4, 6, 5]));
+    let wide = Layout::contiguous(Shape::from([4, 8, 5]));
+    vec![
+        ("contiguous", 120, base.clone()),
+        (
+            "permuted",
+            120,
+            Layout::contiguous(Shape::from([5, 4, 6])).permute(&[1, 2, 0]),
+        ),
+        ("narrowed (offset)", 160, wide.narrow(1, 2, 6)),
+        (
+            "broadcast [6,1]",
+            6,
+            Layout::contiguous(Shape::from([6, 1]))
+                .broadcast_to(&Shape::from([4, 6, 5]))
+                .unwrap(),
+        ),
+    ]
+}
+
+fn domain(op_name: &str) -> (f64, f64) {
+    match op_name {
+        "log" | "sqrt" | "pow" => (0.2, 2.0),
+        _ => (-2.0, 2.0),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_unary_op_matches_the_cpu() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    for dtype in [DType::F32, DType::F64] {
+        for op in every_unary_op() {
+            for (view, len, l) in views() {
+                let (lo, hi) = domain(op.name());
+                let c = data(len, 1, lo, hi, dtype);
+                let g = upload(&dev, &c);
+                let want = values(&c.unary(&l, op).unwrap());
+                let got = host(&g.unary(&l, op).unwrap());
+                total += 1;
+                if let Err(e) = compare(
+                    &format!("{} {dtype} {view}", op.name()),
+                    &want,
+                    &got,
+                    tolerance(dtype),
+                ) {
+                    failures.push(e);
+                }
+            }
+        }
+        // NaN and signed zeros go through relu, sign and max as on the CPU.
+        let special = match dtype {
+            DType::F32 => CpuStorage::F32(vec![f32::NAN, -0.0, 0.0, -1.0, 1.0]),
+            DType::F64 => CpuStorage::F64(vec![f64::NAN, -0.0, 0.0, -1.0, 1.0]),
+        };
+        let l = Layout::contiguous(Shape::from([5]));
+        for op in [UnaryOp::Relu, UnaryOp::Sign, UnaryOp::Step, UnaryOp::Abs] {
+            let want = values(&special.unary(&l, op).unwrap());
+            let got = host(&upload(&dev, &special).unary(&l, op).unwrap());
+            total += 1;
+            if let Err(e) = compare(
+                &format!("{} {dtype} NaN/zeros", op.name()),
+                &want,
+                &got,
+                (0.0, 0.0),
+            ) {
+                failures.push(e);
+            }
+        }
+    }
+    // A rank-0 view and an empty one.
+    let c = data(3, 2, -1.0, 1.0, DType::F32);
+    let g = upload(&dev, &c);
+    let scalar = Layout::new(Shape::scalar(), &[], 2);
+    let empty = Layout::contiguous(Shape::from([0, 3]));
+    for (what, l) in [("scalar at offset 2", scalar), ("empty", empty)] {
+        total += 1;
+        let want = values(&c.unary(&l, UnaryOp::Exp).unwrap());
+        let got = host(&g.unary(&l, UnaryOp::Exp).unwrap());
+        if let Err(e) = compare(what, &want, &got, tolerance(DType::F32)) {
+            failures.push(e);
+        }
+    }
+    dev.synchronize().unwrap();
+    check_all(failures, total);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_binary_op_matches_the_cpu_in_place_too() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    let all = views();
+    for dtype in [DType::F32, DType::F64] {
+        for op in every_binary_op() {
+            let (lo, hi) = domain(op.name());
+            for (va, lena, la) in &all {
+                for (vb, lenb, lb) in &all {
+                    // Comparisons need equal elements to show up: share a seed.
+                    let ca = data(*lena, 3, lo, hi, dtype);
+                    let cb = data(*lenb, if va == vb { 3 } else { 4 }, lo.max(0.5), hi, dtype);
+                    let (ga, gb) = (upload(&dev, &ca), upload(&dev, &cb));
+                    let want = values(&ca.binary(la, &cb, lb, op).unwrap());
+                    let got = host(&ga.binary(la, &gb, lb, op).unwrap());
+                    total += 1;
+                    let what = format!("{} {dtype} {va} with {vb}", op.name());
+                    if let Err(e) = compare(&what, &want, &got, tolerance(dtype)) {
+                        failures.push(e);
+                    }
+                }
+            }
+            // In place: a contiguous destination, each of the views as the operand.
+            for (vb, lenb, lb) in &all {
+                let dst_l = Layout::contiguous(Shape::from([4, 6, 5]));
+                let mut ca = data(120, 5, lo, hi, dtype);
+                let cb = data(*lenb, 6, lo.max(0.5), hi, dtype);
+                let mut ga = upload(&dev, &ca);
+                let gb = upload(&dev, &cb);
+                ca.binary_assign(&dst_l, &cb, lb, op).unwrap();
+                ga.binary_assign(&dst_l, &gb, lb, op).unwrap();
+                total += 1;
+                let what = format!("{}= {dtype} with {vb}", op.name());
+                if let Err(e) = compare(&what, &values(&ca), &host(&ga), tolerance(dtype)) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    dev.synchronize().unwrap();
+    check_all(failures, total);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_reduce_op_matches_the_cpu_over_any_axes_and_sizes() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    let axis_sets: [&[usize]; 7] = [&[0], &[1], &[2], &[0, 2], &[1, 2], &[0, 1], &[0, 1, 2]];
+    for dtype in [DType::F32, DType::F64] {
+        for op in every_reduce_op() {
+            for (view, len, l) in views() {
+                let c = data(len, 7, -1.0, 1.0, dtype);
+                let g = upload(&dev, &c);
+                for axes in axis_sets {
+                    total += 1;
+                    let want = values(&c.reduce(&l, op, axes).unwrap());
+                    let got = host(&g.reduce(&l, op, axes).unwrap());
+                    let what = format!("{} {dtype} {view} over {axes:?}", op.name());
+                    if let Err(e) = compare(&what, &want, &got, tolerance(dtype)) {
+                        failures.push(e);
+                    }
+                }
+            }
+            // Large enough to be split into chunks (two passes), in both orders.
+            let big: [(&[usize], &[usize]); 6] = [
+                (&[1 << 22], &[0]),
+                (&[3000, 700], &[0]),
+                (&[3000, 700], &[1]),
+                (&[3000, 700], &[0, 1]),
+                (&[4096, 3], &[1]),
+                (&[7, 300_001], &[1]),
+            ];
+            for (dims, axes) in big {
+                let l = Layout::contiguous(Shape::from(dims));
+                let n = l.numel();
+                let c = data(n, 8, -1.0, 1.0, dtype);
+                let g = upload(&dev, &c);
+                for (how, view) in [
+                    ("", l.clone()),
+                    (" transposed", l.permute(&rev(dims.len()))),
+                ] {
+                    let axes: Vec<usize> = if how.is_empty() {
+                        axes.to_vec()
+                    } else {
+                        axes.iter().map(|&a| dims.len() - 1 - a).collect()
+                    };
+                    total += 1;
+                    let want = values(&c.reduce(&view, op, &axes).unwrap());
+                    let got = host(&g.reduce(&view, op, &axes).unwrap());
+                    // Long f32 sums: the CPU and the GPU add in different orders.
+                    let tol = match (dtype, op) {
+                        (DType::F32, ReduceOp::Sum) => (1e-4, 1e-3),
+                        _ => tolerance(dtype),
+                    };
+                    let what = format!("{} {dtype} {dims:?}{how} over {axes:?}", op.name());
+                    if let Err(e) = compare(&what, &want, &got, tol) {
+                        failures.push(e);
+                    }
+                }
+            }
+        }
+    }
+    dev.synchronize().unwrap();
+    check_all(failures, total);
+}
+
+fn rev(rank: usize) -> Vec<usize> {
+    (0..rank).rev().collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn matmul_matches_the_cpu_for_every_operand_layout() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    let c2 = |s: &[usize]| Layout::contiguous(Shape::from(s));
+    // (name, a layout, a buffer length, b layout, b buffer length)
+    let cases: Vec<(&str, Layout, usize, Layout, usize)> = vec![
+        ("[5,7]@[7,3]", c2(&[5, 7]), 35, c2(&[7, 3]), 21),
+        (
+            "a transposed",
+            c2(&[7, 5]).transpose(0, 1),
+            35,
+            c2(&[7, 3]),
+            21,
+        ),
+        (
+            "b transposed",
+            c2(&[5, 7]),
+            35,
+            c2(&[3, 7]).transpose(0, 1),
+            21,
+        ),
+        (
+            "both transposed",
+            c2(&[7, 5]).transpose(0, 1),
+            35,
+            c2(&[3, 7]).transpose(0, 1),
+            21,
+        ),
+        ("row vector", c2(&[1, 7]), 7, c2(&[7, 3]), 21),
+        ("column result", c2(&[5, 7]), 35, c2(&[7, 1]), 7),
+        (
+            "a column slice (ld > k)",
+            c2(&[5, 9]).narrow(1, 1, 7),
+            45,
+            c2(&[7, 3]),
+            21,
+        ),
+        ("batched", c2(&[2, 5, 7]), 70, c2(&[2, 7, 3]), 42),
+        (
+            "broadcast b over the batch",
+            c2(&[2, 5, 7]),
+            70,
+            c2(&[7, 3]).broadcast_to(&Shape::from([2, 7, 3])).unwrap(),
+            21,
+        ),
+        (
+            "two batch axes, broadcast (copied first)",
+            c2(&[2, 3, 5, 7]),
+            210,
+            c2(&[3, 7, 4])
+                .broadcast_to(&Shape::from([2, 3, 7, 4]))
+                .unwrap(),
+            84,
+        ),
+        (
+            "broadcast inside a matrix (copied first)",
+            c2(&[5, 7]),
+            35,
+            c2(&[1, 3]).broadcast_to(&Shape::from([7, 3])).unwrap(),
+            3,
+        ),
+        ("k = 0", c2(&[5, 0]), 0, c2(&[0, 3]), 0),
+        ("m = 0", c2(&[0, 7]), 0, c2(&[7, 3]), 21),
+        (
+            "large",
+            c2(&[300, 257]),
+            300 * 257,
+            c2(&[257, 129]),
+            257 * 129,
+        ),
+    ];
+    for dtype in [DType::F32, DType::F64] {
+        for (name, la, lena, lb, lenb) in &cases {
+            let (ca, cb) = (
+                data(*lena, 9, -1.0, 1.0, dtype),
+                data(*lenb, 10, -1.0, 1.0, dtype),
+            );
+            let (ga, gb) = (upload(&dev, &ca), upload(&dev, &cb));
+            let want = values(&ca.matmul(la, &cb, lb).unwrap());
+            let got = host(&ga.matmul(la, &gb, lb).unwrap());
+            let tol = match dtype {
+                DType::F32 => (1e-4, 1e-4),
+                DType::F64 => (1e-10, 1e-10),
+            };
+            total += 1;
+            if let Err(e) = compare(&format!("matmul {dtype} {name}"), &want, &got, tol) {
+                failures.push(e);
+            }
+        }
+    }
+    dev.synchronize().unwrap();
+    check_all(failures, total);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn copies_casts_fills_and_transfers_match_the_cpu() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    let mut check = |what: String, want: Vec<f64>, got: Vec<f64>, tol| {
+        total += 1;
+        if let Err(e) = compare(&what, &want, &got, tol) {
+            failures.push(e);
+        }
+    };
+    for dtype in [DType::F32, DType::F64] {
+        let tol = tolerance(dtype);
+        // A transposed [3,4] into rows 1..4 of a [5,4] buffer, then added again.
+        let src_l = Layout::contiguous(Shape::from([4, 3])).transpose(0, 1);
+        let dst_l = Layout::contiguous(Shape::from([5, 4])).narrow(0, 1, 3);
+        let src = data(12, 11, -1.0, 1.0, dtype);
+        let (mut cd, gs) = (data(20, 12, -1.0, 1.0, dtype), upload(&dev, &src));
+        let mut gd = upload(&dev, &cd);
+        for accumulate in [false, true] {
+            src.copy_into(&src_l, &mut cd, &dst_l, accumulate).unwrap();
+            gs.copy_into(&src_l, &mut gd, &dst_l, accumulate).unwrap();
+            check(
+                format!("copy_into {dtype} accumulate={accumulate}"),
+                values(&cd),
+                host(&gd),
+                tol,
+            );
+        }
+        // Repeated destinations add up (the gradient of a broadcast / index_select).
+        let src = data(6, 13, -1.0, 1.0, dtype);
+        let sl = Layout::contiguous(Shape::from([2, 3]));
+        let dl = Layout::new(Shape::from([2, 3]), &[0, 1], 0);
+        let mut cd = data(3, 14, -1.0, 1.0, dtype);
+        let mut gd = upload(&dev, &cd);
+        src.copy_into(&sl, &mut cd, &dl, true).unwrap();
+        upload(&dev, &src)
+            .copy_into(&sl, &mut gd, &dl, true)
+            .unwrap();
+        check(
+            format!("copy_into {dtype} repeated destinations"),
+            values(&cd),
+            host(&gd),
+            tol,
+        );
+        // Casts of a strided view, both ways.
+        let c = data(120, 15, -1.0, 1.0, dtype);
+        let g = upload(&dev, &c);
+        let l = Layout::contiguous(Shape::from([4, 6, 5])).permute(&[2, 0, 1]);
+        for to in [DType::F32, DType::F64] {
+            let tol = tolerance(if to == DType::F32 { to } else { dtype });
+            check(
+                format!("cast {dtype} -> {to}"),
+                values(&c.cast(&l, to).unwrap()),
+                host(&g.cast(&l, to).unwrap()),
+                tol,
+            );
+        }
+        // Fills, zero (a memset) and not.
+        for v in [0.0, -2.5] {
+            let want = values(&c.filled_like(7, dtype, v).unwrap());
+            check(
+                format!("filled {dtype} {v}"),
+                want,
+                host(&g.filled_like(7, dtype, v).unwrap()),
+                (0.0, 0.0),
+            );
+        }
+        // Strided views to and from the host.
+        let back = g.to_cpu(&l).unwrap();
+        check(
+            format!("to_cpu {dtype} permuted"),
+            values(&c.cast(&l, dtype).unwrap()),
+            values(&back),
+            (0.0, 0.0),
+        );
+        let up = CudaStorage::from_cpu(&dev, &c, &l).unwrap();
+        check(
+            format!("from_cpu {dtype} permuted"),
+            values(&c.cast(&l, dtype).unwrap()),
+            host(&up),
+            (0.0, 0.0),
+        );
+    }
+    dev.synchronize().unwrap();
+    check_all(failures, total);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn bad_views_and_dtype_mixes_are_errors_not_crashes() {
+    let dev = gpu();
+    let a = upload(&dev, &data(4, 1, -1.0, 1.0, DType::F32));
+    let b = upload(&dev, &data(4, 2, -1.0, 1.0, DType::F64));
+    let l = Layout::contiguous(Shape::from([4]));
+    assert!(
+        a.unary(&Layout::contiguous(Shape::from([5])), UnaryOp::Exp)
+            .is_err()
+    );
+    assert!(a.binary(&l, &b, &l, BinaryOp::Add).is_err());
+    assert!(
+        a.matmul(
+            &Layout::contiguous(Shape::from([2, 2])),
+            &b,
+            &Layout::contiguous(Shape::from([2, 2]))
+        )
+        .is_err()
+    );
+    dev.synchronize().unwrap();
+}

@@ -1,0 +1,51 @@
+//! The whole stack on a CUDA GPU: every registered op forward and backward
+//! against the CPU, the seed's worked examples, the engine's device rules, memory
+//! accounting, and workloads W2 and W3.
+//!
+//! Everything that needs a GPU is `#[ignore]`d: run it with
+//! `cargo test --release --test gpu -- --ignored` on a machine with a GPU, or with
+//! `scripts/gpu-check.sh`. The one test that runs everywhere checks that asking
+//! for a GPU where there is none is an error, not a crash.
+
+mod availability;
+mod engine;
+mod ops_parity;
+mod seed_examples;
+mod workloads;
+mod workloads_parity;
+
+use autograd::prelude::*;
+
+/// Links the op library and checks the registry.
+pub fn init() {
+    autograd::init().expect("op registry");
+}
+
+/// The GPU the ignored tests run on.
+pub fn gpu() -> Device {
+    init();
+    let d = Device::Cuda(0);
+    if let Err(e) = autograd::compute::to_device(&Tensor::scalar(0.0f32), d) {
+        panic!("this test needs a CUDA GPU (it is #[ignore]d by default): {e}");
+    }
+    d
+}
+
+/// Largest |got - want| / (atol + rtol |want|) over the elements (NaN matches
+/// NaN); `Err` naming the first element over 1.
+pub fn close(what: &str, want: &[f64], got: &[f64], rtol: f64, atol: f64) -> Result<(), String> {
+    if want.len() != got.len() {
+        return Err(format!(
+            "{what}: {} elements, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    for (i, (&w, &g)) in want.iter().zip(got).enumerate() {
+        let ok = (w.is_nan() && g.is_nan()) || w == g || (w - g).abs() <= atol + rtol * w.abs();
+        if !ok {
+            return Err(format!("{what}: element {i} is {g}, expected {w}"));
+        }
+    }
+    Ok(())
+}

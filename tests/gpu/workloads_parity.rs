@@ -1,0 +1,89 @@
+//! W2 and W3 of WORKLOADS.md: the same results as the CPU at the CPU sizes, and a
+//! run at the GPU sizes (W3 checked element by element against its closed form).
+
+use crate::workloads::{W2, W3};
+use autograd::prelude::*;
+
+fn close(what: &str, want: &Tensor, got: &Tensor, rtol: f64, atol: f64) -> Result<()> {
+    crate::close(
+        what,
+        &want.to_vec::<f64>()?,
+        &got.to_vec::<f64>()?,
+        rtol,
+        atol,
+    )
+    .map_err(|msg| Error::InvalidArgument { op: "parity", msg })
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn w2_on_the_gpu_matches_the_cpu_at_cpu_sizes() -> Result<()> {
+    let d = crate::gpu();
+    let w = W2::new(W2::CPU_SIZES, 2)?;
+    let (loss_c, grads_c) = w.to(Device::Cpu)?.step()?;
+    let (loss_g, grads_g) = w.to(d)?.step()?;
+    close("W2 loss", &loss_c, &loss_g, 1e-4, 1e-5)?;
+    for (i, (c, g)) in grads_c.iter().zip(&grads_g).enumerate() {
+        assert_eq!(g.device(), d);
+        close(&format!("W2 grad {i}"), c, g, 1e-3, 1e-4)?;
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn w3_on_the_gpu_matches_the_cpu_at_cpu_sizes() -> Result<()> {
+    let d = crate::gpu();
+    let w = W3::new(W3::CPU_SIZE, 3)?;
+    let (loss_c, gx_c) = w.to(Device::Cpu)?.step()?;
+    let (loss_g, gx_g) = w.to(d)?.step()?;
+    assert_eq!(gx_g.device(), d);
+    close("W3 loss", &loss_c, &loss_g, 1e-4, 1e-3)?;
+    close("W3 grad x", &gx_c, &gx_g, 1e-6, 1e-6)?;
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn w2_runs_at_gpu_sizes() -> Result<()> {
+    let d = crate::gpu();
+    let (loss, grads) = W2::new(W2::GPU_SIZES, 2)?.to(d)?.step()?;
+    let loss = loss.to_scalar::<f64>()?;
+    assert!(loss.is_finite() && loss > 0.0, "loss {loss}");
+    for (g, dims) in grads
+        .iter()
+        .zip([&[4096usize, 4096][..], &[4096], &[4096, 4096], &[4096]])
+    {
+        assert_eq!((g.device(), g.dims()), (d, dims));
+        assert!(g.to_vec::<f32>()?.iter().all(|v| v.is_finite()));
+    }
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn w3_runs_at_gpu_sizes_and_its_gradient_is_2x_times_a_plus_1() -> Result<()> {
+    let d = crate::gpu();
+    let w = W3::new(W3::GPU_SIZE, 3)?;
+    let (loss, gx) = w.to(d)?.step()?;
+    let (x, a) = (w.x.to_vec::<f32>()?, w.a.to_vec::<f32>()?);
+    let g = gx.to_vec::<f32>()?;
+    assert_eq!(g.len(), W3::GPU_SIZE);
+    let mut want_loss = 0.0f64;
+    for i in 0..x.len() {
+        let (xi, ai) = (x[i] as f64, a[i] as f64);
+        want_loss += xi * xi * (ai + 1.0);
+        let want = 2.0 * xi * (ai + 1.0);
+        assert!(
+            (g[i] as f64 - want).abs() <= 1e-6 + 1e-6 * want.abs(),
+            "grad x[{i}] = {}, expected {want}",
+            g[i]
+        );
+    }
+    let got = loss.to_scalar::<f64>()?;
+    assert!(
+        (got - want_loss).abs() <= 1e-4 * want_loss.abs() + 1.0,
+        "loss {got}, expected {want_loss}"
+    );
+    Ok(())
+}
