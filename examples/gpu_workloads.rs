@@ -1,0 +1,87 @@
+//! Times W2 (mlp-step) and W3 (elementwise-bandwidth) of `bench/WORKLOADS.md` at
+//! their GPU sizes on a CUDA device: median and minimum of 10 timed steps after 3
+//! warm-ups, each step's time including a device synchronisation. Also times this
+//! backend's plain copy kernel over W3's size, as a bandwidth reference.
+//!
+//! `cargo run --release --example gpu_workloads [-- --reps N --warmup N --device N]`
+//!
+//! Prints `RESULT <workload> autograd <key>=<value>..` lines, which
+//! `scripts/gpu-check.sh run` puts next to PyTorch's.
+
+#[path = "../tests/gpu/workloads.rs"]
+mod workloads;
+
+use autograd::prelude::*;
+use autograd::{UnaryOp, compute};
+use std::time::Instant;
+use workloads::{W2, W3};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Median and minimum milliseconds of `reps` runs of `step` after `warmup` runs.
+fn time(
+    device: Device,
+    warmup: usize,
+    reps: usize,
+    mut step: impl FnMut() -> Result<()>,
+) -> Result<(f64, f64)> {
+    for _ in 0..warmup {
+        step()?;
+        device.synchronize()?;
+    }
+    let mut ms = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        device.synchronize()?;
+        let t = Instant::now();
+        step()?;
+        device.synchronize()?;
+        ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok((ms[ms.len() / 2], ms[0]))
+}
+
+fn main() -> Result<()> {
+    autograd::init()?;
+    let (reps, warmup) = (arg("--reps", 10).max(1), arg("--warmup", 3));
+    let device = Device::Cuda(arg("--device", 0));
+    if !device.is_available() {
+        let e = compute::to_device(&Tensor::scalar(0.0f32), device).unwrap_err();
+        eprintln!("gpu_workloads needs a CUDA GPU: {e}");
+        std::process::exit(2);
+    }
+
+    // W2: 5 products of 4096^3 (the gradient of the constant X is not computed).
+    let [batch, input, hidden, output] = W2::GPU_SIZES;
+    let w2 = W2::new(W2::GPU_SIZES, 2)?.to(device)?;
+    let (med, min) = time(device, warmup, reps, || w2.step().map(drop))?;
+    let flops = 2.0
+        * batch as f64
+        * (2.0 * input as f64 * hidden as f64 + 3.0 * hidden as f64 * output as f64);
+    println!(
+        "RESULT W2 autograd median_ms={med:.3} min_ms={min:.3} tflops={:.1} shape={batch}x{input}x{hidden}x{output}",
+        flops / (med * 1e-3) / 1e12
+    );
+    drop(w2);
+
+    // W3 and the copy reference, over the same tensors.
+    let n = W3::GPU_SIZE;
+    let w3 = W3::new(n, 3)?.to(device)?;
+    let (med, min) = time(device, warmup, reps, || w3.step().map(drop))?;
+    println!("RESULT W3 autograd median_ms={med:.3} min_ms={min:.3} elements={n}");
+    let x = w3.x.detach();
+    let (cmed, _) = time(device, warmup, reps, || {
+        compute::unary(&x, UnaryOp::Copy).map(drop)
+    })?;
+    // Bytes read plus bytes written.
+    let gbps = 2.0 * 4.0 * n as f64 / (cmed * 1e-3) / 1e9;
+    println!("RESULT COPY autograd median_ms={cmed:.3} gbps={gbps:.0}");
+    Ok(())
+}

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# The GPU check, in two halves, for GPU machines that have CUDA, NVRTC and
+# PyTorch but no Rust toolchain:
+#
+#   scripts/gpu-check.sh build [DIR]    on a machine with cargo (no GPU needed):
+#                                       builds the GPU test binaries and the W2/W3
+#                                       timing binary (release) into DIR, with this
+#                                       script and the PyTorch peer script
+#                                       (default DIR: target/gpu-bundle)
+#   DIR/gpu-check.sh run                on the GPU machine: runs the NVRTC check,
+#                                       every #[ignore]d GPU test, then W2/W3 at
+#                                       their GPU sizes here and in PyTorch, and
+#                                       prints the figures side by side
+#
+# `run` exits non-zero when a test fails. Set GPU_CHECK_LOG=FILE to keep the
+# whole output. It takes a few minutes (most of it W3's 268M-element tensors).
+set -euo pipefail
+
+usage() {
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+}
+
+build() {
+    local root out
+    root=$(cd "$(dirname "$0")/.." && pwd)
+    out=${1:-$root/target/gpu-bundle}
+    cd "$root"
+    rm -rf "$out"
+    mkdir -p "$out/bin"
+    # Test binaries: cargo names them with a hash; its JSON messages say where.
+    local list
+    list=$(mktemp)
+    {
+        cargo test --release --no-run --message-format=json -p autograd --test gpu
+        cargo test --release --no-run --message-format=json -p autograd-kernels \
+            --test cuda_backend --test nvrtc
+    } | python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["target"]["name"], m["executable"])
+' >"$list"
+    while read -r name exe; do
+        cp "$exe" "$out/bin/$name"
+    done <"$list"
+    rm -f "$list"
+    cargo build --release --example gpu_workloads
+    cp target/release/examples/gpu_workloads "$out/bin/"
+    for b in gpu cuda_backend nvrtc gpu_workloads; do
+        [ -x "$out/bin/$b" ] || { echo "gpu-check build: $b was not built" >&2; exit 1; }
+        # Debug info is most of their size; the run needs none of it.
+        if command -v strip >/dev/null; then strip --strip-debug "$out/bin/$b"; fi
+    done
+    cp scripts/gpu-check.sh scripts/gpu_peer.py "$out/"
+    echo "bundle: $out ($(du -sh "$out" | cut -f1))"
+    echo "on the GPU machine: $out/gpu-check.sh run"
+}
+
+# Folders holding the CUDA libraries cudarc loads at run time (libcuda from the
+# driver, libnvrtc and libcublas from the toolkit or PyTorch's pip packages).
+cuda_lib_path() {
+    local dirs=() d
+    for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/local/cuda/lib64 \
+        /usr/local/cuda/targets/x86_64-linux/lib; do
+        [ -d "$d" ] && dirs+=("$d")
+    done
+    if command -v python3 >/dev/null; then
+        while read -r d; do
+            [ -n "$d" ] && dirs+=("$d")
+        done < <(python3 -c '
+import glob, os, site, sys
+seen = []
+for base in list(sys.path) + site.getsitepackages():
+    for d in sorted(glob.glob(os.path.join(base, "nvidia", "*", "lib"))):
+        if d not in seen:
+            seen.append(d)
+print("\n".join(seen))
+' 2>/dev/null || true)
+    fi
+    local IFS=:
+    echo "${dirs[*]}"
+}
+
+run() {
+    local here bin status=0 tmp
+    here=$(cd "$(dirname "$0")" && pwd)
+    bin=$here/bin
+    if [ ! -d "$bin" ]; then
+        bin=$(cd "$here/.." && pwd)/target/gpu-bundle/bin
+    fi
+    [ -d "$bin" ] || { echo "no bundle found: run 'scripts/gpu-check.sh build' first" >&2; exit 2; }
+    [ -f "$here/gpu_peer.py" ] || here=$(cd "$bin/.." && pwd)
+    export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(cuda_lib_path)"
+    export AUTOGRAD_REQUIRE_NVRTC=1 RUST_BACKTRACE=1
+    tmp=$(mktemp -d)
+
+    echo "== machine"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
+        echo "(nvidia-smi unavailable)"
+    echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+
+    echo "== NVRTC: every kernel source compiles, every launched kernel is defined"
+    "$bin/nvrtc" --nocapture || status=1
+    echo "== kernels: every CUDA primitive against the CPU"
+    "$bin/cuda_backend" --ignored --test-threads=2 || status=1
+    echo "== every registered op (forward and backward), seed examples, engine, W2/W3 parity"
+    "$bin/gpu" --include-ignored --test-threads=2 || status=1
+
+    echo "== W2 and W3 at GPU sizes: autograd"
+    "$bin/gpu_workloads" | tee "$tmp/results" || status=1
+    echo "== the same in PyTorch"
+    if command -v python3 >/dev/null && python3 -c 'import torch' 2>/dev/null; then
+        python3 "$here/gpu_peer.py" | tee -a "$tmp/results" || status=1
+    else
+        echo "(python3 with torch not found: no peer figures)"
+    fi
+
+    echo "== figures (median of 10 after 3 warm-ups, ms; ratio = autograd / PyTorch)"
+    python3 - "$tmp/results" <<'PY' || true
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    if line.startswith("RESULT "):
+        _, work, impl, *kv = line.split()
+        rows.setdefault(work, {})[impl] = dict(p.split("=", 1) for p in kv)
+def get(work, impl, key):
+    try:
+        return float(rows[work][impl][key])
+    except (KeyError, ValueError):
+        return None
+fmt = lambda v, spec: "-" if v is None else format(v, spec)
+print(f"{'workload':<10}{'autograd':>12}{'PyTorch':>12}{'ratio':>8}")
+for work in ("W2", "W3"):
+    a, p = get(work, "autograd", "median_ms"), get(work, "pytorch", "median_ms")
+    ratio = a / p if a and p else None
+    print(f"{work:<10}{fmt(a, '.3f'):>12}{fmt(p, '.3f'):>12}{fmt(ratio, '.2f'):>8}")
+copy = get("COPY", "pytorch", "gbps") or get("COPY", "autograd", "gbps")
+n = get("W3", "autograd", "elements") or get("W3", "pytorch", "elements")
+print(f"copy bandwidth (read + write, GB/s): autograd {fmt(get('COPY', 'autograd', 'gbps'), '.0f')}, "
+      f"PyTorch {fmt(get('COPY', 'pytorch', 'gbps'), '.0f')}")
+if copy and n:
+    # W3 must at least read x and a and write grad x: 12 bytes per element.
+    for impl in ("autograd", "pytorch"):
+        ms = get("W3", impl, "median_ms")
+        if ms:
+            frac = 12 * n / (ms * 1e-3) / 1e9 / copy
+            print(f"W3 {impl}: {frac:.1%} of the measured copy bandwidth (12 B/element minimum)")
+PY
+    rm -rf "$tmp"
+    if [ "$status" -eq 0 ]; then echo "== gpu-check: all passed"; else echo "== gpu-check: FAILURES above"; fi
+    return "$status"
+}
+
+main() {
+    case "${1:-}" in
+        build) shift; build "$@" ;;
+        run) run ;;
+        *) usage ;;
+    esac
+}
+
+if [ -n "${GPU_CHECK_LOG:-}" ]; then
+    main "$@" 2>&1 | tee "$GPU_CHECK_LOG"
+    exit "${PIPESTATUS[0]}"
+fi
+main "$@"
