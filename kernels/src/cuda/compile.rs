@@ -6,8 +6,11 @@
 //! older than the NVRTC that made it). Every kernel the backend launches has a name
 //! built by one of the functions below from an op variant and a dtype;
 //! [`kernel_names`] lists all of them, and [`check_sources`] compiles every module
-//! and checks that each name is defined, which needs NVRTC but no GPU.
+//! and checks that each name is defined and takes the parameters the backend passes
+//! ([`kernel_params`]: counts, order, scalar types and the sizes of the index
+//! structs), which needs NVRTC but no GPU.
 
+use super::index::{Index1, Index2, ReduceIndex};
 use crate::{BinaryOp, DType, KernelError, ReduceOp, Result, UnaryOp};
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 use std::ffi::{CStr, CString, c_char};
@@ -121,6 +124,84 @@ pub(crate) fn fill_kernel(dtype: DType) -> String {
 
 pub(crate) fn cast_kernel(from: DType, to: DType) -> String {
     format!("cast_{from}_{to}")
+}
+
+/// A kernel parameter as the backend passes it (pointers and u64 both travel as
+/// 64-bit values; the index structs by value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    U64,
+    F64,
+    Struct(usize),
+}
+
+/// The parameters the backend launches kernel `name` with, in order: the ABI that
+/// [`check_sources`] compares with what NVRTC compiled.
+pub fn kernel_params(name: &str) -> Vec<Param> {
+    use Param::{F64, Struct, U64};
+    let index1 = Struct(std::mem::size_of::<Index1>());
+    let index2 = Struct(std::mem::size_of::<Index2>());
+    if name.starts_with("unary_") {
+        // n, view, in, out, scalar
+        vec![U64, index1, U64, U64, F64]
+    } else if name.starts_with("binary_assign_") {
+        // n, views, a (updated), b
+        vec![U64, index2, U64, U64]
+    } else if name.starts_with("binary_") {
+        // n, views, a, b, out
+        vec![U64, index2, U64, U64, U64]
+    } else if name.starts_with("reduce_") {
+        // out_n, red_n, chunk, view, in, out
+        vec![
+            U64,
+            U64,
+            U64,
+            Struct(std::mem::size_of::<ReduceIndex>()),
+            U64,
+            U64,
+        ]
+    } else if name.starts_with("fill_") {
+        // n, out, value
+        vec![U64, U64, F64]
+    } else if name.starts_with("cast_") {
+        // n, view, in, out
+        vec![U64, index1, U64, U64]
+    } else {
+        // copy, copy_add, copy_atomic_add: n, views (src, dst), src, dst
+        vec![U64, index2, U64, U64]
+    }
+}
+
+/// The parameter list of kernel `name` in `ptx`, `None` when it is not defined.
+fn ptx_params(ptx: &str, name: &str) -> Option<Vec<Param>> {
+    let start = ptx.find(&format!(".entry {name}("))?;
+    let rest = &ptx[start..];
+    let list = &rest[..rest.find(')')?];
+    let params = list
+        .lines()
+        .filter(|l| l.contains(".param"))
+        .map(|l| {
+            // `.param .u64 name`, `.param .f64 name` or `.param .align 8 .b8 name[size]`
+            let tokens: Vec<&str> = l.split_whitespace().skip(1).collect();
+            let ty = match tokens.first() {
+                Some(&".align") => tokens.get(2),
+                t => t,
+            };
+            match ty.copied() {
+                Some(".u64" | ".b64" | ".s64") => Param::U64,
+                Some(".f64") => Param::F64,
+                _ => {
+                    let size = l
+                        .rsplit('[')
+                        .next()
+                        .and_then(|s| s.trim_end_matches([']', ',', ' ']).parse().ok())
+                        .unwrap_or(0);
+                    Param::Struct(size)
+                }
+            }
+        })
+        .collect();
+    Some(params)
 }
 
 /// Every kernel the backend can launch, with the module that must define it.
@@ -290,12 +371,21 @@ pub fn check_sources(archs: &[&str]) -> Result<Vec<SourceCheck>> {
                 let ptx = CStr::from_bytes_until_nul(&code)
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_else(|_| String::from_utf8_lossy(&code).into_owned());
-                let missing: Vec<&str> = names
-                    .iter()
-                    .filter(|(m, _)| *m == module)
-                    .map(|(_, n)| n.as_str())
-                    .filter(|n| !ptx.contains(&format!(".entry {n}(")))
-                    .collect();
+                let mut missing = Vec::new();
+                for (_, name) in names.iter().filter(|(m, _)| *m == module) {
+                    match ptx_params(&ptx, name) {
+                        None => missing.push(name.as_str()),
+                        Some(params) if params != kernel_params(name) => {
+                            return Err(KernelError::Device(format!(
+                                "kernel `{name}` in {} takes {params:?}, but the backend \
+                                 launches it with {:?}",
+                                module.file(),
+                                kernel_params(name)
+                            )));
+                        }
+                        Some(_) => {}
+                    }
+                }
                 if !missing.is_empty() {
                     return Err(KernelError::Device(format!(
                         "{} defines no kernel named {missing:?}; the backend launches them",
