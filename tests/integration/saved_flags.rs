@@ -55,6 +55,7 @@ const EXPECTED_SAVED: &[(&str, &[&str])] = &[
     ("sum_all", &[]),
     ("sum_to_shape", &[]),
     ("tanh", &["output"]),
+    ("to_device", &[]),
     ("transpose", &[]),
     ("unsqueeze", &[]),
 ];
