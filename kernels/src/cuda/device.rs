@@ -131,6 +131,9 @@ impl CudaDevice {
             .map_err(|e| driver_error("multiprocessor count", e))?
             .max(1) as usize;
         let name = ctx.name().unwrap_or_else(|_| "unknown".into());
+        if ctx.has_async_alloc() {
+            keep_freed_memory_pooled(&ctx)?;
+        }
         Ok(CudaDevice {
             ordinal,
             ctx,
@@ -235,6 +238,34 @@ impl CudaDevice {
             None => Err(KernelError::Device("cuBLAS handle missing".into())),
         }
     }
+}
+
+/// Buffers come from the device's default stream-ordered memory pool
+/// (`cuMemAllocAsync`). By default that pool hands freed memory back to the driver
+/// at every synchronisation, so each step of a training loop would map its
+/// memory afresh; with no release threshold, freed blocks stay in the pool for the
+/// next allocations (as a framework's caching allocator keeps them). The live and
+/// peak bytes of the autograd memory counters count tensors, not the pool.
+fn keep_freed_memory_pooled(ctx: &CudaContext) -> Result<()> {
+    use cudarc::driver::sys::{self, CUmemPool_attribute};
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: the driver library is loaded (checked before the context was made);
+    // `pool` and `threshold` are valid for the calls, and the attribute takes a
+    // pointer to a u64.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .map_err(|e| driver_error("cuDeviceGetDefaultMemPool", e))?;
+        sys::cuMemPoolSetAttribute(
+            pool,
+            CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+        .result()
+        .map_err(|e| driver_error("cuMemPoolSetAttribute", e))?;
+    }
+    Ok(())
 }
 
 /// Machine code of each module per architecture, compiled once per process and

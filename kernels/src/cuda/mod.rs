@@ -2,7 +2,7 @@
 //!
 //! Kernels are the `.cu` files of this directory, compiled by NVRTC at first use on
 //! each device ([`compile`]); matrix products go through cuBLAS. Views are passed
-//! to kernels with their strides ([`index`]), so transposed and broadcast operands
+//! to kernels with their strides (see `index.rs`), so transposed and broadcast operands
 //! are read in place and nothing goes through the host between ops. Buffers are
 //! stream-ordered allocations (`cuMemAllocAsync` where the device supports memory
 //! pools), freed on the device's stream when the last handle goes.
