@@ -1,0 +1,85 @@
+//! Criterion benchmarks of the five workloads in `bench/WORKLOADS.md`, one group per
+//! workload, on the CPU with one thread. The graphs are shared with
+//! `examples/workloads.rs` (`benches/common`), which prints the figures compared with
+//! peers; each workload's correctness check runs before it is timed.
+//!
+//! `cargo bench --bench workloads` (all), `cargo bench --bench workloads -- W3` (one).
+
+mod common;
+
+use common::{Chain, W1, W1_NODES, W2, W3, W3_LEN, W4, W4_COLS, W4_ROWS, W5};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use std::hint::black_box;
+use std::time::Duration;
+
+/// Panics with the workload's error: a benchmark of a wrong result is worthless.
+fn ok<T>(r: autograd::Result<T>) -> T {
+    r.unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn w1(c: &mut Criterion) {
+    let w = ok(W1::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W1 chain-overhead");
+    g.throughput(Throughput::Elements(W1_NODES as u64));
+    g.bench_function(BenchmarkId::new("cpu", W1_NODES), |b| {
+        b.iter(|| black_box(ok(w.step())))
+    });
+    g.finish();
+}
+
+fn w2(c: &mut Criterion) {
+    let w = ok(W2::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W2 mlp-step");
+    g.bench_function(BenchmarkId::new("cpu", 64), |b| {
+        b.iter(|| black_box(ok(w.step())))
+    });
+    g.finish();
+}
+
+fn w3(c: &mut Criterion) {
+    let w = ok(W3::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W3 elementwise-bandwidth");
+    g.sample_size(20).measurement_time(Duration::from_secs(4));
+    g.throughput(Throughput::Elements(W3_LEN as u64));
+    g.bench_function(BenchmarkId::new("cpu", W3_LEN), |b| {
+        b.iter(|| black_box(ok(w.step())))
+    });
+    g.finish();
+}
+
+fn w4(c: &mut Criterion) {
+    let w = ok(W4::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W4 broadcast-reduce");
+    g.sample_size(30);
+    g.throughput(Throughput::Elements((W4_ROWS * W4_COLS) as u64));
+    g.bench_function(BenchmarkId::new("cpu", W4_ROWS * W4_COLS), |b| {
+        b.iter(|| black_box(ok(w.step())))
+    });
+    g.finish();
+}
+
+/// W5's metric is memory (printed by the example); this times the two chains.
+fn w5(c: &mut Criterion) {
+    let w = ok(W5::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W5 saved-tensor chains");
+    g.sample_size(20);
+    for (name, chain) in [("add", Chain::Add), ("mul", Chain::Mul)] {
+        g.bench_function(BenchmarkId::new("cpu", name), |b| {
+            b.iter(|| black_box(ok(w.step(chain))))
+        });
+    }
+    g.finish();
+}
+
+fn init(c: &mut Criterion) {
+    ok(autograd::init());
+    let _ = c;
+}
+
+criterion_group!(benches, init, w1, w2, w3, w4, w5);
+criterion_main!(benches);

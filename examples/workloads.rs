@@ -1,0 +1,104 @@
+//! Runs the five workloads of `bench/WORKLOADS.md` once each and prints one line per
+//! workload, for side-by-side comparison with peers run in the same sitting:
+//!
+//! ```text
+//! W1 ns_per_node <median>
+//! W2 ms_per_step <median>
+//! W3 ms <median>
+//! W4 ms <median>
+//! W5 add_peak_bytes <n> mul_peak_bytes <n>
+//! ```
+//!
+//! Every workload's correctness check runs first; then 3 warm-ups and at least 10
+//! timed repetitions, of which the median is printed (the minimum and the number of
+//! repetitions go to stderr). W5 comes from the library's own storage accounting.
+//!
+//! Run with `cargo run --release --example workloads` (one thread: nothing here
+//! spawns threads, and matmul runs with `gemm::Parallelism::None`). Pass workload
+//! ids (`W1 W3`) to run only those.
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use autograd::Result;
+use common::{Chain, W1, W1_NODES, W2, W3, W4, W5};
+use std::hint::black_box;
+use std::time::Instant;
+
+const WARMUPS: usize = 3;
+
+/// Median and minimum, in seconds, of `reps` timed runs of `f` after the warm-ups.
+fn time<T>(reps: usize, mut f: impl FnMut() -> Result<T>) -> Result<(f64, f64)> {
+    for _ in 0..WARMUPS {
+        black_box(f()?);
+    }
+    let mut secs = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let start = Instant::now();
+        let out = f()?;
+        secs.push(start.elapsed().as_secs_f64());
+        drop(black_box(out));
+    }
+    secs.sort_by(f64::total_cmp);
+    Ok((secs[reps / 2], secs[0]))
+}
+
+fn note(id: &str, reps: usize, median: f64, min: f64, unit: &str) {
+    eprintln!("# {id}: median {median:.4} {unit}, min {min:.4} {unit}, {reps} repetitions after {WARMUPS} warm-ups");
+}
+
+fn main() -> Result<()> {
+    autograd::init()?;
+    let wanted: Vec<String> = std::env::args().skip(1).map(|a| a.to_uppercase()).collect();
+    let runs = |id: &str| wanted.is_empty() || wanted.iter().any(|w| w == id);
+
+    if runs("W1") {
+        let w = W1::new()?;
+        w.check()?;
+        let reps = 50;
+        let (med, min) = time(reps, || w.step())?;
+        let per_node = |s: f64| s * 1e9 / W1_NODES as f64;
+        note("W1", reps, per_node(med), per_node(min), "ns/node");
+        println!("W1 ns_per_node {:.1}", per_node(med));
+    }
+    if runs("W2") {
+        let w = W2::new()?;
+        w.check()?;
+        let reps = 100;
+        let (med, min) = time(reps, || w.step())?;
+        note("W2", reps, med * 1e3, min * 1e3, "ms/step");
+        println!("W2 ms_per_step {:.3}", med * 1e3);
+    }
+    if runs("W3") {
+        let w = W3::new()?;
+        w.check()?;
+        let reps = 20;
+        let (med, min) = time(reps, || w.step())?;
+        note("W3", reps, med * 1e3, min * 1e3, "ms");
+        println!("W3 ms {:.3}", med * 1e3);
+    }
+    if runs("W4") {
+        let w = W4::new()?;
+        w.check()?;
+        let reps = 30;
+        let (med, min) = time(reps, || w.step())?;
+        note("W4", reps, med * 1e3, min * 1e3, "ms");
+        println!("W4 ms {:.3}", med * 1e3);
+    }
+    if runs("W5") {
+        let w = W5::new()?;
+        w.check()?;
+        let add = w.peak_bytes(Chain::Add)?;
+        let mul = w.peak_bytes(Chain::Mul)?;
+        let mib = |b: usize| b as f64 / (1 << 20) as f64;
+        eprintln!(
+            "# W5: add chain peak {:.1} MiB ({:.2} tensors), mul chain peak {:.1} MiB ({:.2} tensors) beyond the input",
+            mib(add),
+            add as f64 / common::W5_TENSOR_BYTES as f64,
+            mib(mul),
+            mul as f64 / common::W5_TENSOR_BYTES as f64
+        );
+        println!("W5 add_peak_bytes {add} mul_peak_bytes {mul}");
+    }
+    Ok(())
+}
