@@ -15,7 +15,8 @@
 //!
 //! Run with `cargo run --release --example workloads` (one thread: nothing here
 //! spawns threads, and matmul runs with `gemm::Parallelism::None`). Pass workload
-//! ids (`W1 W3`) to run only those.
+//! ids (`W1 W3`) to run only those; `WORKLOADS_REPS=n` overrides the number of timed
+//! repetitions (for runs under a profiler).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
@@ -43,6 +44,14 @@ fn time<T>(reps: usize, mut f: impl FnMut() -> Result<T>) -> Result<(f64, f64)> 
     Ok((secs[reps / 2], secs[0]))
 }
 
+/// `default` timed repetitions, unless `WORKLOADS_REPS` says otherwise.
+fn reps(default: usize) -> usize {
+    std::env::var("WORKLOADS_REPS")
+        .ok()
+        .and_then(|r| r.parse::<usize>().ok())
+        .map_or(default, |r| r.max(1))
+}
+
 fn note(id: &str, reps: usize, median: f64, min: f64, unit: &str) {
     eprintln!("# {id}: median {median:.4} {unit}, min {min:.4} {unit}, {reps} repetitions after {WARMUPS} warm-ups");
 }
@@ -55,7 +64,7 @@ fn main() -> Result<()> {
     if runs("W1") {
         let w = W1::new()?;
         w.check()?;
-        let reps = 50;
+        let reps = reps(50);
         let (med, min) = time(reps, || w.step())?;
         let per_node = |s: f64| s * 1e9 / W1_NODES as f64;
         note("W1", reps, per_node(med), per_node(min), "ns/node");
@@ -64,7 +73,7 @@ fn main() -> Result<()> {
     if runs("W2") {
         let w = W2::new()?;
         w.check()?;
-        let reps = 100;
+        let reps = reps(100);
         let (med, min) = time(reps, || w.step())?;
         note("W2", reps, med * 1e3, min * 1e3, "ms/step");
         println!("W2 ms_per_step {:.3}", med * 1e3);
@@ -72,7 +81,7 @@ fn main() -> Result<()> {
     if runs("W3") {
         let w = W3::new()?;
         w.check()?;
-        let reps = 20;
+        let reps = reps(20);
         let (med, min) = time(reps, || w.step())?;
         note("W3", reps, med * 1e3, min * 1e3, "ms");
         println!("W3 ms {:.3}", med * 1e3);
@@ -80,7 +89,7 @@ fn main() -> Result<()> {
     if runs("W4") {
         let w = W4::new()?;
         w.check()?;
-        let reps = 30;
+        let reps = reps(30);
         let (med, min) = time(reps, || w.step())?;
         note("W4", reps, med * 1e3, min * 1e3, "ms");
         println!("W4 ms {:.3}", med * 1e3);

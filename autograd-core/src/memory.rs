@@ -51,7 +51,11 @@ pub(crate) fn on_alloc(device: Device, bytes: usize) {
     let slot = device.slot();
     let g = &GLOBAL[slot];
     let live = g.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    g.peak.fetch_max(live, Ordering::Relaxed);
+    // A plain load first: in a steady state the peak is not exceeded, and the
+    // read-modify-write (a locked instruction) is skipped.
+    if live > g.peak.load(Ordering::Relaxed) {
+        g.peak.fetch_max(live, Ordering::Relaxed);
+    }
     let _ = LOCAL.try_with(|l| {
         let (live, peak) = &l[slot];
         let now = live.get() + bytes as isize;

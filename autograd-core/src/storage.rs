@@ -3,7 +3,7 @@
 //! the drop of its last handle.
 
 use crate::{DType, Device, Error, Result, memory};
-use autograd_kernels::cpu::{CpuElement, CpuStorage};
+use autograd_kernels::cpu::{self, CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 use autograd_kernels::cuda::CudaStorage;
 use autograd_kernels::{BackendStorage, BinaryOp, Layout, ReduceOp, UnaryOp};
@@ -25,6 +25,13 @@ pub struct Storage {
 impl Drop for Storage {
     fn drop(&mut self) {
         memory::on_free(self.device, self.bytes);
+        // The buffer goes to the thread's cache of freed buffers, so that the next
+        // step's tensors of the same size reuse it instead of faulting in new pages.
+        match &mut self.data {
+            StorageData::Cpu(s) => cpu::pool::recycle(std::mem::replace(s, CpuStorage::F32(Vec::new()))),
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
     }
 }
 

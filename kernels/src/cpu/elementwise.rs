@@ -2,12 +2,26 @@
 //! monomorphised loop, with fast paths for the runs the compiler vectorises
 //! (both operands unit-stride, or one of them a repeated scalar).
 
+use super::pool;
 use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, UnaryOp};
+use std::ops::Range;
+
+/// The storage range of a view whose elements sit back to back in row-major order:
+/// the case every kernel handles as plain slices, without walking strides.
+#[inline]
+pub(crate) fn dense(l: &Layout) -> Option<Range<usize>> {
+    l.is_contiguous()
+        .then(|| l.offset()..l.offset() + l.numel())
+}
 
 /// `f(x)` over the view `l` of `a`, written contiguously.
-pub(crate) fn map<T: Element, U>(a: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
-    let mut out = Vec::with_capacity(l.numel());
+pub(crate) fn map<T: Element, U: Element>(a: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
+    let mut out = pool::take(l.numel());
+    if let Some(r) = dense(l) {
+        out.extend(a[r].iter().map(|&x| f(x)));
+        return out;
+    }
     let walk = Walk::new(l.shape(), [l.strides()]);
     walk.for_each_run([l.offset()], |[o], len, [s]| {
         if s == 1 {
@@ -27,7 +41,11 @@ pub(crate) fn zip<T: Element>(
     lb: &Layout,
     f: impl Fn(T, T) -> T,
 ) -> Vec<T> {
-    let mut out = Vec::with_capacity(la.numel());
+    let mut out = pool::take(la.numel());
+    if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
+        out.extend(a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)));
+        return out;
+    }
     let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);
     walk.for_each_run(
         [la.offset(), lb.offset()],
@@ -54,6 +72,13 @@ pub(crate) fn zip<T: Element>(
 
 /// `a[i] = f(a[i], b[i])` where `la` is contiguous.
 fn zip_assign<T: Element>(a: &mut [T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> T) {
+    if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
+        a[ra]
+            .iter_mut()
+            .zip(&b[rb])
+            .for_each(|(x, &y)| *x = f(*x, y));
+        return;
+    }
     let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);
     walk.for_each_run(
         [la.offset(), lb.offset()],
@@ -159,7 +184,7 @@ pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Vec<T> {
                 map(a, l, |x| x.powf(p))
             }
         }
-        UnaryOp::Fill(v) => vec![T::from_f64(v); l.numel()],
+        UnaryOp::Fill(v) => pool::filled(l.numel(), T::from_f64(v)),
         UnaryOp::Copy => map(a, l, |x| x),
     }
 }

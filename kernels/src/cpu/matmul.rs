@@ -9,7 +9,7 @@ pub(crate) fn matmul<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> 
     let (m, k, n) = (la.shape()[r - 2], la.shape()[r - 1], lb.shape()[r - 1]);
     let batch_shape = &la.shape()[..r - 2];
     let batch: usize = batch_shape.iter().product();
-    let mut out = vec![T::ZERO; batch * m * n];
+    let mut out = super::pool::filled(batch * m * n, T::ZERO);
     if m == 0 || n == 0 || k == 0 {
         return out;
     }

@@ -2,6 +2,7 @@
 
 mod elementwise;
 mod matmul;
+pub mod pool;
 mod reduce;
 
 use crate::walk::Walk;
@@ -82,7 +83,11 @@ fn mismatch(a: &CpuStorage, b: &CpuStorage) -> KernelError {
 }
 
 fn check_fits(len: usize, l: &Layout) -> Result<()> {
-    if l.required_len() > len {
+    let needed = match elementwise::dense(l) {
+        Some(r) if !r.is_empty() => r.end,
+        _ => l.required_len(),
+    };
+    if needed > len {
         return Err(KernelError::Layout(format!(
             "view {:?} (strides {:?}, offset {}) reaches past a buffer of {len} elements",
             l.shape(),
@@ -203,8 +208,8 @@ impl CpuStorage {
     /// A buffer of `len` elements, all `value`.
     pub fn filled(len: usize, dtype: DType, value: f64) -> Self {
         match dtype {
-            DType::F32 => CpuStorage::F32(vec![value as f32; len]),
-            DType::F64 => CpuStorage::F64(vec![value; len]),
+            DType::F32 => CpuStorage::F32(pool::filled(len, value as f32)),
+            DType::F64 => CpuStorage::F64(pool::filled(len, value)),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Reductions over any set of axes, streaming the input once in its own order.
 
+use super::pool;
 use crate::walk::Walk;
-use crate::{Element, Layout, ReduceOp};
+use crate::{Element, Layout, ReduceOp, Shape};
 
 /// Elements summed per block in `T` before the block total is added in `f64`:
 /// keeps long f32 sums accurate without giving up the vectorised inner loop.
@@ -53,7 +54,7 @@ fn reduce_with<T: Element>(
     for &ax in axes {
         out_shape.dims_mut()[ax] = 1;
     }
-    let mut out = vec![init; out_shape.numel()];
+    let mut out = pool::filled(out_shape.numel(), init);
     let mut out_strides = out_shape.contiguous_strides();
     for &ax in axes {
         out_strides[ax] = 0;
@@ -79,20 +80,32 @@ fn reduce_with<T: Element>(
 
 pub(crate) fn reduce<T: Element>(a: &[T], l: &Layout, op: ReduceOp, axes: &[usize]) -> Vec<T> {
     match op {
-        ReduceOp::Sum => reduce_with(
-            a,
-            l,
-            axes,
-            T::ZERO,
-            |x, y| x + y,
-            |a, o, len, s| {
-                if s == 1 {
-                    sum_unit_stride(&a[o..o + len])
-                } else {
-                    (0..len).fold(T::ZERO, |acc, j| acc + a[o + j * s])
-                }
-            },
-        ),
+        ReduceOp::Sum => {
+            // Summing over an axis the input repeats (stride 0, a broadcast gradient)
+            // adds the same values `n` times: sum the rest once and scale by `n`.
+            let repeated: usize = axes
+                .iter()
+                .filter(|&&ax| l.strides()[ax] == 0)
+                .map(|&ax| l.shape()[ax])
+                .product();
+            if repeated > 1 {
+                let shape: Shape = (0..l.rank())
+                    .map(|ax| {
+                        if axes.contains(&ax) && l.strides()[ax] == 0 {
+                            1
+                        } else {
+                            l.shape()[ax]
+                        }
+                    })
+                    .collect();
+                let rest = Layout::new(shape, l.strides(), l.offset());
+                let mut out = sum(a, &rest, axes);
+                let n = T::from_f64(repeated as f64);
+                out.iter_mut().for_each(|o| *o = *o * n);
+                return out;
+            }
+            sum(a, l, axes)
+        }
         ReduceOp::Max => reduce_with(a, l, axes, T::NEG_INFINITY, max, |a, o, len, s| {
             (0..len).fold(T::NEG_INFINITY, |acc, j| max(acc, a[o + j * s]))
         }),
@@ -100,6 +113,21 @@ pub(crate) fn reduce<T: Element>(a: &[T], l: &Layout, op: ReduceOp, axes: &[usiz
             (0..len).fold(T::INFINITY, |acc, j| min(acc, a[o + j * s]))
         }),
     }
+}
+
+fn sum<T: Element>(a: &[T], l: &Layout, axes: &[usize]) -> Vec<T> {
+    reduce_with(
+        a,
+        l,
+        axes,
+        T::ZERO,
+        |x, y| x + y,
+        |a, o, len, s| match s {
+            1 => sum_unit_stride(&a[o..o + len]),
+            0 => a[o] * T::from_f64(len as f64),
+            _ => (0..len).fold(T::ZERO, |acc, j| acc + a[o + j * s]),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -123,6 +151,22 @@ mod tests {
             "{} vs {exact}",
             s[0]
         );
+    }
+
+    #[test]
+    fn sums_over_broadcast_axes_scale_instead_of_adding() {
+        // [3] broadcast to [2048, 3] and summed over the rows: every entry times 2048.
+        let v = [1.0f32, 0.5, -2.0];
+        let l = Layout::contiguous(Shape::from([1, 3]))
+            .broadcast_to(&Shape::from([2048, 3]))
+            .unwrap();
+        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[0]), vec![2048.0, 1024.0, -4096.0]);
+        // A scalar broadcast to [4, 5] and summed over everything, or over one axis.
+        let l = Layout::new(Shape::from([4, 5]), &[0, 0], 1);
+        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[0, 1]), vec![10.0]);
+        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[1]), vec![2.5; 4]);
+        // Max over a broadcast axis is unaffected.
+        assert_eq!(reduce(&v, &l, ReduceOp::Max, &[0]), vec![0.5; 5]);
     }
 
     #[test]
