@@ -1,35 +1,77 @@
 use crate::Shape;
+use crate::shape::{copy_dims, same_dims};
 use smallvec::SmallVec;
 
 /// How a tensor's elements sit in its storage: element `[i0, i1, ..]` lives at
 /// `offset + i0 * strides[0] + i1 * strides[1] + ..`. A stride of 0 repeats an
 /// element (broadcasting) without copying it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, Eq)]
 pub struct Layout {
     shape: Shape,
     strides: SmallVec<[usize; 4]>,
     offset: usize,
+    /// `is_contiguous`, computed once: every kernel asks, most views never change it.
+    contiguous: bool,
+}
+
+impl Clone for Layout {
+    #[inline]
+    fn clone(&self) -> Self {
+        Layout {
+            shape: self.shape.clone(),
+            strides: copy_dims(&self.strides),
+            offset: self.offset,
+            contiguous: self.contiguous,
+        }
+    }
+}
+
+impl PartialEq for Layout {
+    fn eq(&self, other: &Layout) -> bool {
+        self.shape == other.shape
+            && same_dims(&self.strides, &other.strides)
+            && self.offset == other.offset
+    }
+}
+
+fn dense(shape: &Shape, strides: &[usize]) -> bool {
+    let mut expected = 1;
+    for (&d, &s) in shape.iter().zip(strides.iter()).rev() {
+        if d != 1 && s != expected {
+            return false;
+        }
+        expected *= d;
+    }
+    true
 }
 
 impl Layout {
+    fn with(shape: Shape, strides: SmallVec<[usize; 4]>, offset: usize) -> Self {
+        let contiguous = dense(&shape, &strides);
+        Layout {
+            shape,
+            strides,
+            offset,
+            contiguous,
+        }
+    }
+
     /// A row-major layout over a fresh buffer.
+    #[inline]
     pub fn contiguous(shape: Shape) -> Self {
         let strides = shape.contiguous_strides();
         Layout {
             shape,
             strides,
             offset: 0,
+            contiguous: true,
         }
     }
 
     /// A layout with explicit strides and offset.
     pub fn new(shape: Shape, strides: &[usize], offset: usize) -> Self {
         debug_assert_eq!(shape.rank(), strides.len());
-        Layout {
-            shape,
-            strides: SmallVec::from_slice(strides),
-            offset,
-        }
+        Layout::with(shape, copy_dims(strides), offset)
     }
 
     pub fn shape(&self) -> &Shape {
@@ -53,15 +95,9 @@ impl Layout {
     }
 
     /// True when the elements are stored row-major without gaps (from `offset`).
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
-        let mut expected = 1;
-        for (&d, &s) in self.shape.iter().zip(self.strides.iter()).rev() {
-            if d != 1 && s != expected {
-                return false;
-            }
-            expected *= d;
-        }
-        true
+        self.contiguous
     }
 
     /// One past the largest storage index this layout can touch (0 when empty).
@@ -97,65 +133,63 @@ impl Layout {
                 return None;
             };
         }
-        Some(Layout {
-            shape: target.clone(),
-            strides,
-            offset: self.offset,
-        })
+        Some(Layout::with(target.clone(), strides, self.offset))
     }
 
     /// Swaps two axes (no copy).
     pub fn transpose(&self, a: usize, b: usize) -> Layout {
-        let mut out = self.clone();
-        out.shape.dims_mut().swap(a, b);
-        out.strides.swap(a, b);
-        out
+        let mut shape = self.shape.clone();
+        let mut strides = copy_dims(&self.strides);
+        shape.dims_mut().swap(a, b);
+        strides.swap(a, b);
+        Layout::with(shape, strides, self.offset)
     }
 
     /// Reorders the axes: axis `i` of the result is axis `perm[i]` of `self` (no copy).
     pub fn permute(&self, perm: &[usize]) -> Layout {
-        Layout {
-            shape: perm.iter().map(|&p| self.shape[p]).collect(),
-            strides: perm.iter().map(|&p| self.strides[p]).collect(),
-            offset: self.offset,
-        }
+        Layout::with(
+            perm.iter().map(|&p| self.shape[p]).collect(),
+            perm.iter().map(|&p| self.strides[p]).collect(),
+            self.offset,
+        )
     }
 
     /// Keeps `len` entries of axis `dim` starting at `start` (no copy).
     pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Layout {
-        let mut out = self.clone();
-        out.shape.dims_mut()[dim] = len;
+        let mut shape = self.shape.clone();
+        shape.dims_mut()[dim] = len;
+        let mut offset = self.offset;
         if len > 0 {
-            out.offset += start * self.strides[dim];
+            offset += start * self.strides[dim];
         }
-        out
+        Layout::with(shape, copy_dims(&self.strides), offset)
     }
 
     /// Inserts an axis of size 1 at `dim` (no copy).
     pub fn unsqueeze(&self, dim: usize) -> Layout {
-        let mut out = self.clone();
         let stride = if dim < self.rank() {
             self.strides[dim] * self.shape[dim]
         } else {
             1
         };
-        out.shape.insert(dim, 1);
-        out.strides.insert(dim, stride);
-        out
+        let (mut shape, mut strides) = (self.shape.clone(), copy_dims(&self.strides));
+        shape.insert(dim, 1);
+        strides.insert(dim, stride);
+        Layout::with(shape, strides, self.offset)
     }
 
     /// Removes axis `dim`, which must have size 1 (no copy).
     pub fn squeeze(&self, dim: usize) -> Layout {
-        let mut out = self.clone();
-        out.shape.remove(dim);
-        out.strides.remove(dim);
-        out
+        let (mut shape, mut strides) = (self.shape.clone(), copy_dims(&self.strides));
+        shape.remove(dim);
+        strides.remove(dim);
+        Layout::with(shape, strides, self.offset)
     }
 
     /// The same storage seen with another shape of the same element count, when
     /// that is possible without a copy (the layout is contiguous).
     pub fn reshape(&self, shape: Shape) -> Option<Layout> {
-        if shape.numel() != self.numel() || !self.is_contiguous() {
+        if shape.numel() != self.numel() || !self.contiguous {
             return None;
         }
         let mut out = Layout::contiguous(shape);

@@ -3,8 +3,51 @@ use std::fmt;
 use std::ops::Deref;
 
 /// The dimensions of a tensor, outermost first. A scalar has rank 0 and one element.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Eq, Default)]
 pub struct Shape(SmallVec<[usize; 4]>);
+
+/// A copy of a short list of sizes or strides without a call into the allocator or
+/// `memcpy`: shapes are cloned and compared for every op a graph records, so these
+/// stay a few instructions for the common rank <= 4.
+#[inline]
+pub(crate) fn copy_dims(d: &[usize]) -> SmallVec<[usize; 4]> {
+    let mut buf = [0usize; 4];
+    match *d {
+        [] => {}
+        [a] => buf[0] = a,
+        [a, b] => buf[..2].copy_from_slice(&[a, b]),
+        [a, b, c] => buf[..3].copy_from_slice(&[a, b, c]),
+        [a, b, c, e] => buf = [a, b, c, e],
+        _ => return SmallVec::from_slice(d),
+    }
+    SmallVec::from_buf_and_len(buf, d.len())
+}
+
+/// `a == b` for short lists, element by element (no `memcmp` call).
+#[inline]
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+impl Clone for Shape {
+    #[inline]
+    fn clone(&self) -> Self {
+        Shape(copy_dims(&self.0))
+    }
+}
+
+impl std::hash::Hash for Shape {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.dims().hash(state);
+    }
+}
+
+impl PartialEq for Shape {
+    #[inline]
+    fn eq(&self, other: &Shape) -> bool {
+        same_dims(&self.0, &other.0)
+    }
+}
 
 impl Shape {
     /// The shape of a scalar: rank 0, one element.
@@ -34,9 +77,19 @@ impl Shape {
 
     /// Row-major (C order) strides for this shape, in elements.
     pub fn contiguous_strides(&self) -> SmallVec<[usize; 4]> {
+        let dims = self.dims();
+        if dims.len() <= 4 {
+            let mut buf = [0usize; 4];
+            let mut acc = 1;
+            for (s, &d) in buf[..dims.len()].iter_mut().zip(dims).rev() {
+                *s = acc;
+                acc *= d;
+            }
+            return SmallVec::from_buf_and_len(buf, dims.len());
+        }
         let mut strides: SmallVec<[usize; 4]> = SmallVec::from_elem(0, self.rank());
         let mut acc = 1;
-        for (s, &d) in strides.iter_mut().zip(self.0.iter()).rev() {
+        for (s, &d) in strides.iter_mut().zip(dims).rev() {
             *s = acc;
             acc *= d;
         }
