@@ -202,8 +202,10 @@ mod tests {
         assert_eq!(cached_bytes(), 0);
         // Another size or element type does not get it.
         recycle(CpuStorage::F32(w));
-        assert_ne!(take::<f32>(999).as_ptr(), p);
-        assert_ne!(take::<f64>(1000).as_ptr() as *const f32, p);
+        let (other_len, other_type) = (take::<f32>(999), take::<f64>(1000));
+        assert_ne!(other_len.as_ptr(), p);
+        assert_ne!(other_type.as_ptr() as *const f32, p);
+        assert_eq!(cached_bytes(), 4000);
         clear_cache();
         assert_eq!(cached_bytes(), 0);
     }
