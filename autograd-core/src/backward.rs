@@ -9,11 +9,10 @@
 //! for every op (broadcasting is undone centrally), and an op's saved tensors are
 //! released as soon as its backward has run.
 
-use crate::graph::{Edge, GradSlot, Node};
-use crate::op::BackwardContext;
+use crate::graph::{Edge, GradSlot, Node, drop_node};
+use crate::op::{BackwardContext, Grads};
 use crate::tensor::Autograd;
 use crate::{Error, Result, Tensor, compute, grad_mode};
-use smallvec::SmallVec;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -261,16 +260,15 @@ fn drain(ready: &mut BinaryHeap<Ready>, opts: &BackwardOptions, sink: &mut dyn S
                 }
             }
         }
+        // Usually the last handle of the node: released without recursion, and its
+        // block kept for the next node recorded. (An early return drops it plainly.)
+        drop_node(node);
     }
     Ok(())
 }
 
 /// Runs one node's backward and returns one checked gradient per input.
-fn run_node(
-    node: &Arc<Node>,
-    opts: &BackwardOptions,
-    sink: &mut dyn Sink,
-) -> Result<SmallVec<[Option<Tensor>; 4]>> {
+fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<Grads> {
     let name = node.name();
     let (grad_out, saved, saved_output) = {
         let mut state = node.lock();
@@ -279,7 +277,7 @@ fn run_node(
             return Err(Error::GraphConsumed { op: name });
         }
         let Some(grad_out) = grad_out else {
-            return Ok(SmallVec::new());
+            return Ok(Grads::new());
         };
         let producer = opts.create_graph.then_some(node);
         let output = state.saved_output.as_ref().map(|s| s.to_tensor(producer));
@@ -292,18 +290,32 @@ fn run_node(
         }
     };
     sink.node_output(node, &grad_out);
-    let needs: SmallVec<[bool; 4]> = node.inputs.iter().map(|i| i.edge.needs_grad()).collect();
+    // Which inputs want a gradient, on the stack for the usual small arity.
+    let mut needs_buf = [false; 8];
+    let needs_vec: Vec<bool>;
+    let needs: &[bool] = if node.inputs.len() <= needs_buf.len() {
+        for (n, i) in needs_buf.iter_mut().zip(&node.inputs) {
+            *n = i.edge.needs_grad();
+        }
+        &needs_buf[..node.inputs.len()]
+    } else {
+        needs_vec = node.inputs.iter().map(|i| i.edge.needs_grad()).collect();
+        &needs_vec
+    };
     let ctx = BackwardContext {
         op: name,
         grad: &grad_out,
         saved: &saved,
         output: saved_output.as_ref(),
-        needs: &needs,
+        needs,
         inputs: &node.inputs,
     };
-    let grads = (node.entry.backward)(&*node.params, &ctx).map_err(|e| e.in_op(name))?;
+    let mut grads = (node.entry.backward)(&*node.params, &ctx).map_err(|e| e.in_op(name))?;
     // `saved` goes out of scope here: without retain_graph the node no longer holds
     // anything, and these were the last handles unless the caller keeps the tensors.
+    drop(saved);
+    drop(saved_output);
+    drop(grad_out);
     if grads.len() != node.inputs.len() {
         return Err(Error::InvalidArgument {
             op: name,
@@ -314,15 +326,11 @@ fn run_node(
             ),
         });
     }
-    let mut checked = SmallVec::with_capacity(grads.len());
-    for (i, (input, grad)) in node.inputs.iter().zip(grads).enumerate() {
-        let grad = match grad {
-            Some(g) if input.edge.needs_grad() => g,
-            _ => {
-                checked.push(None);
-                continue;
-            }
-        };
+    for (i, (input, slot)) in node.inputs.iter().zip(grads.iter_mut()).enumerate() {
+        if !input.edge.needs_grad() {
+            *slot = None;
+        }
+        let Some(grad) = slot else { continue };
         if grad.dtype() != input.dtype || grad.device() != input.device {
             return Err(Error::InvalidArgument {
                 op: name,
@@ -335,27 +343,24 @@ fn run_node(
                 ),
             });
         }
-        let grad = if grad.shape() == &input.shape {
-            grad
-        } else {
+        if grad.shape() != &input.shape {
             let reduced = if opts.create_graph {
-                (crate::operators::std_ops()?.sum_to_shape)(&grad, &input.shape)
+                (crate::operators::std_ops()?.sum_to_shape)(grad, &input.shape)
             } else {
-                compute::sum_to_shape(&grad, &input.shape)
+                compute::sum_to_shape(grad, &input.shape)
             };
-            reduced.map_err(|_| Error::BadGradient {
+            *grad = reduced.map_err(|_| Error::BadGradient {
                 op: name,
                 input: i,
                 expected: input.shape.clone(),
                 got: grad.shape().clone(),
-            })?
-        };
-        if crate::anomaly::is_enabled() {
-            crate::anomaly::check(node, i, &grad)?;
+            })?;
         }
-        checked.push(Some(grad));
+        if crate::anomaly::is_enabled() {
+            crate::anomaly::check(node, i, grad)?;
+        }
     }
-    Ok(checked)
+    Ok(grads)
 }
 
 impl Tensor {

@@ -518,15 +518,13 @@ pub fn accumulate(acc: Tensor, g: Tensor) -> Result<Tensor> {
         if let Some((storage, layout)) = acc.unique_storage_mut()
             && layout.is_contiguous()
         {
-            let layout = layout.clone();
-            storage.binary_assign(&layout, g.storage(), g.layout(), BinaryOp::Add)?;
+            storage.binary_assign(layout, g.storage(), g.layout(), BinaryOp::Add)?;
             return Ok(acc);
         }
         if let Some((storage, layout)) = g.unique_storage_mut()
             && layout.is_contiguous()
         {
-            let layout = layout.clone();
-            storage.binary_assign(&layout, acc.storage(), acc.layout(), BinaryOp::Add)?;
+            storage.binary_assign(layout, acc.storage(), acc.layout(), BinaryOp::Add)?;
             return Ok(g);
         }
         return binary(&acc, &g, BinaryOp::Add);

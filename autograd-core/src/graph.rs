@@ -100,7 +100,8 @@ impl SavedOutput {
 pub(crate) struct NodeState {
     /// Saved inputs, by input position; only those the op's backward reads.
     pub(crate) saved: SmallVec<[Option<Tensor>; 2]>,
-    pub(crate) saved_output: Option<SavedOutput>,
+    /// Boxed: few ops save their output, and the node stays small for the rest.
+    pub(crate) saved_output: Option<Box<SavedOutput>>,
     /// Gradient of the node's output accumulated during a backward pass.
     pub(crate) grad: Option<Tensor>,
     /// Backward has run and released the saved tensors.
@@ -134,6 +135,26 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Lets go of everything the node holds (edges, saved tensors, gradient, op
+    /// parameters), as dropping it would, leaving an empty block to reuse.
+    fn release(&mut self) {
+        for input in self.inputs.drain(..) {
+            if let Edge::Node(node) = input.edge {
+                drop_node(node);
+            }
+        }
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let (saved, output, grad) = (
+            std::mem::take(&mut state.saved),
+            state.saved_output.take(),
+            state.grad.take(),
+        );
+        drop((saved, output, grad));
+        self.params = Box::new(());
+    }
+}
+
 impl Drop for Node {
     fn drop(&mut self) {
         for input in self.inputs.drain(..) {
@@ -144,13 +165,17 @@ impl Drop for Node {
     }
 }
 
+/// Released nodes kept by each thread for the next ones recorded.
+const SPARE_NODES_MAX: usize = 16384;
+
 thread_local! {
     static PENDING: RefCell<Vec<Arc<Node>>> = const { RefCell::new(Vec::new()) };
     static DRAINING: Cell<bool> = const { Cell::new(false) };
+    static SPARE_NODES: RefCell<Vec<Arc<Node>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Drops a node handle without recursion: a chain of 10^6 nodes is released in a
-/// loop, not in 10^6 nested drop calls.
+/// loop, not in 10^6 nested drop calls. The last handle's block is kept for reuse.
 pub(crate) fn drop_node(node: Arc<Node>) {
     if Arc::strong_count(&node) > 1 {
         return; // not the last handle: dropping it cannot cascade
@@ -163,9 +188,35 @@ pub(crate) fn drop_node(node: Arc<Node>) {
         return; // an outer call is draining the queue
     }
     while let Some(next) = PENDING.with(|p| p.borrow_mut().pop()) {
-        drop(next);
+        retire_node(next);
     }
     DRAINING.with(|d| d.set(false));
+}
+
+/// Frees the calling thread's spare node blocks.
+pub(crate) fn clear_spare_nodes() {
+    let spares = SPARE_NODES
+        .try_with(|spare| spare.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+        .ok()
+        .and_then(|r| r.ok());
+    drop(spares);
+}
+
+fn retire_node(mut node: Arc<Node>) {
+    let Some(n) = Arc::get_mut(&mut node) else {
+        return; // another handle appeared (a `NodeRef` cloned meanwhile): just drop ours
+    };
+    n.release();
+    let rejected = SPARE_NODES
+        .try_with(|spare| match spare.try_borrow_mut() {
+            Ok(mut spare) if spare.len() < SPARE_NODES_MAX => {
+                spare.push(node);
+                None
+            }
+            _ => Some(node),
+        })
+        .unwrap_or(None);
+    drop(rejected);
 }
 
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
@@ -181,40 +232,87 @@ pub(crate) fn record_node(
     location: &'static Location<'static>,
 ) -> Tensor {
     let output = output.into_fresh();
-    let mut node_inputs = SmallVec::with_capacity(inputs.len());
-    let mut saved = SmallVec::with_capacity(inputs.len());
-    for (spec, t) in entry.inputs.iter().zip(inputs) {
-        let edge = if spec.differentiable {
-            t.edge()
-        } else {
-            Edge::None
-        };
-        node_inputs.push(NodeInput {
-            edge,
-            shape: t.shape().clone(),
-            dtype: t.dtype(),
-            device: t.device(),
-        });
-        saved.push(spec.saved.then(|| (*t).clone()));
+    let spare = SPARE_NODES
+        .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
+        .ok()
+        .flatten();
+    let mut node = match spare {
+        Some(block) => block,
+        None => Arc::new(Node::empty(entry, location)),
+    };
+    // Filled in place: a released node holds nothing, a fresh one is empty.
+    match Arc::get_mut(&mut node) {
+        Some(n) => n.fill(entry, params, inputs, &output, location),
+        None => {
+            // Unreachable in practice (spare and fresh nodes have one handle); build
+            // the node afresh rather than fail.
+            let mut fresh = Node::empty(entry, location);
+            fresh.fill(entry, params, inputs, &output, location);
+            node = Arc::new(fresh);
+        }
     }
-    let saved_output = entry.saves_output.then(|| SavedOutput::of(&output));
-    let node = Arc::new(Node {
-        seq: NEXT_SEQ.fetch_add(1, Ordering::Relaxed),
-        entry,
-        params,
-        inputs: node_inputs,
-        output_id: output.id(),
-        output_shape: output.shape().clone(),
-        location,
-        state: Mutex::new(NodeState {
-            saved,
-            saved_output,
-            grad: None,
-            consumed: false,
-        }),
-        claimed: AtomicBool::new(false),
-    });
     output.attach(node)
+}
+
+impl Node {
+    fn empty(entry: &'static OpEntry, location: &'static Location<'static>) -> Node {
+        Node {
+            seq: 0,
+            entry,
+            params: Box::new(()),
+            inputs: SmallVec::new(),
+            output_id: TensorId::NONE,
+            output_shape: Shape::scalar(),
+            location,
+            state: Mutex::new(NodeState {
+                saved: SmallVec::new(),
+                saved_output: None,
+                grad: None,
+                consumed: false,
+            }),
+            claimed: AtomicBool::new(false),
+        }
+    }
+
+    /// Records one op call into an empty node.
+    fn fill(
+        &mut self,
+        entry: &'static OpEntry,
+        params: Box<dyn Any + Send + Sync>,
+        inputs: &[&Tensor],
+        output: &Tensor,
+        location: &'static Location<'static>,
+    ) {
+        self.seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
+        self.entry = entry;
+        self.params = params;
+        self.output_id = output.id();
+        self.output_shape = output.shape().clone();
+        self.location = location;
+        *self.claimed.get_mut() = false;
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        state.grad = None;
+        state.consumed = false;
+        state.saved.clear();
+        self.inputs.clear();
+        for (spec, t) in entry.inputs.iter().zip(inputs) {
+            let edge = if spec.differentiable {
+                t.edge()
+            } else {
+                Edge::None
+            };
+            self.inputs.push(NodeInput {
+                edge,
+                shape: t.shape().clone(),
+                dtype: t.dtype(),
+                device: t.device(),
+            });
+            state.saved.push(spec.saved.then(|| (*t).clone()));
+        }
+        state.saved_output = entry
+            .saves_output
+            .then(|| Box::new(SavedOutput::of(output)));
+    }
 }
 
 /// A recorded node seen from outside: what op it was, what it keeps alive.

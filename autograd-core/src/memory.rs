@@ -48,6 +48,9 @@ thread_local! {
 }
 
 pub(crate) fn on_alloc(device: Device, bytes: usize) {
+    if bytes == 0 {
+        return;
+    }
     let slot = device.slot();
     let g = &GLOBAL[slot];
     let live = g.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
@@ -67,6 +70,9 @@ pub(crate) fn on_alloc(device: Device, bytes: usize) {
 }
 
 pub(crate) fn on_free(device: Device, bytes: usize) {
+    if bytes == 0 {
+        return;
+    }
     let slot = device.slot();
     GLOBAL[slot].live.fetch_sub(bytes, Ordering::Relaxed);
     let _ = LOCAL.try_with(|l| {
@@ -108,4 +114,25 @@ pub fn reset_thread_peak(device: Device) {
         let (live, peak) = &l[device.slot()];
         peak.set(live.get());
     });
+}
+
+/// Bytes of freed CPU buffers the calling thread keeps for reuse. They are not
+/// tensor storage (not in [`stats`] or [`thread_stats`]); a later tensor of the same
+/// size takes one instead of asking the system allocator for fresh pages.
+pub fn cpu_cache_bytes() -> usize {
+    autograd_kernels::cpu::pool::cached_bytes()
+}
+
+/// Frees what the calling thread keeps for reuse: cached CPU buffers and the spare
+/// blocks of released tensors and graph nodes.
+pub fn clear_cpu_cache() {
+    autograd_kernels::cpu::pool::clear_cache();
+    crate::tensor::clear_spares();
+    crate::graph::clear_spare_nodes();
+}
+
+/// Sets how many bytes of freed CPU buffers each thread may keep for reuse (default
+/// 256 MiB; 0 turns the cache off).
+pub fn set_cpu_cache_limit(bytes: usize) {
+    autograd_kernels::cpu::pool::set_cache_limit(bytes);
 }

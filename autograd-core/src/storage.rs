@@ -24,13 +24,27 @@ pub struct Storage {
 
 impl Drop for Storage {
     fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl Storage {
+    /// Frees the buffer now, as dropping the storage would, and leaves an empty CPU
+    /// storage of 0 bytes behind (a block kept for reuse by a later tensor).
+    pub(crate) fn release(&mut self) {
         memory::on_free(self.device, self.bytes);
-        // The buffer goes to the thread's cache of freed buffers, so that the next
+        self.bytes = 0;
+        self.device = Device::Cpu;
+        let data = std::mem::replace(
+            &mut self.data,
+            StorageData::Cpu(CpuStorage::F32(Vec::new())),
+        );
+        // A CPU buffer goes to the thread's cache of freed buffers, so that the next
         // step's tensors of the same size reuse it instead of faulting in new pages.
-        match &mut self.data {
-            StorageData::Cpu(s) => cpu::pool::recycle(std::mem::replace(s, CpuStorage::F32(Vec::new()))),
+        match data {
+            StorageData::Cpu(s) => cpu::pool::recycle(s),
             #[allow(unreachable_patterns)]
-            _ => {}
+            other => drop(other),
         }
     }
 }

@@ -4,7 +4,9 @@ use crate::graph::{Edge, GradSlot, Node, NodeRef, drop_node};
 use crate::storage::Storage;
 use crate::{DType, Device, Element, Error, Layout, Result, Shape};
 use autograd_kernels::cpu::CpuStorage;
+use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,9 +16,29 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct TensorId(u64);
 
 impl TensorId {
+    /// Never given to a tensor: the id of an empty node block.
+    pub(crate) const NONE: TensorId = TensorId(0);
+
+    /// A fresh id. Threads take ids from the global counter in blocks, so that an
+    /// op output costs no atomic read-modify-write; ids stay unique process-wide.
+    #[inline]
     pub(crate) fn next() -> TensorId {
+        const BLOCK: u64 = 1024;
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        TensorId(NEXT.fetch_add(1, Ordering::Relaxed))
+        thread_local! {
+            static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+        }
+        let from_block = RANGE.try_with(|r| {
+            let (mut next, mut end) = r.get();
+            if next == end {
+                next = NEXT.fetch_add(BLOCK, Ordering::Relaxed);
+                end = next + BLOCK;
+            }
+            r.set((next + 1, end));
+            next
+        });
+        // During thread teardown the block is gone: take a single id.
+        TensorId(from_block.unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed)))
     }
 
     /// The id as a number.
@@ -72,22 +94,98 @@ impl Drop for TensorInner {
 /// assert_eq!(x.shape(), &Shape::from([2, 2]));
 /// assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
 /// ```
-#[derive(Clone)]
-pub struct Tensor(pub(crate) Arc<TensorInner>);
+pub struct Tensor(pub(crate) ManuallyDrop<Arc<TensorInner>>);
+
+impl Clone for Tensor {
+    #[inline]
+    fn clone(&self) -> Tensor {
+        Tensor(ManuallyDrop::new(Arc::clone(&self.0)))
+    }
+}
+
+impl Drop for Tensor {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: the handle is taken out exactly once, here, as the tensor goes;
+        // nothing reads `self.0` after.
+        let inner = unsafe { ManuallyDrop::take(&mut self.0) };
+        if Arc::strong_count(&inner) == 1 {
+            retire(inner);
+        }
+    }
+}
+
+/// Retired tensors kept by each thread, each with its (emptied) storage block, so
+/// that the next op output reuses both heap blocks instead of two allocations.
+const SPARE_MAX: usize = 16384;
+
+thread_local! {
+    static SPARE: RefCell<Vec<Arc<TensorInner>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Frees the calling thread's spare tensor blocks.
+pub(crate) fn clear_spares() {
+    let spares = SPARE
+        .try_with(|spare| spare.try_borrow_mut().map(|mut s| std::mem::take(&mut *s)))
+        .ok()
+        .and_then(|r| r.ok());
+    drop(spares);
+}
+
+/// The last handle of a tensor is going: release what it holds (its place in the
+/// graph, its buffer) exactly as dropping would, and keep the two heap blocks for
+/// reuse when the storage was its own.
+fn retire(mut arc: Arc<TensorInner>) {
+    let Some(inner) = Arc::get_mut(&mut arc) else {
+        return;
+    };
+    if let Autograd::Interior(node) = std::mem::take(&mut inner.autograd) {
+        drop_node(node);
+    }
+    let Some(storage) = Arc::get_mut(&mut inner.storage) else {
+        return; // another view still holds the storage: nothing to keep
+    };
+    storage.release();
+    let rejected = SPARE
+        .try_with(|spare| match spare.try_borrow_mut() {
+            Ok(mut spare) if spare.len() < SPARE_MAX => {
+                spare.push(arc);
+                None
+            }
+            _ => Some(arc),
+        })
+        .unwrap_or(None);
+    drop(rejected);
+}
 
 impl Tensor {
     pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout) -> Tensor {
-        Tensor(Arc::new(TensorInner {
+        Tensor(ManuallyDrop::new(Arc::new(TensorInner {
             id: TensorId::next(),
             storage,
             layout,
             autograd: Autograd::None,
-        }))
+        })))
     }
 
     /// A tensor over a fresh, contiguous storage.
     pub(crate) fn from_storage(storage: Storage, shape: Shape) -> Tensor {
-        Tensor::from_parts(Arc::new(storage), Layout::contiguous(shape))
+        let layout = Layout::contiguous(shape);
+        let spare = SPARE
+            .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
+            .ok()
+            .flatten();
+        if let Some(mut arc) = spare
+            && let Some(inner) = Arc::get_mut(&mut arc)
+            && let Some(block) = Arc::get_mut(&mut inner.storage)
+        {
+            // The spare's storage is empty (released): nothing to drop.
+            std::mem::forget(std::mem::replace(block, storage));
+            inner.layout = layout;
+            inner.id = TensorId::next();
+            return Tensor(ManuallyDrop::new(arc));
+        }
+        Tensor::from_parts(Arc::new(storage), layout)
     }
 
     /// A tensor of the given shape holding `data` in row-major order, on the CPU.
