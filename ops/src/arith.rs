@@ -60,6 +60,11 @@ pub mod mul {
         b: &Tensor,
         needs: [bool; 2],
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        // `x * x`: both gradients are `grad * x`, computed once (the engine adds them).
+        if needs == [true, true] && a.id() == b.id() {
+            let g = mul(grad, a)?;
+            return Ok((Some(g.clone()), Some(g)));
+        }
         Ok((
             grad_if(needs[0], || mul(grad, b))?,
             grad_if(needs[1], || mul(grad, a))?,
@@ -67,7 +72,10 @@ pub mod mul {
     }
 
     pub fn check_cases() -> Vec<CheckCase> {
-        cases::binary("mul", mul, (-1.0, 1.0), (-1.0, 1.0))
+        let mut cases = cases::binary("mul", mul, (-1.0, 1.0), (-1.0, 1.0));
+        let x = cases::uniform(120, &[2, 3], -1.0, 1.0);
+        cases.push(cases::unary("mul x * x (one tensor)", x, |x| mul(x, x)));
+        cases
     }
 }
 
