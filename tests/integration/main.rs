@@ -10,6 +10,7 @@ mod ops_semantics;
 mod optim;
 mod pruning;
 mod registry;
+mod reuse;
 mod saved_flags;
 mod seed_examples;
 
