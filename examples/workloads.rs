@@ -53,7 +53,9 @@ fn reps(default: usize) -> usize {
 }
 
 fn note(id: &str, reps: usize, median: f64, min: f64, unit: &str) {
-    eprintln!("# {id}: median {median:.4} {unit}, min {min:.4} {unit}, {reps} repetitions after {WARMUPS} warm-ups");
+    eprintln!(
+        "# {id}: median {median:.4} {unit}, min {min:.4} {unit}, {reps} repetitions after {WARMUPS} warm-ups"
+    );
 }
 
 fn main() -> Result<()> {

@@ -35,7 +35,9 @@ fn check_close(workload: &str, what: &str, got: &[f32], want: &[f64], tol: f64) 
     let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs())).max(1e-30);
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let err = (g as f64 - w).abs();
-        if !(err <= tol * w.abs().max(1e-3 * scale)) {
+        // NaN fails the comparison, and so the check.
+        let within = err <= tol * w.abs().max(1e-3 * scale);
+        if !within {
             return Err(fail(
                 workload,
                 format!("{what}[{i}] = {g}, reference {w} (tolerance {tol} relative)"),
@@ -295,7 +297,10 @@ impl W4 {
         let (gx, gb) = self.step()?;
         let gb = gb.to_vec::<f32>()?;
         if let Some((i, v)) = gb.iter().enumerate().find(|(_, v)| **v != W4_ROWS as f32) {
-            return Err(fail("W4", format!("grad b[{i}] = {v}, expected exactly 2048")));
+            return Err(fail(
+                "W4",
+                format!("grad b[{i}] = {v}, expected exactly 2048"),
+            ));
         }
         let want: Vec<f64> = self.x.to_vec::<f64>()?.iter().map(|x| 2.0 * x).collect();
         check_close("W4", "grad x", &gx.to_vec::<f32>()?, &want, 1e-6)
@@ -360,7 +365,10 @@ impl W5 {
     pub fn check(&self) -> Result<()> {
         let g = self.step(Chain::Add)?.to_vec::<f32>()?;
         if let Some((i, v)) = g.iter().enumerate().find(|(_, v)| **v != 51.0) {
-            return Err(fail("W5", format!("add chain: grad x[{i}] = {v}, expected 51")));
+            return Err(fail(
+                "W5",
+                format!("add chain: grad x[{i}] = {v}, expected 51"),
+            ));
         }
         let g = self.step(Chain::Mul)?.to_vec::<f32>()?;
         let want: Vec<f64> = self
