@@ -7,6 +7,9 @@ use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, UnaryOp};
 use std::ops::Range;
 
+/// Up to this many elements a plain loop beats the set-up of a vectorised one.
+const SMALL: usize = 8;
+
 /// The storage range of a view whose elements sit back to back in row-major order:
 /// the case every kernel handles as plain slices, without walking strides.
 #[inline]
@@ -19,7 +22,12 @@ pub(crate) fn dense(l: &Layout) -> Option<Range<usize>> {
 pub(crate) fn map<T: Element, U: Element>(a: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
     let mut out = pool::take(l.numel());
     if let Some(r) = dense(l) {
-        out.extend(a[r].iter().map(|&x| f(x)));
+        let a = &a[r];
+        if a.len() <= SMALL {
+            a.iter().for_each(|&x| out.push(f(x)));
+        } else {
+            out.extend(a.iter().map(|&x| f(x)));
+        }
         return out;
     }
     let walk = Walk::new(l.shape(), [l.strides()]);
@@ -43,7 +51,12 @@ pub(crate) fn zip<T: Element>(
 ) -> Vec<T> {
     let mut out = pool::take(la.numel());
     if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
-        out.extend(a[ra].iter().zip(&b[rb]).map(|(&x, &y)| f(x, y)));
+        let (a, b) = (&a[ra], &b[rb]);
+        if a.len() <= SMALL {
+            a.iter().zip(b).for_each(|(&x, &y)| out.push(f(x, y)));
+        } else {
+            out.extend(a.iter().zip(b).map(|(&x, &y)| f(x, y)));
+        }
         return out;
     }
     let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);
@@ -73,10 +86,14 @@ pub(crate) fn zip<T: Element>(
 /// `a[i] = f(a[i], b[i])` where `la` is contiguous.
 fn zip_assign<T: Element>(a: &mut [T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> T) {
     if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
-        a[ra]
-            .iter_mut()
-            .zip(&b[rb])
-            .for_each(|(x, &y)| *x = f(*x, y));
+        let (a, b) = (&mut a[ra], &b[rb]);
+        if a.len() <= SMALL {
+            for (x, &y) in a.iter_mut().zip(b) {
+                *x = f(*x, y);
+            }
+        } else {
+            a.iter_mut().zip(b).for_each(|(x, &y)| *x = f(*x, y));
+        }
         return;
     }
     let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);

@@ -9,10 +9,12 @@ pub(crate) fn matmul<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> 
     let (m, k, n) = (la.shape()[r - 2], la.shape()[r - 1], lb.shape()[r - 1]);
     let batch_shape = &la.shape()[..r - 2];
     let batch: usize = batch_shape.iter().product();
-    let mut out = super::pool::filled(batch * m * n, T::ZERO);
+    let total = batch * m * n;
     if m == 0 || n == 0 || k == 0 {
-        return out;
+        return super::pool::filled(total, T::ZERO);
     }
+    // Not zeroed first: gemm writes every element of each block (see below).
+    let mut out = super::pool::take::<T>(total);
     let (a_rs, a_cs) = (la.strides()[r - 2] as isize, la.strides()[r - 1] as isize);
     let (b_rs, b_cs) = (lb.strides()[r - 2] as isize, lb.strides()[r - 1] as isize);
     let walk = Walk::new(
@@ -25,8 +27,9 @@ pub(crate) fn matmul<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> 
             let (ao, bo) = (ao + j * sa, bo + j * sb);
             // SAFETY: the caller checked that both views fit their buffers
             // (`check_fits`), so every element gemm reads at these strides is in
-            // bounds; `out` holds batch * m * n elements and `dst` steps through it
-            // one m x n block at a time with row stride n. gemm supports f32/f64.
+            // bounds; `out` has room for batch * m * n elements and `dst` steps
+            // through it one m x n block at a time with row stride n. gemm
+            // supports f32/f64.
             unsafe {
                 gemm::gemm(
                     m,
@@ -53,5 +56,11 @@ pub(crate) fn matmul<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> 
             dst += m * n;
         }
     });
+    debug_assert_eq!(dst, total);
+    // SAFETY: `out` has capacity `total`; the walk visits every batch entry once,
+    // and each gemm call wrote all m * n elements of its block (with `read_dst`
+    // false it sets alpha to 0 and stores without reading the destination), so the
+    // blocks initialise elements 0..total.
+    unsafe { out.set_len(total) };
     out
 }

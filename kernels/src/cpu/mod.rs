@@ -82,20 +82,30 @@ fn mismatch(a: &CpuStorage, b: &CpuStorage) -> KernelError {
     }
 }
 
+#[inline]
 fn check_fits(len: usize, l: &Layout) -> Result<()> {
-    let needed = match elementwise::dense(l) {
-        Some(r) if !r.is_empty() => r.end,
-        _ => l.required_len(),
+    let fits = if l.is_contiguous() {
+        let n = l.numel();
+        n == 0 || l.offset() + n <= len
+    } else {
+        l.required_len() <= len
     };
-    if needed > len {
-        return Err(KernelError::Layout(format!(
-            "view {:?} (strides {:?}, offset {}) reaches past a buffer of {len} elements",
-            l.shape(),
-            l.strides(),
-            l.offset()
-        )));
+    if fits {
+        Ok(())
+    } else {
+        Err(past_the_end(len, l))
     }
-    Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn past_the_end(len: usize, l: &Layout) -> KernelError {
+    KernelError::Layout(format!(
+        "view {:?} (strides {:?}, offset {}) reaches past a buffer of {len} elements",
+        l.shape(),
+        l.strides(),
+        l.offset()
+    ))
 }
 
 impl BackendStorage for CpuStorage {

@@ -160,7 +160,10 @@ mod tests {
         let l = Layout::contiguous(Shape::from([1, 3]))
             .broadcast_to(&Shape::from([2048, 3]))
             .unwrap();
-        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[0]), vec![2048.0, 1024.0, -4096.0]);
+        assert_eq!(
+            reduce(&v, &l, ReduceOp::Sum, &[0]),
+            vec![2048.0, 1024.0, -4096.0]
+        );
         // A scalar broadcast to [4, 5] and summed over everything, or over one axis.
         let l = Layout::new(Shape::from([4, 5]), &[0, 0], 1);
         assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[0, 1]), vec![10.0]);
