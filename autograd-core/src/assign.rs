@@ -95,7 +95,7 @@ impl Tensor {
         }
 
         // Shared: this handle alone moves to the new values, under the same identity.
-        self.0 = Arc::new(TensorInner {
+        *self = Tensor::from_inner(TensorInner {
             id: self.0.id,
             storage: value.storage_arc().clone(),
             layout: value.layout().clone(),

@@ -94,6 +94,9 @@ impl Drop for TensorInner {
 /// assert_eq!(x.shape(), &Shape::from([2, 2]));
 /// assert_eq!(x.to_vec::<f32>().unwrap(), vec![1.0, 2.0, 3.0, 4.0]);
 /// ```
+// The handle is `ManuallyDrop` so that `Drop for Tensor` can keep the blocks of a
+// released tensor for reuse. Never assign to `.0` (that would leak the old handle):
+// assign a whole new tensor instead, e.g. `*t = Tensor::from_inner(..)`.
 pub struct Tensor(pub(crate) ManuallyDrop<Arc<TensorInner>>);
 
 impl Clone for Tensor {
@@ -159,13 +162,17 @@ fn retire(mut arc: Arc<TensorInner>) {
 }
 
 impl Tensor {
+    pub(crate) fn from_inner(inner: TensorInner) -> Tensor {
+        Tensor(ManuallyDrop::new(Arc::new(inner)))
+    }
+
     pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout) -> Tensor {
-        Tensor(ManuallyDrop::new(Arc::new(TensorInner {
+        Tensor::from_inner(TensorInner {
             id: TensorId::next(),
             storage,
             layout,
             autograd: Autograd::None,
-        })))
+        })
     }
 
     /// A tensor over a fresh, contiguous storage.
