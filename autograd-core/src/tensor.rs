@@ -177,7 +177,6 @@ impl Tensor {
 
     /// A tensor over a fresh, contiguous storage.
     pub(crate) fn from_storage(storage: Storage, shape: Shape) -> Tensor {
-        let layout = Layout::contiguous(shape);
         let spare = SPARE
             .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
             .ok()
@@ -188,11 +187,15 @@ impl Tensor {
         {
             // The spare's storage is empty (released): nothing to drop.
             std::mem::forget(std::mem::replace(block, storage));
-            inner.layout = layout;
+            // Steps repeat shapes: the old layout is often the one wanted.
+            let l = &inner.layout;
+            if !(l.is_contiguous() && l.offset() == 0 && l.shape() == &shape) {
+                inner.layout = Layout::contiguous(shape);
+            }
             inner.id = TensorId::next();
             return Tensor(ManuallyDrop::new(arc));
         }
-        Tensor::from_parts(Arc::new(storage), layout)
+        Tensor::from_parts(Arc::new(storage), Layout::contiguous(shape))
     }
 
     /// A tensor of the given shape holding `data` in row-major order, on the CPU.
