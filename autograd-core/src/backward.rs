@@ -16,7 +16,7 @@ use crate::{Error, Result, Tensor, compute, grad_mode};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
-use std::sync::atomic::Ordering as AtomicOrdering;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 /// How a backward pass runs.
 #[derive(Clone, Default)]
@@ -141,20 +141,38 @@ impl Ord for Ready {
     }
 }
 
-fn claim(node: &Node) -> Result<()> {
-    node.claimed
-        .compare_exchange(
-            false,
-            true,
-            AtomicOrdering::Acquire,
-            AtomicOrdering::Relaxed,
-        )
-        .map(|_| ())
-        .map_err(|_| Error::ConcurrentBackward { op: node.name() })
+/// One run of the engine. Nodes are claimed by the pass that holds their pending
+/// gradient, so that a second pass reaching them at the same time fails instead of
+/// adding its gradients into the first one's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Pass(u64);
+
+impl Pass {
+    fn start() -> Pass {
+        static NEXT: AtomicU64 = AtomicU64::new(1); // 0 marks an unclaimed node
+        Pass(NEXT.fetch_add(1, AtomicOrdering::Relaxed))
+    }
+}
+
+/// Whether `claim` took the node now or this pass already held it.
+enum Claim {
+    New,
+    Held,
+}
+
+fn claim(node: &Node, pass: Pass) -> Result<Claim> {
+    match node
+        .claimed
+        .compare_exchange(0, pass.0, AtomicOrdering::Acquire, AtomicOrdering::Relaxed)
+    {
+        Ok(_) => Ok(Claim::New),
+        Err(owner) if owner == pass.0 => Ok(Claim::Held),
+        Err(_) => Err(Error::ConcurrentBackward { op: node.name() }),
+    }
 }
 
 fn release(node: &Node) {
-    node.claimed.store(false, AtomicOrdering::Release);
+    node.claimed.store(0, AtomicOrdering::Release);
 }
 
 fn seed_for(root: &Tensor, opts: &BackwardOptions) -> Result<Tensor> {
@@ -186,6 +204,21 @@ fn seed_for(root: &Tensor, opts: &BackwardOptions) -> Result<Tensor> {
 
 /// Runs the backward pass from `root`, accumulating gradients into every leaf that
 /// requires grad (read them with [`Tensor::grad`]).
+///
+/// # Errors
+///
+/// A pass that fails half-way (an op's backward returns an error, anomaly mode finds
+/// a NaN, another thread's pass holds a node) releases every node it claimed and
+/// every pending gradient buffer, so dropping the tensors frees the graph as usual.
+/// Leaves it reached before the error keep what they accumulated.
+///
+/// # Threads
+///
+/// The pass runs on the calling thread, which need not be the thread that built the
+/// graph. Two passes that reach the same recorded node at the same time do not wait
+/// for each other: the later one fails with [`Error::ConcurrentBackward`] (it never
+/// adds its gradients into the other pass). Differentiate a graph from one thread at
+/// a time; independent graphs can be differentiated on many threads at once.
 pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
     run(root, &opts, &mut AccumulateIntoLeaves)
 }
@@ -220,11 +253,12 @@ fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()>
         Autograd::None => Err(Error::NoGradRoot),
         Autograd::Leaf(slot) => sink.leaf(slot, seed, opts.create_graph),
         Autograd::Interior(node) => {
-            claim(node)?;
+            let pass = Pass::start();
+            claim(node, pass)?;
             node.lock().grad = Some(seed);
             let mut ready = BinaryHeap::new();
             ready.push(Ready(node.clone()));
-            let result = drain(&mut ready, opts, sink);
+            let result = drain(&mut ready, pass, opts, sink);
             if result.is_err() {
                 // Leave no gradient buffers or claims behind in nodes we did not reach.
                 for Ready(node) in ready.drain() {
@@ -237,7 +271,12 @@ fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()>
     })
 }
 
-fn drain(ready: &mut BinaryHeap<Ready>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+fn drain(
+    ready: &mut BinaryHeap<Ready>,
+    pass: Pass,
+    opts: &BackwardOptions,
+    sink: &mut dyn Sink,
+) -> Result<()> {
     while let Some(Ready(node)) = ready.pop() {
         let step = run_node(&node, opts, sink);
         release(&node);
@@ -247,16 +286,17 @@ fn drain(ready: &mut BinaryHeap<Ready>, opts: &BackwardOptions, sink: &mut dyn S
                 Edge::None => {}
                 Edge::Leaf(slot) => sink.leaf(slot, grad, opts.create_graph)?,
                 Edge::Node(next) => {
-                    let mut state = next.lock();
-                    match state.grad.take() {
-                        Some(acc) => state.grad = Some(add(acc, grad, opts.create_graph)?),
-                        None => {
-                            claim(next)?;
-                            state.grad = Some(grad);
-                            drop(state);
-                            ready.push(Ready(next.clone()));
-                        }
+                    // Claimed first: a node another pass holds is not touched. A node
+                    // this pass claims is queued at once, so that on an error below
+                    // the clean-up in `run` releases it.
+                    if let Claim::New = claim(next, pass)? {
+                        ready.push(Ready(next.clone()));
                     }
+                    let mut state = next.lock();
+                    state.grad = Some(match state.grad.take() {
+                        Some(acc) => add(acc, grad, opts.create_graph)?,
+                        None => grad,
+                    });
                 }
             }
         }

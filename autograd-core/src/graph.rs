@@ -15,7 +15,7 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::Location;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Where a leaf that requires grad accumulates its gradient. Shared by every handle
@@ -121,8 +121,8 @@ pub(crate) struct Node {
     pub(crate) output_shape: Shape,
     pub(crate) location: &'static Location<'static>,
     pub(crate) state: Mutex<NodeState>,
-    /// Held by the one backward pass currently running through this node.
-    pub(crate) claimed: AtomicBool,
+    /// Id of the one backward pass currently running through this node (0: none).
+    pub(crate) claimed: AtomicU64,
 }
 
 impl Node {
@@ -270,7 +270,7 @@ impl Node {
                 grad: None,
                 consumed: false,
             }),
-            claimed: AtomicBool::new(false),
+            claimed: AtomicU64::new(0),
         }
     }
 
@@ -289,7 +289,7 @@ impl Node {
         self.output_id = output.id();
         self.output_shape = output.shape().clone();
         self.location = location;
-        *self.claimed.get_mut() = false;
+        *self.claimed.get_mut() = 0;
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         state.grad = None;
         state.consumed = false;
