@@ -95,11 +95,19 @@ impl Tensor {
         }
 
         // Shared: this handle alone moves to the new values, under the same identity.
+        let holds_slot = match &autograd {
+            Autograd::Leaf(slot) if self.0.holds_slot => {
+                slot.hold();
+                true
+            }
+            _ => false,
+        };
         *self = Tensor::from_inner(TensorInner {
             id: self.0.id,
             storage: value.storage_arc().clone(),
             layout: value.layout().clone(),
             autograd,
+            holds_slot,
         });
         Ok(())
     }

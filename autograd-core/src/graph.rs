@@ -15,18 +15,51 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Where a leaf that requires grad accumulates its gradient. Shared by every handle
 /// of the leaf and by the nodes that consume it, so gradients reach whichever handle
 /// the caller holds.
-#[derive(Default)]
 pub(crate) struct GradSlot {
     grad: Mutex<Option<Tensor>>,
+    /// Leaf tensors the user can read the gradient through (`TensorInner::holds_slot`;
+    /// the copies that nodes save do not count). At 0 nobody can read it any more,
+    /// and the slot lets it go.
+    handles: AtomicUsize,
 }
 
 impl GradSlot {
+    /// A slot held by one leaf tensor.
+    pub(crate) fn held() -> Arc<GradSlot> {
+        Arc::new(GradSlot {
+            grad: Mutex::new(None),
+            handles: AtomicUsize::new(1),
+        })
+    }
+
+    /// One more leaf tensor holds the slot (one of them is alive while this runs).
+    pub(crate) fn hold(&self) {
+        self.handles.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A leaf tensor holding the slot is gone; the last one clears the gradient,
+    /// which also breaks the cycle `backward(create_graph)` leaves (slot -> recorded
+    /// gradient -> its nodes -> slot). The count drops before the slot is locked, so
+    /// a pass that stores a gradient with the slot locked either stores it before
+    /// this clear or sees the slot orphaned.
+    pub(crate) fn release(&self) {
+        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.clear();
+        }
+    }
+
+    /// True once no leaf tensor holds the slot: a gradient stored here could never
+    /// be read. Read it with the slot locked (see `release`).
+    pub(crate) fn is_orphaned(&self) -> bool {
+        self.handles.load(Ordering::Acquire) == 0
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Tensor>> {
         self.grad.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -307,7 +340,7 @@ impl Node {
                 dtype: t.dtype(),
                 device: t.device(),
             });
-            state.saved.push(spec.saved.then(|| (*t).clone()));
+            state.saved.push(spec.saved.then(|| t.for_saving()));
         }
         state.saved_output = entry
             .saves_output

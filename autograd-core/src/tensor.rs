@@ -70,15 +70,29 @@ pub(crate) struct TensorInner {
     pub(crate) storage: Arc<Storage>,
     pub(crate) layout: Layout,
     pub(crate) autograd: Autograd,
+    /// A leaf the user holds, counted in its slot's handles (false for the copies of
+    /// a leaf that nodes save: see [`Tensor::for_saving`]).
+    pub(crate) holds_slot: bool,
+}
+
+impl TensorInner {
+    /// Lets go of the tensor's place in the graph, as its last handle goes.
+    fn release_autograd(&mut self) {
+        match std::mem::take(&mut self.autograd) {
+            // Long chains (a recurrent loop of 10^5 ops) would otherwise drop node
+            // after node recursively; hand the producer to the iterative drop instead.
+            Autograd::Interior(node) => drop_node(node),
+            // The last leaf the user holds lets the gradient go (see GradSlot::release).
+            Autograd::Leaf(slot) if self.holds_slot => slot.release(),
+            Autograd::Leaf(_) | Autograd::None => {}
+        }
+        self.holds_slot = false;
+    }
 }
 
 impl Drop for TensorInner {
     fn drop(&mut self) {
-        // Long chains (a recurrent loop of 10^5 ops) would otherwise drop node after
-        // node recursively; hand the producer to the iterative drop instead.
-        if let Autograd::Interior(node) = std::mem::take(&mut self.autograd) {
-            drop_node(node);
-        }
+        self.release_autograd();
     }
 }
 
@@ -142,9 +156,7 @@ fn retire(mut arc: Arc<TensorInner>) {
     let Some(inner) = Arc::get_mut(&mut arc) else {
         return;
     };
-    if let Autograd::Interior(node) = std::mem::take(&mut inner.autograd) {
-        drop_node(node);
-    }
+    inner.release_autograd();
     let Some(storage) = Arc::get_mut(&mut inner.storage) else {
         return; // another view still holds the storage: nothing to keep
     };
@@ -172,6 +184,7 @@ impl Tensor {
             storage,
             layout,
             autograd: Autograd::None,
+            holds_slot: false,
         })
     }
 
@@ -381,17 +394,16 @@ impl Tensor {
             }
             (Autograd::Interior(_), false) => self.detach(),
             (Autograd::Leaf(_), false) | (Autograd::None, true) => {
-                let autograd = if requires {
-                    Autograd::Leaf(Arc::new(GradSlot::default()))
-                } else {
-                    Autograd::None
-                };
                 let mut t = self;
                 if Arc::get_mut(&mut t.0).is_none() {
                     t = t.detach();
                 }
                 if let Some(inner) = Arc::get_mut(&mut t.0) {
-                    inner.autograd = autograd;
+                    inner.release_autograd();
+                    if requires {
+                        inner.autograd = Autograd::Leaf(GradSlot::held());
+                        inner.holds_slot = true;
+                    }
                 }
                 t
             }
@@ -431,6 +443,24 @@ impl Tensor {
             Autograd::None => Edge::None,
             Autograd::Leaf(slot) => Edge::Leaf(slot.clone()),
             Autograd::Interior(node) => Edge::Node(node.clone()),
+        }
+    }
+
+    /// The handle a node saves for its backward: the tensor itself, except for a
+    /// leaf that requires grad, which is saved as a second handle (same id, storage
+    /// and gradient slot) so that the graph never keeps the user's leaf alive: a
+    /// gradient recorded into the leaf (`create_graph`) would otherwise hold the
+    /// leaf that holds it.
+    pub(crate) fn for_saving(&self) -> Tensor {
+        match &self.0.autograd {
+            Autograd::Leaf(slot) => Tensor::from_inner(TensorInner {
+                id: self.0.id,
+                storage: self.0.storage.clone(),
+                layout: self.0.layout.clone(),
+                autograd: Autograd::Leaf(slot.clone()),
+                holds_slot: false,
+            }),
+            _ => self.clone(),
         }
     }
 
