@@ -235,6 +235,43 @@
 //! # }
 //! ```
 //!
+//! # Threads
+//!
+//! [`Tensor`] is `Send + Sync`: a graph can be built on one thread and differentiated
+//! on another, and independent graphs can be built and differentiated on many
+//! threads at once. A backward pass claims each recorded node while it holds a
+//! pending gradient for it or runs its backward; a second pass that reaches a node
+//! claimed by a pass running on another thread fails with
+//! [`Error::ConcurrentBackward`] instead of waiting (waiting could deadlock two passes
+//! that claimed nodes in opposite orders) and instead of mixing its gradients into
+//! the other pass. The failed pass leaves no claim or gradient buffer in the graph,
+//! but leaves that it reached before the conflict keep what they accumulated: zero
+//! them before trying again. So differentiate a graph, or graphs that share recorded
+//! nodes, from one thread at a time (graphs that share only leaves are independent;
+//! concurrent passes then accumulate into the shared leaves' `.grad()` in an
+//! unspecified order). Forward computation never claims anything: any number of
+//! threads can compute with the same tensors.
+//!
+//! # Finding where a NaN comes from
+//!
+//! [`anomaly`] mode checks every gradient a backward pass computes and stops at the
+//! first NaN or infinity, naming the op and the line of your code that called it:
+//!
+//! ```
+//! use autograd::prelude::*;
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let x = Tensor::from_slice(&[0.0f64, 4.0], [2])?.set_requires_grad(true);
+//! let y = x.sqrt()?.sum_all()?; // d sqrt(x)/dx = 1 / (2 sqrt(x)) is infinite at 0
+//! let _anomaly = autograd::anomaly::enable(); // this thread, until dropped
+//! let err = y.backward().unwrap_err();
+//! assert!(matches!(err, Error::Anomaly { op: "sqrt", .. }));
+//! assert!(err.to_string().contains(file!()), "{err}");
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Errors
 //!
 //! Every fallible call returns [`Result`]; library code does not panic on bad input.

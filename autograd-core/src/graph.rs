@@ -502,6 +502,16 @@ impl ComputationGraph {
     /// [`crate::no_grad`]); returns the output, now pointing at its node.
     #[track_caller]
     pub fn record<O: Differentiable>(op: O, inputs: &[&Tensor], output: Tensor) -> Tensor {
+        Self::record_at(op, inputs, output, Location::caller())
+    }
+
+    /// [`ComputationGraph::record`] with the call site given.
+    pub(crate) fn record_at<O: Differentiable>(
+        op: O,
+        inputs: &[&Tensor],
+        output: Tensor,
+        location: &'static Location<'static>,
+    ) -> Tensor {
         let entry = O::ENTRY;
         let needed = crate::is_grad_enabled()
             && entry
@@ -512,7 +522,7 @@ impl ComputationGraph {
         if !needed {
             return output;
         }
-        record_node(entry, Box::new(op), inputs, output, Location::caller())
+        record_node(entry, Box::new(op), inputs, output, location)
     }
 
     /// The nodes, earliest first.

@@ -5,8 +5,10 @@
 //! Operators return `Result<Tensor>` (shapes may not broadcast), and accept a
 //! `Result<Tensor>` on the left so that `&a * &b + &c` chains, with one `?` at the end.
 
+use crate::op::CallerGuard;
 use crate::{Error, Result, Shape, Tensor};
 use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::panic::Location;
 use std::sync::OnceLock;
 
 /// The standard ops the operators and the engine need, registered once by the
@@ -51,6 +53,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(self, rhs)
             }
         }
@@ -58,6 +61,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: Tensor) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(self, &rhs)
             }
         }
@@ -65,6 +69,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(&self, rhs)
             }
         }
@@ -72,6 +77,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: Tensor) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(&self, &rhs)
             }
         }
@@ -79,6 +85,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(&self?, rhs)
             }
         }
@@ -86,6 +93,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: Tensor) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(&self?, &rhs)
             }
         }
@@ -93,6 +101,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: Result<Tensor>) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(self, &rhs?)
             }
         }
@@ -100,6 +109,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: Result<Tensor>) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 (std_ops()?.$field)(&self, &rhs?)
             }
         }
@@ -107,6 +117,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: f64) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 let f: fn(&Tensor, f64) -> Result<Tensor> = $scalar;
                 f(self, rhs)
             }
@@ -115,6 +126,7 @@ macro_rules! binary_operator {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: f64) -> Result<Tensor> {
+                let _at = CallerGuard::set(Location::caller());
                 let f: fn(&Tensor, f64) -> Result<Tensor> = $scalar;
                 f(&self, rhs)
             }
@@ -131,6 +143,7 @@ impl Add<&Tensor> for f64 {
     type Output = Result<Tensor>;
     #[track_caller]
     fn add(self, rhs: &Tensor) -> Result<Tensor> {
+        let _at = CallerGuard::set(Location::caller());
         (std_ops()?.add_scalar)(rhs, self)
     }
 }
@@ -139,6 +152,7 @@ impl Mul<&Tensor> for f64 {
     type Output = Result<Tensor>;
     #[track_caller]
     fn mul(self, rhs: &Tensor) -> Result<Tensor> {
+        let _at = CallerGuard::set(Location::caller());
         (std_ops()?.mul_scalar)(rhs, self)
     }
 }
@@ -148,7 +162,12 @@ impl Sub<&Tensor> for f64 {
     #[track_caller]
     fn sub(self, rhs: &Tensor) -> Result<Tensor> {
         let ops = std_ops()?;
-        (ops.add_scalar)(&(ops.neg)(rhs)?, self)
+        let negated = {
+            let _at = CallerGuard::set(Location::caller());
+            (ops.neg)(rhs)?
+        };
+        let _at = CallerGuard::set(Location::caller());
+        (ops.add_scalar)(&negated, self)
     }
 }
 
@@ -156,6 +175,7 @@ impl Neg for &Tensor {
     type Output = Result<Tensor>;
     #[track_caller]
     fn neg(self) -> Result<Tensor> {
+        let _at = CallerGuard::set(Location::caller());
         (std_ops()?.neg)(self)
     }
 }
@@ -164,6 +184,7 @@ impl Neg for Tensor {
     type Output = Result<Tensor>;
     #[track_caller]
     fn neg(self) -> Result<Tensor> {
+        let _at = CallerGuard::set(Location::caller());
         (std_ops()?.neg)(&self)
     }
 }

@@ -1,6 +1,7 @@
 //! Reliability: memory is reclaimed on every path, threads are safe, bad input gives
 //! a typed error and never a panic, and anomaly mode reports NaN gradients.
 
+mod anomaly;
 mod memory;
 mod threads;
 
