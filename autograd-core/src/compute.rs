@@ -30,6 +30,30 @@ pub fn normalize_axis_of(op: &'static str, axis: isize, shape: &Shape) -> Result
     Ok(a as usize)
 }
 
+/// Checks that a tensor of `shape` and `dtype` can exist: its size in bytes fits in
+/// `isize::MAX`, as every Rust allocation must, and so does the product of its
+/// non-zero sizes (an empty tensor's strides are computed from them too). Every
+/// shape that comes from an argument rather than from an existing tensor is checked
+/// here before anything is computed from it, so no view or result ever has a size
+/// that overflows (an error, where allocating it would panic or abort).
+pub fn check_size(op: &'static str, shape: &Shape, dtype: DType) -> Result<()> {
+    let bytes = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d.max(1)))
+        .and_then(|n| n.checked_mul(dtype.size_in_bytes()));
+    match bytes {
+        Some(b) if b <= isize::MAX as usize => Ok(()),
+        _ => Err(Error::Shape {
+            op,
+            msg: format!(
+                "a {dtype} tensor of shape {shape} would take more bytes than any buffer can \
+                 hold ({} max); check the sizes passed to the op",
+                isize::MAX
+            ),
+        }),
+    }
+}
+
 fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.device() != b.device() {
         return Err(Error::DeviceMismatch {
@@ -68,6 +92,7 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
         lhs: a.shape().clone(),
         rhs: b.shape().clone(),
     })?;
+    check_size(op.name(), &shape, a.dtype())?;
     let la = broadcast_layout(a, &shape)?;
     let lb = broadcast_layout(b, &shape)?;
     let storage = a.storage().binary(&la, b.storage(), &lb, op)?;
@@ -205,6 +230,9 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         s.push(y);
         s
     };
+    check_size("matmul", &with(batch.clone(), m, k), a.dtype())?;
+    check_size("matmul", &with(batch.clone(), k, n), a.dtype())?;
+    check_size("matmul", &with(batch.clone(), m, n), a.dtype())?;
     let la = broadcast_layout(a, &with(batch.clone(), m, k))?;
     let lb = broadcast_layout(b, &with(batch.clone(), k, n))?;
     let storage = a.storage().matmul(&la, b.storage(), &lb)?;
@@ -222,6 +250,7 @@ pub fn contiguous(x: &Tensor) -> Result<Tensor> {
 /// `x` with another shape of the same element count (a view when `x` is contiguous).
 pub fn reshape(x: &Tensor, shape: impl Into<Shape>) -> Result<Tensor> {
     let shape = shape.into();
+    check_size("reshape", &shape, x.dtype())?;
     if shape.numel() != x.numel() {
         return Err(Error::Shape {
             op: "reshape",
@@ -276,6 +305,7 @@ pub fn permute(x: &Tensor, perm: &[usize]) -> Result<Tensor> {
 /// `x` seen with the larger shape `shape` under broadcasting (a view).
 pub fn broadcast_to(x: &Tensor, shape: impl Into<Shape>) -> Result<Tensor> {
     let shape = shape.into();
+    check_size("broadcast_to", &shape, x.dtype())?;
     Ok(x.with_layout(broadcast_layout(x, &shape)?))
 }
 
@@ -378,8 +408,15 @@ pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
                 ),
             });
         }
-        shape.dims_mut()[dim] += x.dims()[dim];
+        shape.dims_mut()[dim] =
+            shape[dim]
+                .checked_add(x.dims()[dim])
+                .ok_or_else(|| Error::Shape {
+                    op: "concat",
+                    msg: format!("the sizes of axis {dim} add up past usize::MAX"),
+                })?;
     }
+    check_size("concat", &shape, first.dtype())?;
     let mut storage = first
         .storage()
         .filled_like(shape.numel(), first.dtype(), 0.0)?;
@@ -401,9 +438,9 @@ pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
 /// A zero tensor of `shape` with `x` written at entries `start..` of axis `dim`:
 /// the gradient of [`narrow`].
 pub fn pad_narrow(x: &Tensor, shape: &Shape, dim: usize, start: usize) -> Result<Tensor> {
-    let mut storage = x.storage().filled_like(shape.numel(), x.dtype(), 0.0)?;
-    let full = Layout::contiguous(shape.clone());
-    if dim >= shape.rank() || start + x.dims().get(dim).copied().unwrap_or(0) > shape[dim] {
+    check_size("pad_narrow", shape, x.dtype())?;
+    let end = start.checked_add(x.dims().get(dim).copied().unwrap_or(0));
+    if dim >= shape.rank() || end.is_none_or(|end| end > shape[dim]) {
         return Err(Error::Shape {
             op: "pad_narrow",
             msg: format!(
@@ -412,6 +449,8 @@ pub fn pad_narrow(x: &Tensor, shape: &Shape, dim: usize, start: usize) -> Result
             ),
         });
     }
+    let mut storage = x.storage().filled_like(shape.numel(), x.dtype(), 0.0)?;
+    let full = Layout::contiguous(shape.clone());
     x.storage().copy_into(
         x.layout(),
         &mut storage,
@@ -459,6 +498,7 @@ pub fn index_select(x: &Tensor, dim: usize, indices: &[usize]) -> Result<Tensor>
     }
     let mut shape = x.shape().clone();
     shape.dims_mut()[dim] = indices.len();
+    check_size("index_select", &shape, x.dtype())?;
     let mut storage = x.storage().filled_like(shape.numel(), x.dtype(), 0.0)?;
     let full = Layout::contiguous(shape.clone());
     for (pos, &i) in indices.iter().enumerate() {
@@ -475,6 +515,7 @@ pub fn index_select(x: &Tensor, dim: usize, indices: &[usize]) -> Result<Tensor>
 /// A zero tensor of `shape` with entry `pos` of `src` (along `dim`) added at entry
 /// `indices[pos]`: the gradient of [`index_select`] (repeated indices add up).
 pub fn index_add(src: &Tensor, shape: &Shape, dim: usize, indices: &[usize]) -> Result<Tensor> {
+    check_size("index_add", shape, src.dtype())?;
     let mut storage = src.storage().filled_like(shape.numel(), src.dtype(), 0.0)?;
     let full = Layout::contiguous(shape.clone());
     for (pos, &i) in indices.iter().enumerate() {

@@ -259,6 +259,7 @@ impl Tensor {
     /// A tensor of `shape` filled with `value`, with this tensor's dtype and device.
     pub fn full_like_shape(&self, shape: impl Into<Shape>, value: f64) -> Result<Tensor> {
         let shape = shape.into();
+        crate::compute::check_size("full_like_shape", &shape, self.dtype())?;
         let storage = self
             .storage()
             .filled_like(shape.numel(), self.dtype(), value)?;

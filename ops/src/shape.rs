@@ -277,7 +277,19 @@ pub mod pad {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("pad", self.axis, x)?;
         let mut shape = x.shape().clone();
-        shape.dims_mut()[axis] += self.before + self.after;
+        let padded = x.dims()[axis]
+            .checked_add(self.before)
+            .and_then(|d| d.checked_add(self.after))
+            .ok_or_else(|| Error::Shape {
+                op: "pad",
+                msg: format!(
+                    "padding axis {axis} of shape {} by {} and {} overflows the size of an axis",
+                    x.shape(),
+                    self.before,
+                    self.after
+                ),
+            })?;
+        shape.dims_mut()[axis] = padded;
         compute::pad_narrow(x, &shape, axis, self.before)
     }
 

@@ -1,8 +1,11 @@
 //! Reliability: memory is reclaimed on every path, threads are safe, bad input gives
-//! a typed error and never a panic, and anomaly mode reports NaN gradients.
+//! a typed error and never a panic (property tests against naive references), and
+//! anomaly mode reports NaN gradients.
 
 mod anomaly;
 mod memory;
+mod props;
+mod reference;
 mod threads;
 
 /// Every test calls this first: links the op library and checks the registry.

@@ -1,0 +1,1033 @@
+//! Property tests of every standard op: random shapes (empty axes included), axes
+//! (out of range included), broadcasting pairs (incompatible included), strided
+//! views, f32 and f64, and values with NaN, infinities and signed zeros.
+//!
+//! Each case asserts one of two outcomes, decided by the naive reference in
+//! `reference.rs`: a result equal to the reference's (NaN where it has NaN, the same
+//! infinities), or, where the reference rejects the arguments, an `Error` that names
+//! the op. A panic anywhere fails the case (proptest catches it and shrinks). Every
+//! successful case is then differentiated with a seed gradient, and for f64 cases on
+//! smooth inputs the gradients are checked against a central difference of the
+//! *reference*, along a direction through every differentiable input.
+//!
+//! The list of ops below is checked against the registry, so an op added to the
+//! library without a property here fails `every_standard_op_has_a_property`.
+
+use crate::reference::{self as r, Nd};
+use autograd::prelude::*;
+use autograd::{compute, ops, registry};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed, TestCaseError, TestRunner};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How one input tensor is laid out in memory: its values are the same in every
+/// case, the strides are not.
+#[derive(Clone, Debug)]
+enum View {
+    Contiguous,
+    /// A permutation of a contiguous tensor, permuted back.
+    Permuted(Vec<usize>),
+    /// A window of a larger tensor whose other entries are NaN.
+    Narrowed {
+        axis: usize,
+        before: usize,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Input {
+    nd: Nd,
+    view: View,
+    differentiable: bool,
+    /// This input gets the other dtype (a dtype mismatch the op must reject).
+    other_dtype: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Params {
+    axis: isize,
+    keepdim: bool,
+    scalar: f64,
+    shape: Vec<usize>,
+    start: usize,
+    len: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    op: &'static str,
+    params: Params,
+    inputs: Vec<Input>,
+    f64: bool,
+    /// Values away from kinks, poles and domain edges: gradients are checked.
+    smooth: bool,
+}
+
+/// Ops with a property, by kind. `every_standard_op_has_a_property` compares this
+/// list with the registry.
+const UNARY: &[&str] = &[
+    "neg", "exp", "log", "sqrt", "square", "abs", "tanh", "sigmoid", "relu", "gelu", "sin", "cos",
+];
+const WITH_SCALAR: &[&str] = &["add_scalar", "mul_scalar", "pow_scalar"];
+const BINARY: &[&str] = &["add", "sub", "mul", "div", "pow", "maximum", "minimum"];
+const REDUCE: &[&str] = &["sum", "mean", "max", "min", "logsumexp"];
+const OTHER: &[&str] = &[
+    "sum_all",
+    "mean_all",
+    "softmax",
+    "log_softmax",
+    "reshape",
+    "broadcast_to",
+    "sum_to_shape",
+    "transpose",
+    "permute",
+    "unsqueeze",
+    "squeeze",
+    "narrow",
+    "pad",
+    "concat",
+    "index_select",
+    "index_add",
+    "matmul",
+    "cross_entropy",
+    "mse_loss",
+];
+
+fn covered() -> impl Iterator<Item = &'static str> {
+    [UNARY, WITH_SCALAR, BINARY, REDUCE, OTHER]
+        .into_iter()
+        .flatten()
+        .copied()
+}
+
+/// Cases per op; `RELIABILITY_CASES` raises it for a longer local run.
+fn cases_per_op() -> u32 {
+    std::env::var("RELIABILITY_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+/// Cases run by all property tests of this binary (reported by the coverage test).
+static CASES_RUN: AtomicUsize = AtomicUsize::new(0);
+
+// ----- strategies -----
+
+/// Sizes 0..=4, mostly non-zero and often 1 (so broadcasting and squeeze apply).
+fn dim() -> impl Strategy<Value = usize> + Clone {
+    prop_oneof![1 => Just(0usize), 3 => Just(1usize), 6 => 2..=4usize]
+}
+
+fn dims(ranks: std::ops::RangeInclusive<usize>) -> BoxedStrategy<Vec<usize>> {
+    proptest::collection::vec(dim(), ranks).boxed()
+}
+
+fn value(smooth: bool) -> BoxedStrategy<f64> {
+    if smooth {
+        // Away from 0 (abs, relu, div, log, pow) and never equal by accident (max).
+        (0.25f64..2.0, any::<bool>())
+            .prop_map(|(v, neg)| if neg { -v } else { v })
+            .boxed()
+    } else {
+        prop_oneof![
+            8 => -3.0f64..3.0,
+            1 => prop::sample::select(vec![
+                0.0,
+                -0.0,
+                1.0,
+                -1.0,
+                f64::NAN,
+                f64::INFINITY,
+                f64::NEG_INFINITY,
+                1e-300,
+            ]),
+        ]
+        .boxed()
+    }
+}
+
+fn nd(dims: Vec<usize>, smooth: bool) -> BoxedStrategy<Nd> {
+    let n = r::numel(&dims).unwrap_or(0);
+    proptest::collection::vec(value(smooth), n)
+        .prop_map(move |data| Nd {
+            dims: dims.clone(),
+            data,
+        })
+        .boxed()
+}
+
+fn view(rank: usize) -> BoxedStrategy<View> {
+    if rank == 0 {
+        return Just(View::Contiguous).boxed();
+    }
+    prop_oneof![
+        2 => Just(View::Contiguous),
+        1 => Just((0..rank).collect::<Vec<_>>()).prop_shuffle().prop_map(View::Permuted),
+        1 => (0..rank, 0..3usize).prop_map(|(axis, before)| View::Narrowed { axis, before }),
+    ]
+    .boxed()
+}
+
+fn input(dims: Vec<usize>, smooth: bool) -> BoxedStrategy<Input> {
+    let rank = dims.len();
+    (nd(dims, smooth), view(rank))
+        .prop_map(|(nd, view)| Input {
+            nd,
+            view,
+            differentiable: true,
+            other_dtype: false,
+        })
+        .boxed()
+}
+
+/// An index vector for an axis of `size`: mostly valid positions (repeats allowed),
+/// sometimes out of range, fractional, negative or NaN, sometimes not a vector.
+fn index(size: usize) -> BoxedStrategy<Input> {
+    let valid = proptest::collection::vec(0..size.max(1), 0..5)
+        .prop_map(|v| v.into_iter().map(|i| i as f64).collect::<Vec<_>>());
+    let any_value = proptest::collection::vec(
+        prop_oneof![
+            4 => (0..size + 2).prop_map(|i| i as f64),
+            1 => prop::sample::select(vec![-1.0, 0.5, f64::NAN, f64::INFINITY, 1e300]),
+        ],
+        0..5,
+    );
+    (prop_oneof![4 => valid, 1 => any_value], 0..10u8)
+        .prop_map(|(data, shape_pick)| {
+            let dims = if shape_pick == 0 && data.len() == 4 {
+                vec![2, 2] // not a vector
+            } else {
+                vec![data.len()]
+            };
+            Input {
+                nd: Nd { dims, data },
+                view: View::Contiguous,
+                differentiable: false,
+                other_dtype: false,
+            }
+        })
+        .boxed()
+}
+
+fn axis() -> impl Strategy<Value = isize> + Clone {
+    -6isize..6
+}
+
+/// Sizes that overflow, or that no buffer can hold: the op must refuse them.
+fn huge() -> impl Strategy<Value = usize> + Clone {
+    prop::sample::select(vec![usize::MAX, usize::MAX / 2 + 1, 1usize << 61])
+}
+
+/// A shape that broadcasts with `base` (leading axes dropped, some axes set to 1),
+/// or with some chance one axis changed to anything (usually incompatible).
+fn broadcast_partner(base: Vec<usize>) -> BoxedStrategy<Vec<usize>> {
+    let rank = base.len();
+    (
+        0..=rank,
+        proptest::collection::vec(any::<bool>(), rank),
+        prop::option::weighted(0.2, (0..rank.max(1), dim())),
+    )
+        .prop_map(move |(drop, ones, change)| {
+            let mut s: Vec<usize> = base
+                .iter()
+                .zip(&ones)
+                .map(|(&d, &one)| if one { 1 } else { d })
+                .collect();
+            if let Some((at, d)) = change
+                && at < s.len()
+            {
+                s[at] = d;
+            }
+            s.split_off(drop.min(s.len()))
+        })
+        .boxed()
+}
+
+fn case(
+    op: &'static str,
+    params: impl Strategy<Value = Params> + 'static,
+    inputs: impl Fn(bool) -> BoxedStrategy<Vec<Input>> + 'static,
+) -> BoxedStrategy<Case> {
+    let params = params.boxed();
+    (any::<bool>(), prop::bool::weighted(0.6))
+        .prop_flat_map(move |(f64, smooth)| {
+            (params.clone(), inputs(smooth)).prop_map(move |(params, inputs)| Case {
+                op,
+                params,
+                inputs,
+                f64,
+                smooth,
+            })
+        })
+        .prop_flat_map(fit_to_input)
+        .prop_map(|mut c| {
+            // Smooth cases of ops defined for positive values only stay in the domain.
+            if c.smooth && ["log", "sqrt", "pow", "pow_scalar"].contains(&c.op) {
+                c.inputs[0].nd.data.iter_mut().for_each(|v| *v = v.abs());
+            }
+            c
+        })
+        .boxed()
+}
+
+/// Most of the time, makes the axis (and a narrow's range) valid for the first
+/// input, so that invalid arguments stay a minority of the cases.
+fn fit_to_input(c: Case) -> BoxedStrategy<Case> {
+    let dims = c.inputs[0].nd.dims.clone();
+    let rank = dims.len();
+    let positions = if c.op == "unsqueeze" { rank + 1 } else { rank };
+    (
+        Just(c),
+        prop::bool::weighted(0.8),
+        0..positions.max(1),
+        any::<bool>(),
+        0..=4usize,
+        0..=4usize,
+    )
+        .prop_map(move |(mut c, fit, at, negative, a, b)| {
+            if !fit || positions == 0 || c.op == "concat" || c.op.starts_with("index_") {
+                return c;
+            }
+            let mut at = at;
+            if c.op == "squeeze"
+                && let Some(one) = dims.iter().position(|&d| d == 1)
+            {
+                at = one;
+            }
+            c.params.axis = if negative {
+                at as isize - positions as isize
+            } else {
+                at as isize
+            };
+            if c.op == "narrow" && at < rank {
+                c.params.start = a.min(dims[at]);
+                c.params.len = b.min(dims[at] - c.params.start);
+            }
+            c
+        })
+        .boxed()
+}
+
+fn one_input(ranks: std::ops::RangeInclusive<usize>) -> impl Fn(bool) -> BoxedStrategy<Vec<Input>> {
+    move |smooth| {
+        dims(ranks.clone())
+            .prop_flat_map(move |d| input(d, smooth))
+            .prop_map(|i| vec![i])
+            .boxed()
+    }
+}
+
+fn no_params() -> BoxedStrategy<Params> {
+    Just(Params::default()).boxed()
+}
+
+fn axis_params() -> BoxedStrategy<Params> {
+    (axis(), any::<bool>())
+        .prop_map(|(axis, keepdim)| Params {
+            axis,
+            keepdim,
+            ..Params::default()
+        })
+        .boxed()
+}
+
+fn shape_params(shape: BoxedStrategy<Vec<usize>>) -> BoxedStrategy<Params> {
+    shape
+        .prop_map(|shape| Params {
+            shape,
+            ..Params::default()
+        })
+        .boxed()
+}
+
+/// The strategy of cases for op `name`.
+fn strategy(name: &'static str) -> BoxedStrategy<Case> {
+    if UNARY.contains(&name) {
+        return case(name, no_params(), one_input(0..=4));
+    }
+    if WITH_SCALAR.contains(&name) {
+        let scalar = prop_oneof![
+            3 => -3.0f64..3.0,
+            1 => prop::sample::select(vec![0.0, 1.0, 2.0, 3.0, 0.5, -1.0, f64::NAN, f64::INFINITY]),
+        ];
+        let params = scalar.prop_map(|scalar| Params {
+            scalar,
+            ..Params::default()
+        });
+        return case(name, params, one_input(0..=4));
+    }
+    if BINARY.contains(&name) {
+        return case(name, no_params(), |smooth| {
+            (dims(0..=4), any::<bool>(), prop::bool::weighted(0.05))
+                .prop_flat_map(move |(base, swap, mixed)| {
+                    let other = broadcast_partner(base.clone());
+                    (Just(base), other).prop_flat_map(move |(a, b)| {
+                        let (a, b) = if swap { (b, a) } else { (a, b) };
+                        (input(a, smooth), input(b, smooth)).prop_map(move |(a, mut b)| {
+                            b.other_dtype = mixed;
+                            vec![a, b]
+                        })
+                    })
+                })
+                .boxed()
+        });
+    }
+    if REDUCE.contains(&name) || name == "softmax" || name == "log_softmax" {
+        return case(name, axis_params(), one_input(0..=4));
+    }
+    match name {
+        "sum_all" | "mean_all" | "transpose" => case(name, no_params(), one_input(0..=4)),
+        "unsqueeze" | "squeeze" => case(name, axis_params(), one_input(0..=4)),
+        "reshape" | "broadcast_to" | "sum_to_shape" => case(name, no_params(), one_input(0..=4))
+            .prop_flat_map(move |c| {
+                let d = c.inputs[0].nd.dims.clone();
+                let target = match name {
+                    "reshape" => reshape_target(d),
+                    "broadcast_to" => broadcast_target(d),
+                    _ => sum_to_shape_target(d),
+                };
+                (Just(c), shape_params(target)).prop_map(|(mut c, p)| {
+                    c.params = p;
+                    c
+                })
+            })
+            .boxed(),
+        "permute" => case(name, no_params(), one_input(0..=4))
+            .prop_flat_map(|c| {
+                let rank = c.inputs[0].nd.dims.len();
+                let perm = prop_oneof![
+                    4 => Just((0..rank).collect::<Vec<_>>()).prop_shuffle(),
+                    1 => proptest::collection::vec(0..rank + 1, 0..=rank + 1),
+                ];
+                (Just(c), shape_params(perm.boxed())).prop_map(|(mut c, p)| {
+                    c.params = p;
+                    c
+                })
+            })
+            .boxed(),
+        "narrow" | "pad" => {
+            let amount = prop_oneof![8 => 0..4usize, 1 => huge()];
+            let params = (axis(), amount.clone(), amount).prop_map(|(axis, start, len)| Params {
+                axis,
+                start,
+                len,
+                ..Params::default()
+            });
+            case(name, params, one_input(0..=4))
+        }
+        "concat" => case(name, axis_params(), |smooth| {
+            (dims(0..=4), axis(), dim(), prop::bool::weighted(0.15))
+                .prop_flat_map(move |(a, ax, size, random)| {
+                    let b = if random {
+                        dims(0..=4)
+                    } else {
+                        let mut b = a.clone();
+                        if let Some(k) = r::axis(ax, b.len()) {
+                            b[k] = size;
+                        }
+                        Just(b).boxed()
+                    };
+                    (input(a, smooth), b).prop_flat_map(move |(a, b)| {
+                        (Just(a), input(b, smooth)).prop_map(|(a, b)| vec![a, b])
+                    })
+                })
+                .boxed()
+        })
+        .prop_flat_map(|c| {
+            // Concatenate along the axis the second shape was built for.
+            let rank = c.inputs[0].nd.dims.len() as isize;
+            (Just(c), -rank - 1..rank + 1).prop_map(|(mut c, ax)| {
+                let (a, b) = (&c.inputs[0].nd.dims, &c.inputs[1].nd.dims);
+                let differing = (0..a.len().min(b.len())).find(|&i| a[i] != b[i]);
+                c.params.axis = differing.map_or(ax, |i| i as isize);
+                c
+            })
+        })
+        .boxed(),
+        "index_select" => case(name, axis_params(), |smooth| {
+            (dims(0..=3), axis())
+                .prop_flat_map(move |(d, ax)| {
+                    let size = r::axis(ax, d.len()).map_or(2, |k| d[k]);
+                    (input(d, smooth), index(size), Just(ax))
+                        .prop_map(|(x, i, ax)| (vec![x, i], ax))
+                })
+                .boxed()
+                .prop_map(|(inputs, _)| inputs)
+                .boxed()
+        })
+        .prop_flat_map(fix_index_axis)
+        .boxed(),
+        "index_add" => case(name, axis_params(), |smooth| {
+            (dims(1..=3), 0..3usize, prop::bool::weighted(0.1))
+                .prop_flat_map(move |(d, k, random_src)| {
+                    let k = k.min(d.len() - 1);
+                    (Just(d.clone()), index(d[k]), Just(k), Just(random_src))
+                })
+                .prop_flat_map(move |(d, idx, k, random_src)| {
+                    let mut src = d.clone();
+                    src[k] = idx.nd.data.len();
+                    let src = if random_src {
+                        dims(1..=3)
+                    } else {
+                        Just(src).boxed()
+                    };
+                    (input(d, smooth), Just(idx), src).prop_flat_map(move |(x, idx, s)| {
+                        (Just(x), Just(idx), input(s, smooth)).prop_map(|(x, i, s)| vec![x, i, s])
+                    })
+                })
+                .boxed()
+        })
+        .prop_flat_map(fix_index_axis)
+        .boxed(),
+        "matmul" => case(name, no_params(), |smooth| {
+            (
+                dims(0..=2),
+                dim(),
+                dim(),
+                dim(),
+                prop::bool::weighted(0.1),
+                0..8u8,
+            )
+                .prop_flat_map(move |(batch, m, k, n, bad_k, shape_pick)| {
+                    (Just(batch.clone()), broadcast_partner(batch)).prop_flat_map(
+                        move |(ba, bb)| {
+                            let mut a = ba.clone();
+                            a.extend([m, k]);
+                            let mut b = bb.clone();
+                            b.extend([if bad_k { k + 1 } else { k }, n]);
+                            if shape_pick == 0 {
+                                a.truncate(1); // a vector: rejected
+                            }
+                            (input(a, smooth), input(b, smooth)).prop_map(|(a, b)| vec![a, b])
+                        },
+                    )
+                })
+                .boxed()
+        }),
+        "cross_entropy" => case(name, no_params(), |smooth| {
+            (dim(), dim(), prop::bool::weighted(0.1))
+                .prop_flat_map(move |(n, c, bad_rank)| {
+                    let logits = if bad_rank { vec![n, c, 1] } else { vec![n, c] };
+                    (input(logits, smooth), index(c)).prop_map(move |(l, mut t)| {
+                        // Targets: one class per row (the index strategy's length is
+                        // arbitrary: fit it to n unless it is meant to be wrong).
+                        if t.nd.data.len() != n && t.nd.dims.len() == 1 && n > 0 {
+                            t.nd.data.resize(n, 0.0);
+                            t.nd.dims = vec![n];
+                        }
+                        vec![l, t]
+                    })
+                })
+                .boxed()
+        }),
+        "mse_loss" => case(name, no_params(), |smooth| {
+            (dims(0..=3), prop::bool::weighted(0.15))
+                .prop_flat_map(move |(d, random)| {
+                    let t = if random {
+                        dims(0..=3)
+                    } else {
+                        Just(d.clone()).boxed()
+                    };
+                    (input(d, smooth), t).prop_flat_map(move |(p, t)| {
+                        (Just(p), input(t, smooth)).prop_map(|(p, t)| vec![p, t])
+                    })
+                })
+                .boxed()
+        }),
+        other => panic!("no strategy for `{other}`"),
+    }
+}
+
+/// Index ops: use an axis the index was drawn for most of the time.
+fn fix_index_axis(c: Case) -> BoxedStrategy<Case> {
+    let rank = c.inputs[0].nd.dims.len() as isize;
+    (Just(c), prop::bool::weighted(0.85), -rank..rank.max(1))
+        .prop_map(|(mut c, fit, ax)| {
+            if fit {
+                let size = c.inputs[1].nd.data.iter().cloned().fold(0.0, f64::max);
+                let fits = (0..c.inputs[0].nd.dims.len())
+                    .find(|&k| c.inputs[0].nd.dims[k] as f64 > size)
+                    .map(|k| k as isize);
+                c.params.axis = fits.unwrap_or(ax);
+            }
+            c
+        })
+        .boxed()
+}
+
+fn reshape_target(d: Vec<usize>) -> BoxedStrategy<Vec<usize>> {
+    let n = r::numel(&d).unwrap_or(0);
+    let flat = Just(vec![n]);
+    let shuffled = Just(d.clone()).prop_shuffle();
+    let with_ones = (Just(d), 0..3usize).prop_map(|(mut d, at)| {
+        d.insert(at.min(d.len()), 1);
+        d
+    });
+    let overflow = (huge(), huge()).prop_map(|(a, b)| vec![a, b, 3]);
+    prop_oneof![2 => flat, 2 => shuffled, 2 => with_ones, 2 => dims(0..=4), 1 => overflow].boxed()
+}
+
+fn broadcast_target(d: Vec<usize>) -> BoxedStrategy<Vec<usize>> {
+    let grown = (
+        proptest::collection::vec(dim(), 0..3),
+        proptest::collection::vec(dim(), d.len()),
+        Just(d),
+    )
+        .prop_map(|(lead, fill, d)| {
+            let mut t = lead;
+            t.extend(d.iter().zip(fill).map(|(&x, f)| if x == 1 { f } else { x }));
+            t
+        });
+    let overflow = (huge(), huge()).prop_map(|(a, b)| vec![a, b]);
+    prop_oneof![6 => grown, 2 => dims(0..=4), 1 => overflow].boxed()
+}
+
+fn sum_to_shape_target(d: Vec<usize>) -> BoxedStrategy<Vec<usize>> {
+    prop_oneof![6 => broadcast_partner(d), 1 => dims(0..=4)].boxed()
+}
+
+// ----- running an op and its reference -----
+
+fn dtype(c: &Case) -> DType {
+    if c.f64 { DType::F64 } else { DType::F32 }
+}
+
+/// The tensor of an input, laid out as its view says.
+fn tensor(i: &Input, dtype: DType) -> Result<Tensor> {
+    let dtype = match (i.other_dtype, dtype) {
+        (false, d) => d,
+        (true, DType::F64) => DType::F32,
+        (true, DType::F32) => DType::F64,
+    };
+    let contiguous =
+        |nd: &Nd| compute::cast(&Tensor::from_slice(&nd.data, nd.dims.clone())?, dtype);
+    let t = match &i.view {
+        View::Contiguous => contiguous(&i.nd)?,
+        View::Permuted(perm) => {
+            let base_dims: Vec<usize> = perm.iter().map(|&p| i.nd.dims[p]).collect();
+            let base = Nd::from_fn(&base_dims, |j| {
+                let mut idx = vec![0; j.len()];
+                for (k, &p) in perm.iter().enumerate() {
+                    idx[p] = j[k];
+                }
+                i.nd.at(&idx)
+            });
+            let mut inverse = vec![0; perm.len()];
+            for (k, &p) in perm.iter().enumerate() {
+                inverse[p] = k;
+            }
+            compute::permute(&contiguous(&base)?, &inverse)?
+        }
+        View::Narrowed { axis, before } => {
+            let mut big = i.nd.dims.clone();
+            big[*axis] += before + 1;
+            let base = Nd::from_fn(&big, |j| {
+                let k = j[*axis];
+                if k < *before || k >= before + i.nd.dims[*axis] {
+                    f64::NAN // read by mistake, it would show
+                } else {
+                    let mut idx = j.to_vec();
+                    idx[*axis] -= before;
+                    i.nd.at(&idx)
+                }
+            });
+            compute::narrow(&contiguous(&base)?, *axis, *before, i.nd.dims[*axis])?
+        }
+    };
+    Ok(t.set_requires_grad(i.differentiable))
+}
+
+fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
+    let p = &c.params;
+    let shape = || Shape::from(p.shape.clone());
+    match c.op {
+        "neg" => ops::neg(&x[0]),
+        "exp" => ops::exp(&x[0]),
+        "log" => ops::log(&x[0]),
+        "sqrt" => ops::sqrt(&x[0]),
+        "square" => ops::square(&x[0]),
+        "abs" => ops::abs(&x[0]),
+        "tanh" => ops::tanh(&x[0]),
+        "sigmoid" => ops::sigmoid(&x[0]),
+        "relu" => ops::relu(&x[0]),
+        "gelu" => ops::gelu(&x[0]),
+        "sin" => ops::sin(&x[0]),
+        "cos" => ops::cos(&x[0]),
+        "add_scalar" => ops::add_scalar(&x[0], p.scalar),
+        "mul_scalar" => ops::mul_scalar(&x[0], p.scalar),
+        "pow_scalar" => ops::pow_scalar(&x[0], p.scalar),
+        "add" => ops::add(&x[0], &x[1]),
+        "sub" => ops::sub(&x[0], &x[1]),
+        "mul" => ops::mul(&x[0], &x[1]),
+        "div" => ops::div(&x[0], &x[1]),
+        "pow" => ops::pow(&x[0], &x[1]),
+        "maximum" => ops::maximum(&x[0], &x[1]),
+        "minimum" => ops::minimum(&x[0], &x[1]),
+        "sum" => ops::sum(&x[0], p.axis, p.keepdim),
+        "mean" => ops::mean(&x[0], p.axis, p.keepdim),
+        "max" => ops::max(&x[0], p.axis, p.keepdim),
+        "min" => ops::min(&x[0], p.axis, p.keepdim),
+        "logsumexp" => ops::logsumexp(&x[0], p.axis, p.keepdim),
+        "sum_all" => ops::sum_all(&x[0]),
+        "mean_all" => ops::mean_all(&x[0]),
+        "softmax" => ops::softmax(&x[0], p.axis),
+        "log_softmax" => ops::log_softmax(&x[0], p.axis),
+        "reshape" => ops::reshape(&x[0], shape()),
+        "broadcast_to" => ops::broadcast_to(&x[0], shape()),
+        "sum_to_shape" => ops::sum_to_shape(&x[0], shape()),
+        "transpose" => ops::transpose(&x[0]),
+        "permute" => ops::permute(&x[0], p.shape.clone()),
+        "unsqueeze" => ops::unsqueeze(&x[0], p.axis),
+        "squeeze" => ops::squeeze(&x[0], p.axis),
+        "narrow" => ops::narrow(&x[0], p.axis, p.start, p.len),
+        "pad" => ops::pad(&x[0], p.axis, p.start, p.len),
+        "concat" => ops::concat(&x[0], &x[1], p.axis),
+        "index_select" => ops::index_select(&x[0], &x[1], p.axis),
+        "index_add" => ops::index_add(&x[0], &x[1], &x[2], p.axis),
+        "matmul" => ops::matmul(&x[0], &x[1]),
+        "cross_entropy" => ops::cross_entropy(&x[0], &x[1]),
+        "mse_loss" => ops::mse_loss(&x[0], &x[1]),
+        other => panic!("no runner for `{other}`"),
+    }
+}
+
+fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
+    let p = &c.params;
+    if c.inputs.iter().any(|i| i.other_dtype) {
+        return None;
+    }
+    if let Some(f) = r::unary_fn(c.op) {
+        return Some(x[0].map(f));
+    }
+    if let Some(f) = r::binary_fn(c.op) {
+        return r::zip(&x[0], &x[1], f);
+    }
+    let scalar = |v: f64| Nd {
+        dims: vec![],
+        data: vec![v],
+    };
+    match c.op {
+        "add_scalar" => Some(x[0].map(|v| v + p.scalar)),
+        "mul_scalar" => Some(x[0].map(|v| v * p.scalar)),
+        "pow_scalar" => Some(x[0].map(|v| v.powf(p.scalar))),
+        "sum" | "mean" | "max" | "min" | "logsumexp" => r::reduce(c.op, &x[0], p.axis, p.keepdim),
+        "sum_all" => Some(scalar(r::sum_all(&x[0]))),
+        "mean_all" => Some(scalar(r::sum_all(&x[0]) / x[0].data.len() as f64)),
+        "softmax" => r::softmax(&x[0], p.axis, false),
+        "log_softmax" => r::softmax(&x[0], p.axis, true),
+        "reshape" => r::reshape(&x[0], &p.shape),
+        "broadcast_to" => r::broadcast_to(&x[0], &p.shape),
+        "sum_to_shape" => r::sum_to_shape(&x[0], &p.shape),
+        "transpose" => r::transpose(&x[0]),
+        "permute" => r::permute(&x[0], &p.shape),
+        "unsqueeze" => r::unsqueeze(&x[0], p.axis),
+        "squeeze" => r::squeeze(&x[0], p.axis),
+        "narrow" => r::narrow(&x[0], p.axis, p.start, p.len),
+        "pad" => r::pad(&x[0], p.axis, p.start, p.len),
+        "concat" => r::concat(&x[0], &x[1], p.axis),
+        "index_select" => r::index_select(&x[0], &x[1], p.axis),
+        "index_add" => r::index_add(&x[0], &x[1], &x[2], p.axis),
+        "matmul" => r::matmul(&x[0], &x[1]),
+        "cross_entropy" => r::cross_entropy(&x[0], &x[1]),
+        "mse_loss" => r::mse_loss(&x[0], &x[1]),
+        other => panic!("no reference for `{other}`"),
+    }
+}
+
+/// Equal as IEEE values (NaN matches NaN, infinities match exactly), else within a
+/// tolerance for the dtype; the reference is rounded to the dtype first.
+fn close(got: f64, want: f64, f64: bool) -> bool {
+    let want = if f64 { want } else { want as f32 as f64 };
+    if want.is_nan() || got.is_nan() {
+        return want.is_nan() && got.is_nan();
+    }
+    if want.is_infinite() || got.is_infinite() {
+        return want == got;
+    }
+    let (atol, rtol) = if f64 { (1e-9, 1e-9) } else { (1e-4, 1e-4) };
+    (got - want).abs() <= atol + rtol * want.abs()
+}
+
+/// The seed gradient of a case's output and the direction along which its inputs
+/// are perturbed: fixed patterns of small non-zero values.
+fn pattern(n: usize, salt: usize) -> Vec<f64> {
+    (0..n)
+        .map(|j| [0.5, -1.0, 0.25, 0.75, -0.5][(j + salt) % 5])
+        .collect()
+}
+
+/// What a case showed: an error, a value, or a value whose gradient was checked
+/// against the reference.
+#[derive(Clone, Copy)]
+enum Outcome {
+    Rejected,
+    Computed,
+    GradientChecked,
+}
+
+fn check(c: &Case) -> std::result::Result<Outcome, TestCaseError> {
+    CASES_RUN.fetch_add(1, Ordering::Relaxed);
+    let fail = |msg: String| TestCaseError::fail(format!("`{}`: {msg}\n{c:?}", c.op));
+    let x: Vec<Tensor> = c
+        .inputs
+        .iter()
+        .map(|i| tensor(i, dtype(c)))
+        .collect::<Result<_>>()
+        .map_err(|e| fail(format!("building the inputs: {e}")))?;
+    let nds: Vec<Nd> = x.iter().map(Nd::of).collect();
+    let want = reference(c, &nds);
+    let got = run(c, &x);
+    let (out, want) = match (got, want) {
+        (Err(e), None) => {
+            if e.op() != Some(c.op) || e.to_string().is_empty() {
+                return Err(fail(format!("the error does not name the op: {e}")));
+            }
+            return Ok(Outcome::Rejected);
+        }
+        (Err(e), Some(w)) => return Err(fail(format!("error {e}, expected {w:?}"))),
+        (Ok(t), None) => return Err(fail(format!("accepted, giving {:?}", Nd::of(&t)))),
+        (Ok(t), Some(w)) => (t, w),
+    };
+    let got = Nd::of(&out);
+    let same = got.dims == want.dims
+        && got
+            .data
+            .iter()
+            .zip(&want.data)
+            .all(|(&g, &w)| close(g, w, c.f64));
+    if !same || out.dtype() != dtype(c) {
+        return Err(fail(format!(
+            "got {got:?} ({}), expected {want:?}",
+            out.dtype()
+        )));
+    }
+    check_backward(c, &x, &out, &want).map_err(fail)
+}
+
+/// Differentiates `sum(seed * out)`: gradients of every differentiable input have its
+/// shape and dtype; on smooth f64 cases, the directional derivative matches a central
+/// difference of the reference.
+fn check_backward(
+    c: &Case,
+    x: &[Tensor],
+    out: &Tensor,
+    want: &Nd,
+) -> std::result::Result<Outcome, String> {
+    if !out.requires_grad() {
+        return Ok(Outcome::Computed);
+    }
+    let seed = pattern(want.data.len(), 0);
+    let seed_t = compute::cast(
+        &Tensor::from_slice(&seed, want.dims.clone()).map_err(|e| e.to_string())?,
+        dtype(c),
+    )
+    .map_err(|e| e.to_string())?;
+    out.backward_with(BackwardOptions::default().seed(seed_t))
+        .map_err(|e| format!("backward failed: {e}"))?;
+    let mut analytic = 0.0;
+    let mut directions = Vec::new();
+    for (k, (t, i)) in x.iter().zip(&c.inputs).enumerate() {
+        let direction = pattern(i.nd.data.len(), k + 1);
+        if i.differentiable {
+            let g = t
+                .grad()
+                .ok_or_else(|| format!("no gradient for input {k}"))?;
+            if g.dims() != t.dims() || g.dtype() != t.dtype() {
+                return Err(format!(
+                    "gradient of input {k} is {} {}, the input {} {}",
+                    g.shape(),
+                    g.dtype(),
+                    t.shape(),
+                    t.dtype()
+                ));
+            }
+            let g = g.to_vec::<f64>().map_err(|e| e.to_string())?;
+            analytic += g.iter().zip(&direction).map(|(a, b)| a * b).sum::<f64>();
+        }
+        directions.push(direction);
+    }
+    let finite = |nd: &Nd| nd.data.iter().all(|v| v.is_finite());
+    if !(c.f64 && c.smooth && finite(want) && !want.data.is_empty()) {
+        return Ok(Outcome::Computed);
+    }
+    let h = 1e-5;
+    let shifted = |sign: f64| -> Option<f64> {
+        let moved: Vec<Nd> = x
+            .iter()
+            .zip(&c.inputs)
+            .zip(&directions)
+            .map(|((t, i), d)| {
+                let mut nd = Nd::of(t);
+                if i.differentiable {
+                    nd.data
+                        .iter_mut()
+                        .zip(d)
+                        .for_each(|(v, d)| *v += sign * h * d);
+                }
+                nd
+            })
+            .collect();
+        let y = reference(c, &moved)?;
+        Some(y.data.iter().zip(&seed).map(|(y, s)| y * s).sum())
+    };
+    let (Some(up), Some(down)) = (shifted(1.0), shifted(-1.0)) else {
+        return Err("the reference rejects a slightly moved input".into());
+    };
+    let numeric = (up - down) / (2.0 * h);
+    if !numeric.is_finite() {
+        return Ok(Outcome::Computed); // a pole within h: nothing to compare
+    }
+    if (analytic - numeric).abs() > 1e-6 * (1.0 + numeric.abs()) {
+        return Err(format!(
+            "directional derivative: backward gives {analytic:.12e}, the reference's central difference {numeric:.12e}"
+        ));
+    }
+    Ok(Outcome::GradientChecked)
+}
+
+fn run_property(name: &'static str) {
+    crate::init();
+    // A fixed seed per op keeps CI deterministic; RELIABILITY_SEED explores others.
+    let seed = std::env::var("RELIABILITY_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed)
+        ^ name
+            .bytes()
+            .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    let config = Config {
+        cases: cases_per_op(),
+        rng_seed: RngSeed::Fixed(seed),
+        failure_persistence: None,
+        max_shrink_iters: 2000,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new(config);
+    let counts: [AtomicUsize; 3] = Default::default();
+    let result = runner.run(&strategy(name), |c| {
+        let outcome = check(&c)?;
+        counts[outcome as usize].fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("property of `{name}` failed: {e}");
+    }
+    let [rejected, computed, checked] = counts.map(AtomicUsize::into_inner);
+    eprintln!(
+        "property `{name}`: {} cases, {rejected} rejected with an error, {} computed \
+         ({checked} with gradients checked against the reference)",
+        rejected + computed + checked,
+        computed + checked
+    );
+    // The strategies must exercise both outcomes where the op has invalid inputs.
+    assert!(
+        computed + checked > 0,
+        "`{name}`: no case computed anything"
+    );
+}
+
+#[test]
+fn every_standard_op_has_a_property() {
+    crate::init();
+    let mut ours: Vec<&str> = covered().collect();
+    ours.sort_unstable();
+    let mut registered: Vec<&str> = registry()
+        .unwrap()
+        .iter()
+        .filter(|e| e.module_path.starts_with("autograd_ops"))
+        .map(|e| e.name)
+        .collect();
+    registered.sort_unstable();
+    assert_eq!(
+        ours, registered,
+        "an op has no property test (or a stale one)"
+    );
+}
+
+macro_rules! properties {
+    ($($op:ident)*) => {
+        /// One test per op, so they run in parallel and fail by name.
+        mod each_op {
+            $(
+                #[test]
+                fn $op() {
+                    super::run_property(stringify!($op));
+                }
+            )*
+        }
+
+        #[test]
+        fn the_per_op_tests_are_the_covered_list() {
+            let mut listed = vec![$(stringify!($op)),*];
+            listed.sort_unstable();
+            let mut ours: Vec<&str> = covered().collect();
+            ours.sort_unstable();
+            assert_eq!(listed, ours);
+        }
+    };
+}
+
+properties! {
+    neg exp log sqrt square abs tanh sigmoid relu gelu sin cos
+    add_scalar mul_scalar pow_scalar
+    add sub mul div pow maximum minimum
+    sum mean max min logsumexp
+    sum_all mean_all softmax log_softmax
+    reshape broadcast_to sum_to_shape transpose permute unsqueeze squeeze narrow pad concat
+    index_select index_add matmul cross_entropy mse_loss
+}
+
+/// IEEE propagation through whole graphs, forward and backward, spelled out.
+#[test]
+fn nan_and_infinity_propagate_as_ieee_says() -> Result<()> {
+    crate::init();
+    let nan = f64::NAN;
+    let inf = f64::INFINITY;
+    let values = [nan, inf, -inf, 0.0, -0.0];
+    let x = Tensor::from_slice(&values, [5])?.set_requires_grad(true);
+    let same = |got: Vec<f64>, want: &[f64]| {
+        got.len() == want.len()
+            && got.iter().zip(want).all(|(g, w)| {
+                (g.is_nan() && w.is_nan())
+                    || (g == w && g.is_sign_negative() == w.is_sign_negative())
+            })
+    };
+    let e = ops::exp(&x)?;
+    assert!(same(e.to_vec()?, &[nan, inf, 0.0, 1.0, 1.0]));
+    let z = (&x * 0.0)?;
+    assert!(
+        same(z.to_vec()?, &[nan, nan, nan, 0.0, -0.0]),
+        "inf * 0 is NaN"
+    );
+    let recip = (&x.ones_like()? / &x)?;
+    assert!(
+        same(recip.to_vec()?, &[nan, 0.0, -0.0, inf, -inf]),
+        "1/-0 is -inf"
+    );
+    assert!(same(ops::log(&x)?.to_vec()?, &[nan, inf, nan, -inf, -inf]));
+    assert!(same(ops::sqrt(&x)?.to_vec()?, &[nan, inf, nan, 0.0, -0.0]));
+    assert!(
+        same(ops::max(&x, 0, false)?.to_vec()?, &[nan]),
+        "max propagates NaN"
+    );
+    assert!(
+        same(ops::min(&x, 0, false)?.to_vec()?, &[nan]),
+        "min propagates NaN"
+    );
+    let m = ops::maximum(&x, &Tensor::zeros([5], DType::F64))?;
+    assert!(same(m.to_vec()?, &[nan, inf, 0.0, 0.0, 0.0]));
+    assert!(same(ops::sum_all(&x)?.to_vec()?, &[nan]));
+    let finite = ops::narrow(&x, 0, 1, 2)?; // [inf, -inf]
+    assert!(
+        same(ops::sum_all(&finite)?.to_vec()?, &[nan]),
+        "inf + -inf is NaN"
+    );
+    assert!(same(ops::softmax(&finite, 0)?.to_vec()?, &[nan, 0.0]));
+    // Backward: d exp(x)/dx = exp(x), the same IEEE values.
+    ops::sum_all(&e)?.backward()?;
+    assert!(same(
+        x.grad().unwrap().to_vec()?,
+        &[nan, inf, 0.0, 1.0, 1.0]
+    ));
+    Ok(())
+}
