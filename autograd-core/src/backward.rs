@@ -64,6 +64,11 @@ struct AccumulateIntoLeaves;
 impl Sink for AccumulateIntoLeaves {
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
         let mut current = slot.lock();
+        if slot.is_orphaned() {
+            // The leaf was dropped: nobody can read this gradient, and a recorded one
+            // (create_graph) would hold the graph that holds this slot.
+            return Ok(());
+        }
         *current = Some(match current.take() {
             None => grad,
             Some(acc) => add(acc, grad, create_graph)?,

@@ -1,9 +1,11 @@
 //! Reliability: memory is reclaimed on every path, threads are safe, bad input gives
-//! a typed error and never a panic (property tests against naive references), and
-//! anomaly mode reports NaN gradients.
+//! a typed error and never a panic (property tests against naive references, random
+//! op programs, the fuzzer's regressions), and anomaly mode reports NaN gradients.
 
 mod anomaly;
 mod memory;
+mod program;
+mod programs;
 mod props;
 mod reference;
 mod threads;

@@ -124,6 +124,24 @@ fn create_graph_into_a_leaf_is_freed_with_the_leaf() -> Result<()> {
     Ok(())
 }
 
+/// The same cycle when the leaf's handle is gone before the pass: nobody can read
+/// that gradient, and storing it would tie the slot to a graph that holds the slot.
+#[test]
+fn create_graph_into_a_dropped_leaf_leaves_nothing() -> Result<()> {
+    crate::init();
+    let baseline = live();
+    for round in 0..ROUNDS {
+        let x = leaf(16, round as u64);
+        let h = ops::exp(&x)?; // exp's node saves its output and points at x's slot
+        let y = ops::sum_all(&(&h * &h)?)?;
+        drop(x);
+        y.backward_with(BackwardOptions::default().create_graph(true))?;
+        drop((h, y));
+        assert_eq!(live(), baseline, "round {round} leaked");
+    }
+    Ok(())
+}
+
 /// `sum_all(sin(x)) + sum_all(failing(exp(x)))`: the pass fails at the failing op
 /// while `sin`'s node already holds a pending gradient and `exp`'s saved output is
 /// still needed. Nodes are numbered so that sin's runs after the failing op.
