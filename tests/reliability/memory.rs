@@ -15,7 +15,7 @@ fn live() -> isize {
 
 fn leaf(n: usize, seed: u64) -> Tensor {
     Rng::new(seed)
-        .uniform(&[n], 0.5, 1.5, DType::F64)
+        .uniform([n], 0.5, 1.5, DType::F64)
         .unwrap()
         .set_requires_grad(true)
 }

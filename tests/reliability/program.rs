@@ -374,7 +374,7 @@ impl Machine {
                 };
                 self.outcome("index_add", ops::index_add(&x, &index, &src, axis));
             }
-            16 | 17 | 18 => self.backward(r),
+            16..=18 => self.backward(r),
             19 => {
                 let b = r.byte();
                 if !self.pool.is_empty() {

@@ -108,9 +108,6 @@ fn cases_per_op() -> u32 {
         .unwrap_or(256)
 }
 
-/// Cases run by all property tests of this binary (reported by the coverage test).
-static CASES_RUN: AtomicUsize = AtomicUsize::new(0);
-
 // ----- strategies -----
 
 /// Sizes 0..=4, mostly non-zero and often 1 (so broadcasting and squeeze apply).
@@ -766,7 +763,6 @@ enum Outcome {
 }
 
 fn check(c: &Case) -> std::result::Result<Outcome, TestCaseError> {
-    CASES_RUN.fetch_add(1, Ordering::Relaxed);
     let fail = |msg: String| TestCaseError::fail(format!("`{}`: {msg}\n{c:?}", c.op));
     let x: Vec<Tensor> = c
         .inputs
