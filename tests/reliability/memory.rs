@@ -142,6 +142,37 @@ fn create_graph_into_a_dropped_leaf_leaves_nothing() -> Result<()> {
     Ok(())
 }
 
+/// `set_data` on a shared leaf gives the updated handle a tensor of its own with the
+/// same gradient slot: the slot lives while either handle does, and goes with the
+/// last one (a create_graph gradient included).
+#[test]
+fn a_slot_shared_through_set_data_lives_as_long_as_its_last_leaf() -> Result<()> {
+    crate::init();
+    let baseline = live();
+    for round in 0..ROUNDS {
+        let mut w = leaf(8, round as u64);
+        let before = w.clone();
+        w.set_data(&Tensor::ones([8], DType::F64))?;
+        drop(before);
+        let y = ops::sum_all(&ops::pow_scalar(&w, 3.0)?)?;
+        y.backward_with(BackwardOptions::default().create_graph(true))?;
+        let g = w
+            .grad()
+            .expect("the updated handle still receives gradients");
+        assert_eq!(g.to_vec::<f64>()?, vec![3.0; 8]);
+        drop((g, y));
+        let kept = w.clone();
+        drop(w);
+        assert!(
+            kept.grad().is_some(),
+            "a handle is left: the gradient stays"
+        );
+        drop(kept);
+        assert_eq!(live(), baseline, "round {round} leaked");
+    }
+    Ok(())
+}
+
 /// `sum_all(sin(x)) + sum_all(failing(exp(x)))`: the pass fails at the failing op
 /// while `sin`'s node already holds a pending gradient and `exp`'s saved output is
 /// still needed. Nodes are numbered so that sin's runs after the failing op.
