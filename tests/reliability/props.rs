@@ -91,6 +91,7 @@ const OTHER: &[&str] = &[
     "matmul",
     "cross_entropy",
     "mse_loss",
+    "to_device",
 ];
 
 fn covered() -> impl Iterator<Item = &'static str> {
@@ -531,6 +532,14 @@ fn strategy(name: &'static str) -> BoxedStrategy<Case> {
                 })
                 .boxed()
         }),
+        "to_device" => {
+            // `len` picks the device: 0 the CPU, k > 0 CUDA device k - 1.
+            let params = (0..3usize).prop_map(|len| Params {
+                len,
+                ..Params::default()
+            });
+            case(name, params, one_input(0..=4))
+        }
         other => panic!("no strategy for `{other}`"),
     }
 }
@@ -684,7 +693,15 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "matmul" => ops::matmul(&x[0], &x[1]),
         "cross_entropy" => ops::cross_entropy(&x[0], &x[1]),
         "mse_loss" => ops::mse_loss(&x[0], &x[1]),
+        "to_device" => ops::to_device(&x[0], target_device(p)),
         other => panic!("no runner for `{other}`"),
+    }
+}
+
+fn target_device(p: &Params) -> Device {
+    match p.len {
+        0 => Device::Cpu,
+        k => Device::Cuda(k - 1),
     }
 }
 
@@ -727,6 +744,7 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "matmul" => r::matmul(&x[0], &x[1]),
         "cross_entropy" => r::cross_entropy(&x[0], &x[1]),
         "mse_loss" => r::mse_loss(&x[0], &x[1]),
+        "to_device" => Some(x[0].clone()),
         other => panic!("no reference for `{other}`"),
     }
 }
@@ -774,6 +792,13 @@ fn check(c: &Case) -> std::result::Result<Outcome, TestCaseError> {
     let want = reference(c, &nds);
     let got = run(c, &x);
     let (out, want) = match (got, want) {
+        // Moving to a GPU this machine does not have: the one error the reference
+        // cannot predict, and the documented one.
+        (Err(Error::CudaUnavailable { .. }), Some(_))
+            if c.op == "to_device" && target_device(&c.params) != Device::Cpu =>
+        {
+            return Ok(Outcome::Rejected);
+        }
         (Err(e), None) => {
             if e.op() != Some(c.op) || e.to_string().is_empty() {
                 return Err(fail(format!("the error does not name the op: {e}")));
@@ -817,6 +842,7 @@ fn check_backward(
         &Tensor::from_slice(&seed, want.dims.clone()).map_err(|e| e.to_string())?,
         dtype(c),
     )
+    .and_then(|t| compute::to_device(&t, out.device()))
     .map_err(|e| e.to_string())?;
     out.backward_with(BackwardOptions::default().seed(seed_t))
         .map_err(|e| format!("backward failed: {e}"))?;
@@ -970,7 +996,7 @@ properties! {
     sum mean max min logsumexp
     sum_all mean_all softmax log_softmax
     reshape broadcast_to sum_to_shape transpose permute unsqueeze squeeze narrow pad concat
-    index_select index_add matmul cross_entropy mse_loss
+    index_select index_add matmul cross_entropy mse_loss to_device
 }
 
 /// IEEE propagation through whole graphs, forward and backward, spelled out.
