@@ -48,6 +48,7 @@ impl Rng {
         dtype: DType,
     ) -> Result<Tensor> {
         let shape = shape.into();
+        compute::check_size("random", &shape, dtype)?;
         let v: Vec<f64> = (0..shape.numel())
             .map(|_| self.uniform_f64(lo, hi))
             .collect();
@@ -63,6 +64,7 @@ impl Rng {
         dtype: DType,
     ) -> Result<Tensor> {
         let shape = shape.into();
+        compute::check_size("random", &shape, dtype)?;
         let v: Vec<f64> = (0..shape.numel())
             .map(|_| mean + std * self.normal_f64())
             .collect();

@@ -214,6 +214,7 @@ impl Tensor {
     /// A tensor of the given shape holding `data` in row-major order, on the CPU.
     pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
+        crate::compute::check_size("from_vec", &shape, T::DTYPE)?;
         if data.len() != shape.numel() {
             return Err(Error::InvalidArgument {
                 op: "from_vec",
@@ -238,8 +239,16 @@ impl Tensor {
     }
 
     /// A CPU tensor with every element `value`.
+    ///
+    /// # Panics
+    ///
+    /// When the shape's size in bytes overflows `isize::MAX` (as `vec!` does; the
+    /// fallible [`Tensor::full_like_shape`] returns an error instead).
     pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Tensor {
         let shape = shape.into();
+        if let Err(e) = crate::compute::check_size("Tensor::full", &shape, dtype) {
+            panic!("{e}");
+        }
         Tensor::from_storage(
             Storage::cpu(CpuStorage::filled(shape.numel(), dtype, value)),
             shape,

@@ -1053,3 +1053,24 @@ fn nan_and_infinity_propagate_as_ieee_says() -> Result<()> {
     ));
     Ok(())
 }
+
+/// Constructors given a shape whose size overflows: the fallible ones return an
+/// error naming the shape; the infallible `Tensor::full`/`zeros`/`ones` panic with
+/// that message (documented), never build a tensor over a wrapped-around size.
+#[test]
+fn constructors_refuse_shapes_whose_size_overflows() {
+    crate::init();
+    let huge = [1usize << 32, 1 << 32];
+    let err = Tensor::from_vec(Vec::<f32>::new(), huge).unwrap_err();
+    assert!(
+        err.to_string().contains("[4294967296, 4294967296]"),
+        "{err}"
+    );
+    assert!(Rng::new(1).uniform(huge, 0.0, 1.0, DType::F32).is_err());
+    assert!(Rng::new(1).normal(huge, 0.0, 1.0, DType::F64).is_err());
+    let x = Tensor::zeros([2], DType::F32);
+    assert!(x.full_like_shape(huge, 1.0).is_err());
+    let panic = std::panic::catch_unwind(|| Tensor::zeros(huge, DType::F32)).unwrap_err();
+    let msg = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("Tensor::full"), "{msg}");
+}
