@@ -1066,8 +1066,16 @@ fn constructors_refuse_shapes_whose_size_overflows() {
         err.to_string().contains("[4294967296, 4294967296]"),
         "{err}"
     );
-    assert!(Rng::new(1).uniform(huge, 0.0, 1.0, DType::F32).is_err());
-    assert!(Rng::new(1).normal(huge, 0.0, 1.0, DType::F64).is_err());
+    assert!(
+        autograd::random::Rng::new(1)
+            .uniform(huge, 0.0, 1.0, DType::F32)
+            .is_err()
+    );
+    assert!(
+        autograd::random::Rng::new(1)
+            .normal(huge, 0.0, 1.0, DType::F64)
+            .is_err()
+    );
     let x = Tensor::zeros([2], DType::F32);
     assert!(x.full_like_shape(huge, 1.0).is_err());
     let panic = std::panic::catch_unwind(|| Tensor::zeros(huge, DType::F32)).unwrap_err();
