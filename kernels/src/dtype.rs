@@ -3,7 +3,9 @@ use std::fmt;
 /// Element type of a tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// 32-bit IEEE 754 float (`f32`).
     F32,
+    /// 64-bit IEEE 754 float (`f64`).
     F64,
 }
 
@@ -48,21 +50,37 @@ pub trait Element:
     + std::ops::Neg<Output = Self>
     + std::ops::AddAssign
 {
+    /// The runtime tag of this type.
     const DTYPE: DType;
+    /// 0, the identity of addition (and the start of a sum).
     const ZERO: Self;
+    /// 1, the identity of multiplication.
     const ONE: Self;
+    /// +inf, the start of a min reduction.
     const INFINITY: Self;
+    /// -inf, the start of a max reduction.
     const NEG_INFINITY: Self;
+    /// Converts from `f64`, rounding to nearest for `f32` (scalars travel as `f64`).
     fn from_f64(v: f64) -> Self;
+    /// Converts to `f64` (exact).
     fn to_f64(self) -> f64;
+    /// e^self.
     fn exp(self) -> Self;
+    /// Natural logarithm.
     fn ln(self) -> Self;
+    /// Square root.
     fn sqrt(self) -> Self;
+    /// Hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// Sine (radians).
     fn sin(self) -> Self;
+    /// Cosine (radians).
     fn cos(self) -> Self;
+    /// Absolute value.
     fn abs(self) -> Self;
+    /// self^e.
     fn powf(self, e: Self) -> Self;
+    /// True for NaN, which max/min reductions propagate.
     fn is_nan(self) -> bool;
 }
 

@@ -5,7 +5,9 @@ pub enum KernelError {
     /// The operands of one kernel call have different element types.
     #[error("dtype mismatch: {lhs:?} and {rhs:?}")]
     DTypeMismatch {
+        /// The first operand's element type.
         lhs: crate::DType,
+        /// The second operand's element type.
         rhs: crate::DType,
     },
     /// The kernel was handed layouts that do not fit together or the buffer.
@@ -17,7 +19,12 @@ pub enum KernelError {
     /// A CUDA device was asked for where none can be used (no driver, no GPU, no
     /// such ordinal, a missing CUDA library, or CUDA support not compiled in).
     #[error("CUDA device {ordinal} is unavailable: {reason}")]
-    CudaUnavailable { ordinal: usize, reason: String },
+    CudaUnavailable {
+        /// The CUDA device index asked for.
+        ordinal: usize,
+        /// Why it cannot be used, as the driver or loader said.
+        reason: String,
+    },
 }
 
 /// Result of a kernel call.

@@ -74,22 +74,28 @@ impl Layout {
         Layout::with(shape, copy_dims(strides), offset)
     }
 
+    /// The logical shape (what the elements look like, whatever the strides).
     pub fn shape(&self) -> &Shape {
         &self.shape
     }
 
+    /// Elements (not bytes) to step in the buffer per index of each axis; 0 on a
+    /// broadcast axis.
     pub fn strides(&self) -> &[usize] {
         &self.strides
     }
 
+    /// Index in the buffer (in elements) of the first element.
     pub fn offset(&self) -> usize {
         self.offset
     }
 
+    /// Number of axes.
     pub fn rank(&self) -> usize {
         self.shape.rank()
     }
 
+    /// Number of logical elements (broadcast elements counted each time).
     pub fn numel(&self) -> usize {
         self.shape.numel()
     }

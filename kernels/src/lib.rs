@@ -9,6 +9,8 @@
 //! is the CPU backend (strided loops with contiguous fast paths that the compiler
 //! vectorises, and the `gemm` crate for matrix products).
 
+#![warn(missing_docs)]
+
 mod backend;
 pub mod cpu;
 #[cfg(feature = "cuda")]

@@ -5,17 +5,29 @@
 /// Elementwise functions of one operand.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum UnaryOp {
+    /// -x.
     Neg,
+    /// e^x.
     Exp,
+    /// Natural logarithm (NaN below 0, -inf at 0).
     Log,
+    /// Square root (NaN below 0).
     Sqrt,
+    /// |x|.
     Abs,
+    /// Hyperbolic tangent.
     Tanh,
+    /// 1 / (1 + e^-x), computed without overflow for large |x|.
     Sigmoid,
+    /// max(x, 0).
     Relu,
+    /// Sine (radians).
     Sin,
+    /// Cosine (radians).
     Cos,
+    /// x * x.
     Square,
+    /// 1 / x.
     Recip,
     /// -1, 0 or 1 (NaN stays NaN).
     Sign,
@@ -25,7 +37,9 @@ pub enum UnaryOp {
     Gelu,
     /// Derivative of [`UnaryOp::Gelu`].
     GeluGrad,
+    /// x + c for a constant c.
     AddScalar(f64),
+    /// x * c for a constant c.
     MulScalar(f64),
     /// x^p for a constant p.
     PowScalar(f64),
@@ -38,13 +52,19 @@ pub enum UnaryOp {
 /// Elementwise functions of two operands of the same (broadcast) shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinaryOp {
+    /// a + b
     Add,
+    /// a - b
     Sub,
+    /// a * b
     Mul,
+    /// a / b (IEEE: division by zero gives an infinity or NaN, never an error).
     Div,
     /// a^b
     Pow,
+    /// The larger of a and b (NaN if either is NaN).
     Maximum,
+    /// The smaller of a and b (NaN if either is NaN).
     Minimum,
     /// 1.0 where a == b, else 0.0 (comparisons produce masks of the operands' dtype).
     Eq,
@@ -61,8 +81,11 @@ pub enum BinaryOp {
 /// Reductions over a set of axes (the result keeps the reduced axes with size 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReduceOp {
+    /// Sum of the elements (0 over an empty axis).
     Sum,
+    /// Largest element (NaN when any element is NaN).
     Max,
+    /// Smallest element (NaN when any element is NaN).
     Min,
 }
 

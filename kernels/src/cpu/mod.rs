@@ -13,14 +13,19 @@ use crate::{
 /// A CPU buffer of one element type.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CpuStorage {
+    /// `f32` elements.
     F32(Vec<f32>),
+    /// `f64` elements.
     F64(Vec<f64>),
 }
 
 /// Conversion between a typed `Vec` and [`CpuStorage`].
 pub trait CpuElement: Element {
+    /// Moves `v` into a storage of this element type (no copy).
     fn wrap(v: Vec<Self>) -> CpuStorage;
+    /// The elements, or `None` when `s` holds another element type.
     fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    /// The element vector, mutably, or `None` when `s` holds another element type.
     fn slice_mut(s: &mut CpuStorage) -> Option<&mut Vec<Self>>;
 }
 

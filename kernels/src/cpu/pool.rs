@@ -5,8 +5,9 @@
 //! buffers go through `malloc`/`free` in bursts that overflow its per-thread caches,
 //! and large buffers (megabytes) are handed back to the kernel and page-faulted in
 //! again, page by page, zeroed by the kernel, on the next step. Buffers returned
-//! here ([`recycle`]) are kept by exact capacity and handed out again by [`take`],
-//! up to a byte limit per thread ([`set_cache_limit`]); beyond it they are freed.
+//! here ([`recycle`]) are kept by exact capacity and handed out again when the CPU
+//! backend next allocates a buffer of that capacity, up to a byte limit per thread
+//! ([`set_cache_limit`]); beyond it they are freed.
 //!
 //! Cached buffers are not tensor storage: the memory accounting of the autograd
 //! core counts a buffer from the allocation of its storage to the drop of its last

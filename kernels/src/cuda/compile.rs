@@ -18,9 +18,13 @@ use std::ffi::{CStr, CString, c_char};
 /// One kernel source file, compiled as a unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Module {
+    /// `unary.cu`: elementwise functions of one operand.
     Unary,
+    /// `binary.cu`: elementwise functions of two operands, in place or not.
     Binary,
+    /// `reduce.cu`: sum, max and min over axes.
     Reduce,
+    /// `copy.cu`: strided copies (optionally accumulating), fill and cast.
     Copy,
 }
 
@@ -37,6 +41,7 @@ macro_rules! source {
 }
 
 impl Module {
+    /// Every module, in the order they are compiled and checked.
     pub const ALL: [Module; 4] = [Module::Unary, Module::Binary, Module::Reduce, Module::Copy];
 
     /// The source file's name.
@@ -130,8 +135,11 @@ pub(crate) fn cast_kernel(from: DType, to: DType) -> String {
 /// 64-bit values; the index structs by value).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Param {
+    /// A 64-bit integer or a device pointer.
     U64,
+    /// A scalar parameter, always passed as `f64` whatever the dtype.
     F64,
+    /// An index struct passed by value, of this size in bytes.
     Struct(usize),
 }
 
@@ -345,9 +353,13 @@ unsafe fn get_cubin(prog: nvrtc_sys::nvrtcProgram) -> Result<Vec<u8>> {
 /// What [`check_sources`] compiled.
 #[derive(Clone, Debug)]
 pub struct SourceCheck {
+    /// The module compiled.
     pub module: Module,
+    /// The architecture it was compiled for (`compute_90`, `sm_90`, ...).
     pub arch: String,
+    /// Size of the PTX or CUBIN produced, in bytes.
     pub bytes: usize,
+    /// Kernels counted in the PTX (0 for CUBIN, which is not inspected).
     pub kernels: usize,
 }
 

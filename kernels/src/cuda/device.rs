@@ -147,6 +147,7 @@ impl CudaDevice {
         })
     }
 
+    /// The device's CUDA index (`0` for the first GPU).
     pub fn ordinal(&self) -> usize {
         self.ordinal
     }
@@ -156,6 +157,8 @@ impl CudaDevice {
         &self.name
     }
 
+    /// Major and minor compute capability (`(9, 0)` for an H100/H200); kernels are
+    /// compiled for this architecture.
     pub fn compute_capability(&self) -> (i32, i32) {
         self.compute_capability
     }
