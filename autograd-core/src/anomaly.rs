@@ -2,11 +2,11 @@
 //!
 //! When on, each gradient an op's backward returns is scanned for NaN and infinity
 //! (after it is reduced to its input's shape, before it is accumulated anywhere). The
-//! first one found stops the pass with [`Error::Anomaly`](crate::Error::Anomaly),
-//! naming the op, the input whose gradient it is, and the place in the user's code
-//! that called the op (recorded with `#[track_caller]` when the graph was built). The
-//! pass then cleans up as after any error: the graph holds no gradient buffers, and
-//! leaves may hold gradients accumulated before the anomaly.
+//! first one found stops the pass with [`Error::Anomaly`], naming the op, the
+//! input whose gradient it is, and the place in the user's code that called the op
+//! (recorded with `#[track_caller]` when the graph was built). The pass then cleans
+//! up as after any error: the graph holds no gradient buffers, and leaves may hold
+//! gradients accumulated before the anomaly.
 //!
 //! It is off by default. Turn it on for the calling thread with [`enable`] (the
 //! returned guard turns it back off), or for every thread with [`set_enabled`]; a

@@ -32,16 +32,22 @@ pub struct BackwardOptions {
 }
 
 impl BackwardOptions {
+    /// Sets [`retain_graph`](BackwardOptions::retain_graph): keep the saved tensors
+    /// so that a second backward through the same graph works.
     pub fn retain_graph(mut self, retain: bool) -> Self {
         self.retain_graph = retain;
         self
     }
 
+    /// Sets [`create_graph`](BackwardOptions::create_graph): record the backward
+    /// pass, so that the gradients it produces can be differentiated again.
     pub fn create_graph(mut self, create: bool) -> Self {
         self.create_graph = create;
         self
     }
 
+    /// Sets the [`seed`](BackwardOptions::seed) gradient, of the root's shape, dtype
+    /// and device.
     pub fn seed(mut self, seed: Tensor) -> Self {
         self.seed = Some(seed);
         self
@@ -231,6 +237,25 @@ pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
 /// Gradients of `output` with respect to each of `inputs` (leaves or intermediate
 /// results), without touching any leaf's `.grad()`. An input `output` does not
 /// depend on gets `None`.
+///
+/// With [`BackwardOptions::create_graph`] the gradients are themselves recorded, so
+/// they can be differentiated again:
+///
+/// ```
+/// use autograd::prelude::*;
+/// # fn main() -> Result<()> {
+/// autograd::init()?;
+/// let x = Tensor::scalar(3.0f64).set_requires_grad(true);
+/// let y = ((&x * &x) * &x)?; // x³
+/// let opts = BackwardOptions::default().create_graph(true);
+/// let dy = grad(&y, &[&x], opts)?.remove(0).expect("y depends on x");
+/// assert_eq!(dy.to_scalar::<f64>()?, 27.0); // 3x²
+/// let d2y = grad(&dy, &[&x], BackwardOptions::default())?.remove(0).unwrap();
+/// assert_eq!(d2y.to_scalar::<f64>()?, 18.0); // 6x
+/// assert!(x.grad().is_none()); // no leaf was written to
+/// # Ok(())
+/// # }
+/// ```
 pub fn grad(
     output: &Tensor,
     inputs: &[&Tensor],
@@ -412,6 +437,24 @@ impl Tensor {
     /// Runs backward from this scalar tensor: every leaf that requires grad and that
     /// this tensor depends on accumulates its gradient (read it with [`Tensor::grad`]).
     /// The graph's saved tensors are released; a second backward through it is an error.
+    ///
+    /// ```
+    /// use autograd::prelude::*;
+    /// # fn main() -> Result<()> {
+    /// autograd::init()?;
+    /// let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?.set_requires_grad(true);
+    /// let y = x.square()?.sum_all()?; // y = Σ x²
+    /// y.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [2.0, 4.0, 6.0]); // dy/dx = 2x
+    ///
+    /// // Gradients accumulate across passes until cleared.
+    /// x.square()?.sum_all()?.backward()?;
+    /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [4.0, 8.0, 12.0]);
+    /// x.zero_grad();
+    /// assert!(x.grad().is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn backward(&self) -> Result<()> {
         backward(self, BackwardOptions::default())
     }

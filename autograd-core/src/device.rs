@@ -16,6 +16,7 @@ use std::sync::Arc;
 /// Where a tensor's storage lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Device {
+    /// The host's memory, computed on by the CPU backend.
     #[default]
     Cpu,
     /// A CUDA GPU, by ordinal.
@@ -23,10 +24,12 @@ pub enum Device {
 }
 
 impl Device {
+    /// True for [`Device::Cpu`].
     pub fn is_cpu(self) -> bool {
         matches!(self, Device::Cpu)
     }
 
+    /// True for any [`Device::Cuda`], available or not.
     pub fn is_cuda(self) -> bool {
         matches!(self, Device::Cuda(_))
     }

@@ -12,29 +12,44 @@ pub enum Error {
          each pair of sizes must be equal or one of them 1); reshape or unsqueeze one operand"
     )]
     Broadcast {
+        /// The op that failed.
         op: &'static str,
+        /// The first operand's shape.
         lhs: Shape,
+        /// The second operand's shape.
         rhs: Shape,
     },
 
     /// Shapes that do not fit the op, with the op's own explanation.
     #[error("`{op}`: {msg}")]
-    Shape { op: &'static str, msg: String },
+    Shape {
+        /// The op that failed.
+        op: &'static str,
+        /// What is wrong with the shapes, and what the op expects.
+        msg: String,
+    },
 
     /// An axis argument outside `-rank..rank`.
     #[error("`{op}`: axis {axis} is out of range for a tensor of shape {shape} (valid axes are {lo}..={hi})", lo = -(*rank as isize), hi = *rank as isize - 1)]
     AxisOutOfRange {
+        /// The op that failed.
         op: &'static str,
+        /// The axis as given (negative counts from the end).
         axis: isize,
+        /// Rank of the tensor the axis was meant for.
         rank: usize,
+        /// Shape of that tensor.
         shape: Shape,
     },
 
     /// Operands of different element types.
     #[error("`{op}`: dtype mismatch, {lhs} and {rhs}; convert one operand with `.to_dtype(..)`")]
     DTypeMismatch {
+        /// The op that failed.
         op: &'static str,
+        /// The first operand's dtype.
         lhs: DType,
+        /// The second operand's dtype.
         rhs: DType,
     },
 
@@ -43,26 +58,42 @@ pub enum Error {
         "`{op}`: operands live on different devices, {lhs} and {rhs}; move one with `.to_device(..)`"
     )]
     DeviceMismatch {
+        /// The op that failed.
         op: &'static str,
+        /// The first operand's device.
         lhs: Device,
+        /// The second operand's device.
         rhs: Device,
     },
 
     /// An argument that is not valid for the op (a bad index, a data length that does not match a shape).
     #[error("`{op}`: {msg}")]
-    InvalidArgument { op: &'static str, msg: String },
+    InvalidArgument {
+        /// The op that failed.
+        op: &'static str,
+        /// Which argument is wrong, and what would be valid.
+        msg: String,
+    },
 
     /// `registry().get(name)` for a name nobody registered.
     #[error("unknown op `{name}`; registered ops are: {known}")]
-    UnknownOp { name: String, known: String },
+    UnknownOp {
+        /// The name asked for.
+        name: String,
+        /// The registered names, comma-separated (or a hint when there are none).
+        known: String,
+    },
 
     /// Two registered ops share a name.
     #[error(
         "op name `{name}` is registered twice, by `{first}` and by `{second}`; rename one with #[differentiable(name = \"...\")]"
     )]
     DuplicateOp {
+        /// The name registered twice.
         name: &'static str,
+        /// Module path of one definition.
         first: &'static str,
+        /// Module path of the other definition.
         second: &'static str,
     },
 
@@ -75,7 +106,10 @@ pub enum Error {
         "backward from a tensor of shape {shape} needs a seed gradient of that shape: reduce it to a \
          scalar first (e.g. `.sum()`), or pass one with `BackwardOptions::seed`"
     )]
-    NonScalarRoot { shape: Shape },
+    NonScalarRoot {
+        /// Shape of the tensor backward was called on.
+        shape: Shape,
+    },
 
     /// `backward()` on a tensor that does not require grad.
     #[error(
@@ -89,9 +123,13 @@ pub enum Error {
         "the seed gradient has shape {seed} ({seed_dtype}) but the tensor backward starts from has shape {root} ({root_dtype})"
     )]
     SeedMismatch {
+        /// Shape of the seed gradient given.
         seed: Shape,
+        /// Shape of the tensor backward starts from.
         root: Shape,
+        /// Dtype of the seed gradient given.
         seed_dtype: DType,
+        /// Dtype of the tensor backward starts from.
         root_dtype: DType,
     },
 
@@ -100,22 +138,33 @@ pub enum Error {
         "backward through `{op}` a second time: the first backward released this graph's saved tensors; \
          pass `BackwardOptions::retain_graph(true)` to the first backward, or recompute the forward pass"
     )]
-    GraphConsumed { op: &'static str },
+    GraphConsumed {
+        /// The first op reached whose saved tensors are gone.
+        op: &'static str,
+    },
 
     /// Two threads ran backward through the same recorded node at the same time.
     #[error(
         "`{op}`: another backward pass is running through this node on another thread; a graph is differentiated by one thread at a time"
     )]
-    ConcurrentBackward { op: &'static str },
+    ConcurrentBackward {
+        /// The op of the node both passes reached.
+        op: &'static str,
+    },
 
     /// An op's backward returned a gradient that does not fit its input.
     #[error(
         "backward of `{op}` returned a gradient of shape {got} for input {input} of shape {expected}; fix the op's backward"
     )]
     BadGradient {
+        /// The op whose backward is wrong.
         op: &'static str,
+        /// Position of the input among the op's tensor inputs (from 0).
         input: usize,
+        /// The input's shape, which the gradient must have or reduce to by summing
+        /// over broadcast axes.
         expected: Shape,
+        /// The shape backward returned.
         got: Shape,
     },
 
@@ -124,10 +173,15 @@ pub enum Error {
         "gradcheck of `{what}` failed at input {input}, element {index}: backward gives {analytic:.6e}, finite differences give {numeric:.6e}"
     )]
     GradcheckFailed {
+        /// The label of the function checked.
         what: String,
+        /// Position of the input among the function's inputs (from 0).
         input: usize,
+        /// Row-major index of the element within that input.
         index: usize,
+        /// The derivative backward computed.
         analytic: f64,
+        /// The derivative by central finite differences.
         numeric: f64,
     },
 
@@ -136,20 +190,31 @@ pub enum Error {
         "anomaly: backward of `{op}` (recorded at {location}) produced {what} in the gradient of input {input}"
     )]
     Anomaly {
+        /// The op whose backward produced the value.
         op: &'static str,
+        /// Source location (`file:line:column`) of the op call that recorded the node.
         location: String,
+        /// Position of the input among the op's tensor inputs (from 0).
         input: usize,
+        /// `"NaN"` or `"infinity"`.
         what: &'static str,
     },
 
     /// A CUDA device was asked for where none can be used.
     #[error("CUDA device {ordinal} is unavailable: {reason}")]
-    CudaUnavailable { ordinal: usize, reason: String },
+    CudaUnavailable {
+        /// The CUDA device index asked for.
+        ordinal: usize,
+        /// Why it cannot be used, as the driver or loader said.
+        reason: String,
+    },
 
     /// An error raised inside an op's forward or backward, with the op named.
     #[error("in `{op}`: {source}")]
     InOp {
+        /// The op in which the error happened.
         op: &'static str,
+        /// The error itself.
         source: Box<Error>,
     },
 

@@ -17,6 +17,8 @@ pub struct NoGradGuard {
 }
 
 impl NoGradGuard {
+    /// Turns recording off now; hold the guard for as long as it should stay off.
+    /// Prefer [`no_grad`], which cannot outlive its closure.
     #[allow(clippy::new_without_default)]
     pub fn new() -> NoGradGuard {
         NoGradGuard {

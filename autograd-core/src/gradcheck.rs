@@ -10,9 +10,11 @@ pub type CheckFn = Box<dyn Fn(&[Tensor]) -> Result<Tensor> + Send + Sync>;
 pub struct CheckCase {
     /// Shown when the check fails.
     pub label: String,
+    /// The point the derivatives are checked at, one tensor per argument of `run`.
     pub inputs: Vec<Tensor>,
     /// Which inputs get perturbed and compared (`None`: all of them).
     pub differentiable: Option<Vec<bool>>,
+    /// The function checked; it must be built from recorded ops.
     pub run: CheckFn,
 }
 

@@ -355,9 +355,15 @@ pub struct NodeRef(pub(crate) Arc<Node>);
 /// One input of a recorded node.
 pub enum NodeInputRef {
     /// An input that gets no gradient (a constant or a non-differentiable input).
-    Constant { shape: Shape },
+    Constant {
+        /// The input's shape.
+        shape: Shape,
+    },
     /// A leaf that requires grad.
-    Leaf { shape: Shape },
+    Leaf {
+        /// The leaf's shape.
+        shape: Shape,
+    },
     /// The output of another node.
     Node(NodeRef),
 }
@@ -378,6 +384,7 @@ impl NodeRef {
         self.0.output_id
     }
 
+    /// Shape of the tensor this node produced (kept after the output is dropped).
     pub fn output_shape(&self) -> &Shape {
         &self.0.output_shape
     }
@@ -530,10 +537,12 @@ impl ComputationGraph {
         &self.nodes
     }
 
+    /// Number of nodes.
     pub fn len(&self) -> usize {
         self.nodes.len()
     }
 
+    /// True when nothing was recorded (the tensors are leaves or constants).
     pub fn is_empty(&self) -> bool {
         self.nodes.is_empty()
     }

@@ -4,6 +4,8 @@
 //! Users depend on the `autograd` facade crate, which re-exports this crate together
 //! with the `#[differentiable]` macro and the standard op library.
 
+#![warn(missing_docs)]
+
 pub mod anomaly;
 mod assign;
 mod backward;

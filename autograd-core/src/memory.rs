@@ -27,7 +27,10 @@ pub struct MemoryStats {
 /// Negative when this thread freed buffers that another thread allocated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct ThreadMemoryStats {
+    /// Bytes allocated minus bytes freed by this thread so far.
     pub live_bytes: isize,
+    /// Highest `live_bytes` since the thread started or [`reset_thread_peak`] was
+    /// called.
     pub peak_bytes: isize,
 }
 

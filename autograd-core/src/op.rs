@@ -146,6 +146,7 @@ impl<'a> BackwardContext<'a> {
 
 /// Conversion of what a backward returns for one input into a gradient slot.
 pub trait IntoGrad {
+    /// The gradient, or `None` for an input that gets none.
     fn into_grad(self) -> Option<Tensor>;
 }
 

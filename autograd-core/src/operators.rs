@@ -14,12 +14,19 @@ use std::sync::OnceLock;
 /// The standard ops the operators and the engine need, registered once by the
 /// standard op library.
 pub struct StdOps {
+    /// Recorded `add` (broadcasting): `a + b`.
     pub add: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    /// Recorded `sub` (broadcasting): `a - b`.
     pub sub: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    /// Recorded `mul` (broadcasting): `a * b`.
     pub mul: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    /// Recorded `div` (broadcasting): `a / b`.
     pub div: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    /// Recorded `neg`: `-a`.
     pub neg: fn(&Tensor) -> Result<Tensor>,
+    /// Recorded `add_scalar`: `a + c` and `a - c` with a constant.
     pub add_scalar: fn(&Tensor, f64) -> Result<Tensor>,
+    /// Recorded `mul_scalar`: `a * c` and `a / c` with a constant.
     pub mul_scalar: fn(&Tensor, f64) -> Result<Tensor>,
     /// Recorded `sum_to_shape`, used by the engine when the backward pass is recorded.
     pub sum_to_shape: fn(&Tensor, &Shape) -> Result<Tensor>,

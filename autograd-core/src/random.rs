@@ -10,10 +10,12 @@ pub struct Rng {
 }
 
 impl Rng {
+    /// A generator whose whole output is determined by `seed`.
     pub fn new(seed: u64) -> Rng {
         Rng { state: seed }
     }
 
+    /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
         self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.state;

@@ -31,6 +31,19 @@ impl OpRegistry {
 
     /// The entry of the op called `name`; an unknown name is an error listing the
     /// registered ones (in every build profile).
+    ///
+    /// ```
+    /// # fn main() -> autograd::Result<()> {
+    /// let registry = autograd::init()?;
+    /// let matmul = registry.get("matmul")?;
+    /// assert_eq!(matmul.arity(), 2);
+    /// assert_eq!(matmul.saved_names(), ["a", "b"]); // backward reads both operands
+    ///
+    /// let err = registry.get("matmull").unwrap_err();
+    /// assert!(err.to_string().starts_with("unknown op `matmull`"), "{err}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get(&self, name: &str) -> Result<&'static OpEntry> {
         match self.entries.binary_search_by(|e| e.name.cmp(name)) {
             Ok(i) => Ok(self.entries[i]),
@@ -60,10 +73,12 @@ impl OpRegistry {
         self.entries.iter().map(|e| e.name)
     }
 
+    /// Number of registered ops.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// True when no op is registered (the op library is not linked).
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

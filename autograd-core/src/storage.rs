@@ -110,10 +110,12 @@ impl Storage {
         Storage::new(data, self.device)
     }
 
+    /// The device the buffer lives on.
     pub fn device(&self) -> Device {
         self.device
     }
 
+    /// Element type of the buffer.
     pub fn dtype(&self) -> DType {
         with_backend!(self, s => s.dtype())
     }
@@ -128,6 +130,7 @@ impl Storage {
         with_backend!(self, s => s.len())
     }
 
+    /// True for a buffer of no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -212,6 +212,20 @@ impl Tensor {
     }
 
     /// A tensor of the given shape holding `data` in row-major order, on the CPU.
+    /// Its dtype is `T`'s. An error when `data` does not hold exactly as many elements
+    /// as the shape.
+    ///
+    /// ```
+    /// use autograd_core::{DType, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?;
+    /// assert_eq!(x.dims(), &[2, 3]);
+    /// assert_eq!(x.dtype(), DType::F32);
+    /// assert!(Tensor::from_vec(vec![1.0f32, 2.0], [2, 3]).is_err());
+    ///
+    /// let s = Tensor::scalar(0.5f64); // rank 0
+    /// assert_eq!((s.rank(), s.to_scalar::<f64>()?), (0, 0.5));
+    /// # Ok::<(), autograd_core::Error>(())
+    /// ```
     pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
         crate::compute::check_size("from_vec", &shape, T::DTYPE)?;
@@ -239,6 +253,16 @@ impl Tensor {
     }
 
     /// A CPU tensor with every element `value`.
+    ///
+    /// ```
+    /// use autograd_core::{DType, Tensor};
+    /// let h = Tensor::full([3], 0.5, DType::F32);
+    /// assert_eq!(h.to_vec::<f32>()?, [0.5; 3]);
+    /// let z = Tensor::zeros([2, 2], DType::F64);
+    /// assert_eq!(z.to_vec::<f64>()?, [0.0; 4]);
+    /// assert_eq!(Tensor::arange(4, DType::F32).to_vec::<f32>()?, [0.0, 1.0, 2.0, 3.0]);
+    /// # Ok::<(), autograd_core::Error>(())
+    /// ```
     ///
     /// # Panics
     ///
@@ -306,6 +330,7 @@ impl Tensor {
         self.0.id
     }
 
+    /// The logical shape (a view's, not its storage's).
     pub fn shape(&self) -> &Shape {
         self.0.layout.shape()
     }
@@ -315,6 +340,7 @@ impl Tensor {
         self.0.layout.shape().dims()
     }
 
+    /// Number of axes (0 for a scalar).
     pub fn rank(&self) -> usize {
         self.0.layout.rank()
     }
@@ -324,10 +350,12 @@ impl Tensor {
         self.0.layout.numel()
     }
 
+    /// Element type.
     pub fn dtype(&self) -> DType {
         self.0.storage.dtype()
     }
 
+    /// Where the storage lives.
     pub fn device(&self) -> Device {
         self.0.storage.device()
     }
