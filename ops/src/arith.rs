@@ -11,14 +11,18 @@ use autograd_macros::differentiable;
 pub mod add {
     use super::*;
 
+    /// `a + b` elementwise, broadcasting as NumPy does. An error when the shapes do not
+    /// broadcast, or the dtypes or devices differ.
     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         compute::binary(a, b, BinaryOp::Add)
     }
 
+    /// `grad` to both operands unchanged (the engine sums it down to each shape).
     pub fn backward(grad: &Tensor) -> Result<(Tensor, Tensor)> {
         Ok((grad.clone(), grad.clone()))
     }
 
+    /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
     pub fn check_cases() -> Vec<CheckCase> {
         cases::binary("add", add, (-1.0, 1.0), (-1.0, 1.0))
     }
@@ -29,10 +33,13 @@ pub mod add {
 pub mod sub {
     use super::*;
 
+    /// `a - b` elementwise, broadcasting. An error when the shapes do not broadcast, or
+    /// the dtypes or devices differ.
     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         compute::binary(a, b, BinaryOp::Sub)
     }
 
+    /// `grad` to `a`, `-grad` to `b`.
     pub fn backward(grad: &Tensor, needs: [bool; 2]) -> Result<(Option<Tensor>, Option<Tensor>)> {
         Ok((
             needs[0].then(|| grad.clone()),
@@ -40,6 +47,7 @@ pub mod sub {
         ))
     }
 
+    /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
     pub fn check_cases() -> Vec<CheckCase> {
         cases::binary("sub", sub, (-1.0, 1.0), (-1.0, 1.0))
     }
@@ -50,10 +58,13 @@ pub mod sub {
 pub mod mul {
     use super::*;
 
+    /// `a * b` elementwise, broadcasting. An error when the shapes do not broadcast, or
+    /// the dtypes or devices differ.
     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         compute::binary(a, b, BinaryOp::Mul)
     }
 
+    /// d/da = b, d/db = a: each operand's gradient reads the other, so both are saved.
     pub fn backward(
         grad: &Tensor,
         a: &Tensor,
@@ -71,6 +82,8 @@ pub mod mul {
         ))
     }
 
+    /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
+    /// Also `x * x` with one tensor in both places.
     pub fn check_cases() -> Vec<CheckCase> {
         let mut cases = cases::binary("mul", mul, (-1.0, 1.0), (-1.0, 1.0));
         let x = cases::uniform(120, &[2, 3], -1.0, 1.0);
@@ -84,6 +97,9 @@ pub mod mul {
 pub mod div {
     use super::*;
 
+    /// `a / b` elementwise, broadcasting (IEEE division: `x / 0` is an infinity or NaN,
+    /// not an error). An error when the shapes do not broadcast, or the dtypes or
+    /// devices differ.
     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         compute::binary(a, b, BinaryOp::Div)
     }
@@ -100,6 +116,8 @@ pub mod div {
         Ok((da, db))
     }
 
+    /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
+    /// Divisors in `[0.5, 2)`, away from the pole at 0.
     pub fn check_cases() -> Vec<CheckCase> {
         cases::binary("div", div, (-1.0, 1.0), (0.5, 2.0))
     }
@@ -110,14 +128,17 @@ pub mod div {
 pub mod neg {
     use super::*;
 
+    /// `-x` elementwise.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Neg)
     }
 
+    /// `-grad`.
     pub fn backward(grad: &Tensor) -> Result<Tensor> {
         neg(grad)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-1, 1)`.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary(
             "neg",
@@ -135,17 +156,21 @@ pub mod add_scalar {
     /// The constant added.
     #[derive(Clone, Copy, Debug)]
     pub struct AddScalar {
+        /// The constant (converted to the tensor's dtype).
         pub scalar: f64,
     }
 
+    /// `x + scalar` elementwise.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::AddScalar(self.scalar))
     }
 
+    /// `grad` unchanged: the constant has no gradient.
     pub fn backward(grad: &Tensor) -> Result<Tensor> {
         Ok(grad.clone())
     }
 
+    /// Gradcheck input: a `[3]` tensor in `[-1, 1)`, plus 2.5.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary(
             "add_scalar",
@@ -163,17 +188,21 @@ pub mod mul_scalar {
     /// The constant factor.
     #[derive(Clone, Copy, Debug)]
     pub struct MulScalar {
+        /// The factor (converted to the tensor's dtype).
         pub scalar: f64,
     }
 
+    /// `x * scalar` elementwise.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::MulScalar(self.scalar))
     }
 
+    /// `grad * scalar`.
     pub fn backward(&self, grad: &Tensor) -> Result<Tensor> {
         mul_scalar(grad, self.scalar)
     }
 
+    /// Gradcheck input: a `[3]` tensor in `[-1, 1)`, times -1.5.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary(
             "mul_scalar",
@@ -192,10 +221,14 @@ pub mod mul_scalar {
 pub mod pow {
     use super::*;
 
+    /// `a^b` elementwise, broadcasting (NaN for a negative base and a non-integral
+    /// exponent, as `powf`). An error when the shapes do not broadcast, or the dtypes
+    /// or devices differ.
     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         compute::binary(a, b, BinaryOp::Pow)
     }
 
+    /// d/da = b·a^(b-1), d/db = a^b·ln a (from the saved output).
     pub fn backward(
         grad: &Tensor,
         a: &Tensor,
@@ -210,6 +243,8 @@ pub mod pow {
         Ok((da, db))
     }
 
+    /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
+    /// Bases in `[0.5, 2)`, where `ln a` is defined.
     pub fn check_cases() -> Vec<CheckCase> {
         cases::binary("pow", pow, (0.5, 2.0), (-1.5, 1.5))
     }
@@ -235,10 +270,13 @@ fn tie_split_mask(a: &Tensor, b: &Tensor, wins: BinaryOp) -> Result<Tensor> {
 pub mod maximum {
     use super::*;
 
+    /// The larger of `a` and `b` elementwise, broadcasting. An error when the shapes do
+    /// not broadcast, or the dtypes or devices differ.
     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         compute::binary(a, b, BinaryOp::Maximum)
     }
 
+    /// `grad` to the larger operand, half to each where they tie.
     pub fn backward(
         grad: &Tensor,
         a: &Tensor,
@@ -251,6 +289,8 @@ pub mod maximum {
         ))
     }
 
+    /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
+    /// Random values, so ties (where there is no derivative) do not occur.
     pub fn check_cases() -> Vec<CheckCase> {
         cases::binary("maximum", maximum, (-1.0, 1.0), (-1.0, 1.0))
     }
@@ -263,10 +303,13 @@ pub mod maximum {
 pub mod minimum {
     use super::*;
 
+    /// The smaller of `a` and `b` elementwise, broadcasting. An error when the shapes
+    /// do not broadcast, or the dtypes or devices differ.
     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         compute::binary(a, b, BinaryOp::Minimum)
     }
 
+    /// `grad` to the smaller operand, half to each where they tie.
     pub fn backward(
         grad: &Tensor,
         a: &Tensor,
@@ -279,6 +322,8 @@ pub mod minimum {
         ))
     }
 
+    /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
+    /// Random values, so ties (where there is no derivative) do not occur.
     pub fn check_cases() -> Vec<CheckCase> {
         cases::binary("minimum", minimum, (-1.0, 1.0), (-1.0, 1.0))
     }
@@ -292,9 +337,12 @@ pub mod pow_scalar {
     /// The exponent.
     #[derive(Clone, Copy, Debug)]
     pub struct PowScalar {
+        /// The exponent `p` (any real; a negative base with a non-integral `p` gives
+        /// NaN).
         pub exponent: f64,
     }
 
+    /// `x^p` elementwise.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::PowScalar(self.exponent))
     }
@@ -311,6 +359,8 @@ pub mod pow_scalar {
         mul_scalar(&mul(grad, &pow_scalar(x, p - 1.0)?)?, p)
     }
 
+    /// Gradcheck inputs: non-integral exponents on positive bases, and the exponents 3,
+    /// 2, 1 and 0 (the special cases of backward) on bases of either sign.
     pub fn check_cases() -> Vec<CheckCase> {
         let pos = cases::uniform(4, &[2, 3], 0.5, 2.0);
         let any = cases::uniform(5, &[2, 3], -1.5, 1.5);

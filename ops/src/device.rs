@@ -12,10 +12,15 @@ pub mod transfer {
     /// The two devices.
     #[derive(Clone, Copy, Debug)]
     pub struct Transfer {
+        /// The device the result lives on.
         pub to: Device,
+        /// The device `x` lives on (checked); the gradient goes back there.
         pub from: Device,
     }
 
+    /// `x`'s values copied to `to` (`x` itself when it is already there). An error when
+    /// `x` does not live on `from`, or `Error::CudaUnavailable` when `to` is a GPU that
+    /// cannot be used.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         if x.device() != self.from {
             return Err(Error::InvalidArgument {
@@ -35,6 +40,8 @@ pub mod transfer {
         transfer(grad, self.from, self.to)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor moved onto the device it already lives on, so
+    /// that the case runs on any machine.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = Rng::new(51)
             .uniform([2, 3], -1.0, 1.0, DType::F64)

@@ -27,6 +27,8 @@
 //! - Index inputs ([`index_select`](mod@index_select), [`index_add`](mod@index_add)) are vectors of integral floats.
 //! - Every op works in f32 and f64, and its output has its inputs' dtype.
 
+#![warn(missing_docs)]
+
 mod arith;
 mod cases;
 mod device;

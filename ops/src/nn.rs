@@ -28,9 +28,12 @@ pub mod softmax {
     /// The axis normalised over.
     #[derive(Clone, Copy, Debug)]
     pub struct Softmax {
+        /// The axis normalised over; negative counts from the end.
         pub axis: isize,
     }
 
+    /// The softmax along `axis`, shifted by the max. An error when `axis` is out of
+    /// range or has length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("softmax", self.axis, x)?;
         let m = stable_max("softmax", x, axis)?;
@@ -45,6 +48,8 @@ pub mod softmax {
         mul(output, &sub(grad, &dot)?)
     }
 
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor in `[-2, 2)`, normalised over the last
+    /// axis and over a middle one.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = cases::uniform(51, &[2, 3, 4], -2.0, 2.0);
         vec![
@@ -63,9 +68,12 @@ pub mod log_softmax {
     /// The axis normalised over.
     #[derive(Clone, Copy, Debug)]
     pub struct LogSoftmax {
+        /// The axis normalised over; negative counts from the end.
         pub axis: isize,
     }
 
+    /// The log-softmax along `axis`. An error when `axis` is out of range or has
+    /// length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("log_softmax", self.axis, x)?;
         log_softmax_forward("log_softmax", x, axis)
@@ -76,6 +84,8 @@ pub mod log_softmax {
         sub(grad, &mul(&exp(output)?, &sum(grad, self.axis, true)?)?)
     }
 
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor in `[-2, 2)`, normalised over the last
+    /// axis and over the first.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = cases::uniform(52, &[2, 3, 4], -2.0, 2.0);
         vec![
@@ -149,6 +159,9 @@ fn class_targets(logits: &Tensor, targets: &Tensor) -> Result<Vec<usize>> {
 pub mod cross_entropy {
     use super::*;
 
+    /// The mean loss over the batch, a rank-0 tensor. An error when `logits` is not
+    /// `[N, C]` with `N, C > 0`, when `targets` is not `[N]`, or when a target is not
+    /// an integer class index in `0..C`.
     pub fn forward(logits: &Tensor, #[no_grad] targets: &Tensor) -> Result<Tensor> {
         let classes = class_targets(logits, targets)?;
         let (n, c) = (logits.dims()[0], logits.dims()[1]);
@@ -173,6 +186,8 @@ pub mod cross_entropy {
         mul(grad, &mul_scalar(&diff, 1.0 / n as f64)?)
     }
 
+    /// Gradcheck inputs: `[3, 4]` logits against fixed classes (the targets held
+    /// constant).
     pub fn check_cases() -> Vec<CheckCase> {
         vec![
             CheckCase::new(
@@ -198,6 +213,8 @@ pub mod cross_entropy {
 pub mod mse_loss {
     use super::*;
 
+    /// The mean over every element of `(pred - target)²`, a rank-0 tensor. An error
+    /// when the shapes differ.
     pub fn forward(pred: &Tensor, target: &Tensor) -> Result<Tensor> {
         if pred.shape() != target.shape() {
             return Err(Error::Shape {
@@ -230,6 +247,7 @@ pub mod mse_loss {
         Ok((needs[0].then_some(d_pred), d_target))
     }
 
+    /// Gradcheck inputs: two `[2, 3]` tensors, both differentiated.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![CheckCase::new(
             "mse_loss [2,3]",

@@ -43,15 +43,18 @@ pub(crate) fn stable_max(op: &'static str, x: &Tensor, axis: usize) -> Result<Te
 pub mod sum_all {
     use super::*;
 
+    /// The sum of every element, as a rank-0 tensor (0 for an empty tensor).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         let axes: Vec<usize> = (0..x.rank()).collect();
         compute::reduce(x, ReduceOp::Sum, &axes, false)
     }
 
+    /// `grad` broadcast back over `x`'s shape: every element contributed once.
     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         broadcast_to(grad, x_shape.clone())
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary(
             "sum_all",
@@ -69,20 +72,27 @@ pub mod sum {
     /// Which axis, and whether it stays.
     #[derive(Clone, Copy, Debug)]
     pub struct Sum {
+        /// The reduced axis; negative counts from the end.
         pub axis: isize,
+        /// True to keep the reduced axis with size 1, so that the result broadcasts
+        /// against `x`.
         pub keepdim: bool,
     }
 
+    /// The sum along `axis`. An error when `axis` is out of range.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("sum", self.axis, x)?;
         compute::reduce(x, ReduceOp::Sum, &[axis], self.keepdim)
     }
 
+    /// `grad` spread back along the reduced axis (only `x`'s shape is kept).
     pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         let axis = compute::normalize_axis_of("sum", self.axis, x_shape)?;
         spread(grad, x_shape, axis)
     }
 
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor, summed along a middle axis, and along
+    /// the last with `keepdim`.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = cases::uniform(32, &[2, 3, 4], -1.0, 1.0);
         vec![
@@ -97,12 +107,14 @@ pub mod sum {
 pub mod mean_all {
     use super::*;
 
+    /// The mean of every element, as a rank-0 tensor (NaN for an empty tensor).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         let axes: Vec<usize> = (0..x.rank()).collect();
         let total = compute::reduce(x, ReduceOp::Sum, &axes, false)?;
         compute::unary(&total, UnaryOp::MulScalar(1.0 / x.numel() as f64))
     }
 
+    /// `grad / n` broadcast back over `x`'s shape, `n` its element count.
     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         broadcast_to(
             &mul_scalar(grad, 1.0 / x_shape.numel() as f64)?,
@@ -110,6 +122,7 @@ pub mod mean_all {
         )
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary(
             "mean_all",
@@ -127,21 +140,28 @@ pub mod mean {
     /// Which axis, and whether it stays.
     #[derive(Clone, Copy, Debug)]
     pub struct Mean {
+        /// The reduced axis; negative counts from the end.
         pub axis: isize,
+        /// True to keep the reduced axis with size 1, so that the result broadcasts
+        /// against `x`.
         pub keepdim: bool,
     }
 
+    /// The mean along `axis`. An error when `axis` is out of range.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("mean", self.axis, x)?;
         let total = compute::reduce(x, ReduceOp::Sum, &[axis], self.keepdim)?;
         compute::unary(&total, UnaryOp::MulScalar(1.0 / axis_len(x.shape(), axis)))
     }
 
+    /// `grad / n` spread back along the reduced axis, `n` its length.
     pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         let axis = compute::normalize_axis_of("mean", self.axis, x_shape)?;
         mul_scalar(&spread(grad, x_shape, axis)?, 1.0 / axis_len(x_shape, axis))
     }
 
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor, averaged along the first axis, and along
+    /// the second with a negative axis and `keepdim`.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = cases::uniform(34, &[2, 3, 4], -1.0, 1.0);
         vec![
@@ -181,19 +201,28 @@ pub mod max {
     /// Which axis, and whether it stays.
     #[derive(Clone, Copy, Debug)]
     pub struct Max {
+        /// The reduced axis; negative counts from the end.
         pub axis: isize,
+        /// True to keep the reduced axis with size 1, so that the result broadcasts
+        /// against `x`.
         pub keepdim: bool,
     }
 
+    /// The largest element along `axis`. An error when `axis` is out of range or has
+    /// length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("max", self.axis, x)?;
         compute::reduce(x, ReduceOp::Max, &[axis], self.keepdim)
     }
 
+    /// `grad` to the elements equal to the max, split equally among ties: reads `x` and
+    /// the saved output to find them.
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         to_extremes("max", self.axis, grad, x, output)
     }
 
+    /// Gradcheck inputs: a random `[2, 3, 4]` tensor (no ties), reduced along a middle
+    /// axis, and along the last with `keepdim`.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = cases::uniform(35, &[2, 3, 4], -1.0, 1.0);
         vec![
@@ -214,19 +243,28 @@ pub mod min {
     /// Which axis, and whether it stays.
     #[derive(Clone, Copy, Debug)]
     pub struct Min {
+        /// The reduced axis; negative counts from the end.
         pub axis: isize,
+        /// True to keep the reduced axis with size 1, so that the result broadcasts
+        /// against `x`.
         pub keepdim: bool,
     }
 
+    /// The smallest element along `axis`. An error when `axis` is out of range or has
+    /// length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("min", self.axis, x)?;
         compute::reduce(x, ReduceOp::Min, &[axis], self.keepdim)
     }
 
+    /// `grad` to the elements equal to the min, split equally among ties: reads `x` and
+    /// the saved output to find them.
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         to_extremes("min", self.axis, grad, x, output)
     }
 
+    /// Gradcheck inputs: a random `[2, 3, 4]` tensor (no ties), reduced along the first
+    /// axis, and along the second with a negative axis and `keepdim`.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = cases::uniform(36, &[2, 3, 4], -1.0, 1.0);
         vec![
@@ -245,10 +283,15 @@ pub mod logsumexp {
     /// Which axis, and whether it stays.
     #[derive(Clone, Copy, Debug)]
     pub struct Logsumexp {
+        /// The reduced axis; negative counts from the end.
         pub axis: isize,
+        /// True to keep the reduced axis with size 1, so that the result broadcasts
+        /// against `x`.
         pub keepdim: bool,
     }
 
+    /// `log Σ exp(x)` along `axis`, shifted by the max. An error when `axis` is out of
+    /// range or has length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("logsumexp", self.axis, x)?;
         let m = stable_max("logsumexp", x, axis)?;
@@ -270,6 +313,8 @@ pub mod logsumexp {
         mul(&spread(grad, x.shape(), axis)?, &p)
     }
 
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor in `[-2, 2)`, reduced along the last
+    /// axis, and along a middle one with `keepdim`.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = cases::uniform(37, &[2, 3, 4], -2.0, 2.0);
         vec![

@@ -17,17 +17,22 @@ pub mod reshape {
     /// The new shape.
     #[derive(Clone, Debug)]
     pub struct Reshape {
+        /// The new shape; it must hold as many elements as the input.
         pub shape: Shape,
     }
 
+    /// A view with the new shape when the layout allows it, else a copy. An error when
+    /// the element counts differ.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         compute::reshape(x, self.shape.clone())
     }
 
+    /// `grad` reshaped back to `x`'s shape.
     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         reshape(grad, x_shape.clone())
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor viewed as `[3, 2]`.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![CheckCase::new(
             "reshape [2,3] -> [3,2]",
@@ -45,17 +50,23 @@ pub mod broadcast_to {
     /// The target shape.
     #[derive(Clone, Debug)]
     pub struct BroadcastTo {
+        /// The target shape; `x`'s shape must broadcast to it.
         pub shape: Shape,
     }
 
+    /// A view with stride 0 on the repeated axes (nothing is copied). An error when
+    /// `x`'s shape does not broadcast to `shape`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         compute::broadcast_to(x, self.shape.clone())
     }
 
+    /// `grad` summed over the repeated axes, back to `x`'s shape.
     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         sum_to_shape(grad, x_shape.clone())
     }
 
+    /// Gradcheck input: a `[3, 1]` tensor broadcast to `[2, 3, 4]` (a new leading axis
+    /// and a stretched one).
     pub fn check_cases() -> Vec<CheckCase> {
         vec![CheckCase::new(
             "broadcast_to [3,1] -> [2,3,4]",
@@ -74,17 +85,22 @@ pub mod sum_to_shape {
     /// The target shape.
     #[derive(Clone, Debug)]
     pub struct SumToShape {
+        /// The target shape; it must broadcast to `x`'s shape.
         pub shape: Shape,
     }
 
+    /// `x` summed over the axes that `shape` lacks or has as 1. An error when `shape`
+    /// does not broadcast to `x`'s shape.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         compute::sum_to_shape(x, &self.shape)
     }
 
+    /// `grad` broadcast back to `x`'s shape.
     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         broadcast_to(grad, x_shape.clone())
     }
 
+    /// Gradcheck input: a `[4, 3, 5]` tensor summed to `[3, 1]`.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![CheckCase::new(
             "sum_to_shape [4,3,5] -> [3,1]",
@@ -99,6 +115,7 @@ pub mod sum_to_shape {
 pub mod transpose {
     use super::*;
 
+    /// A view with the last two axes swapped. An error for a tensor of rank below 2.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         if x.rank() < 2 {
             return Err(Error::Shape {
@@ -112,10 +129,12 @@ pub mod transpose {
         compute::transpose(x, x.rank() - 2, x.rank() - 1)
     }
 
+    /// `grad` transposed back.
     pub fn backward(grad: &Tensor) -> Result<Tensor> {
         transpose(grad)
     }
 
+    /// Gradcheck input: a `[2, 3, 4]` tensor (a batch of matrices).
     pub fn check_cases() -> Vec<CheckCase> {
         vec![CheckCase::new(
             "transpose [2,3,4]",
@@ -133,9 +152,12 @@ pub mod permute {
     /// The permutation.
     #[derive(Clone, Debug)]
     pub struct Permute {
+        /// A permutation of `0..rank`: axis `i` of the result is axis `dims[i]` of `x`.
         pub dims: Vec<usize>,
     }
 
+    /// A view with the axes reordered. An error when `dims` is not a permutation of
+    /// `x`'s axes.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         compute::permute(x, &self.dims)
     }
@@ -149,6 +171,7 @@ pub mod permute {
         permute(grad, inverse)
     }
 
+    /// Gradcheck input: a `[2, 3, 4]` tensor permuted by `(2, 0, 1)`.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary(
             "permute [2,3,4] (2,0,1)",
@@ -166,9 +189,11 @@ pub mod unsqueeze {
     /// Where the new axis goes.
     #[derive(Clone, Copy, Debug)]
     pub struct Unsqueeze {
+        /// Position of the new axis in the result, in `-(rank + 1)..=rank`.
         pub axis: isize,
     }
 
+    /// A view with an axis of size 1 inserted. An error when `axis` is out of range.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let rank = x.rank() as isize + 1;
         let at = if self.axis < 0 {
@@ -187,10 +212,13 @@ pub mod unsqueeze {
         compute::unsqueeze(x, at as usize)
     }
 
+    /// `grad` reshaped back to `x`'s shape (the size-1 axis dropped).
     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         reshape(grad, x_shape.clone())
     }
 
+    /// Gradcheck inputs: a `[2, 3]` tensor given a middle axis, and a last one (axis
+    /// -1).
     pub fn check_cases() -> Vec<CheckCase> {
         let x = input(26, &[2, 3]);
         vec![
@@ -208,18 +236,23 @@ pub mod squeeze {
     /// The axis removed.
     #[derive(Clone, Copy, Debug)]
     pub struct Squeeze {
+        /// The axis removed; negative counts from the end.
         pub axis: isize,
     }
 
+    /// A view without `axis`. An error when `axis` is out of range or its size is not
+    /// 1.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("squeeze", self.axis, x)?;
         compute::squeeze(x, axis)
     }
 
+    /// `grad` reshaped back to `x`'s shape (the size-1 axis restored).
     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         reshape(grad, x_shape.clone())
     }
 
+    /// Gradcheck input: a `[2, 1, 3]` tensor losing its middle axis (axis -2).
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary("squeeze -2", input(27, &[2, 1, 3]), |x| {
             squeeze(x, -2)
@@ -235,11 +268,16 @@ pub mod narrow {
     /// Which axis, and which range of it.
     #[derive(Clone, Copy, Debug)]
     pub struct Narrow {
+        /// The axis sliced; negative counts from the end.
         pub axis: isize,
+        /// First entry kept.
         pub start: usize,
+        /// Number of entries kept; `start + len` must not exceed the axis' size.
         pub len: usize,
     }
 
+    /// A view of entries `start..start + len` of `axis`. An error when `axis` is out of
+    /// range or the range does not fit in it.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("narrow", self.axis, x)?;
         compute::narrow(x, axis, self.start, self.len)
@@ -252,6 +290,7 @@ pub mod narrow {
         pad(grad, self.axis, self.start, after)
     }
 
+    /// Gradcheck inputs: a `[3, 5]` tensor sliced along each axis.
     pub fn check_cases() -> Vec<CheckCase> {
         let x = input(28, &[3, 5]);
         vec![
@@ -269,11 +308,16 @@ pub mod pad {
     /// Which axis, and how many zeros on each side.
     #[derive(Clone, Copy, Debug)]
     pub struct Pad {
+        /// The axis padded; negative counts from the end.
         pub axis: isize,
+        /// Zeros inserted ahead of the first entry.
         pub before: usize,
+        /// Zeros appended after the last entry.
         pub after: usize,
     }
 
+    /// `x` copied into zeros of the padded shape. An error when `axis` is out of range
+    /// or the padded size overflows `usize`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("pad", self.axis, x)?;
         let mut shape = x.shape().clone();
@@ -293,11 +337,14 @@ pub mod pad {
         compute::pad_narrow(x, &shape, axis, self.before)
     }
 
+    /// The part of `grad` where `x` sits: [`narrow`](mod@narrow), whose backward is
+    /// `pad` again.
     pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
         let axis = compute::normalize_axis_of("pad", self.axis, x_shape)?;
         narrow(grad, self.axis, self.before, x_shape[axis])
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor padded by 1 and 2 along its last axis.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary(
             "pad axis -1 (1, 2)",
@@ -318,9 +365,12 @@ pub mod concat {
     /// The axis joined along.
     #[derive(Clone, Copy, Debug)]
     pub struct Concat {
+        /// The axis joined along; negative counts from the end.
         pub axis: isize,
     }
 
+    /// A new tensor holding `a`, then `b`, along `axis`. An error when `axis` is out of
+    /// range, when the other axes differ, or when the dtypes or devices differ.
     pub fn forward(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("concat", self.axis, a)?;
         compute::concat(&[a, b], axis)
@@ -342,6 +392,8 @@ pub mod concat {
         ))
     }
 
+    /// Gradcheck inputs: joins along the last axis and along the first, with operands
+    /// of different lengths there.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![
             CheckCase::new(
@@ -418,9 +470,12 @@ pub mod index_select {
     /// The axis indexed.
     #[derive(Clone, Copy, Debug)]
     pub struct IndexSelect {
+        /// The axis indexed; negative counts from the end.
         pub axis: isize,
     }
 
+    /// The entries `index` of `axis`, gathered into a new tensor. An error when `index`
+    /// is not a vector or holds a value that is not an integer in the axis' range.
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("index_select", self.axis, x)?;
         let idx = read_indices("index_select", index, x, axis)?;
@@ -434,6 +489,8 @@ pub mod index_select {
         index_add(&zeros, index, grad, self.axis)
     }
 
+    /// Gradcheck inputs: repeated indices along the first axis (their gradients add
+    /// up), and a reordering along the last; `index` is held constant.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![
             CheckCase::new(
@@ -462,9 +519,13 @@ pub mod index_add {
     /// The axis indexed.
     #[derive(Clone, Copy, Debug)]
     pub struct IndexAdd {
+        /// The axis indexed; negative counts from the end.
         pub axis: isize,
     }
 
+    /// `x` plus `src` scattered along `axis` at `index`. An error when `index` is not a
+    /// vector, holds a value that is not an integer in the axis' range, or when `src`
+    /// does not have `x`'s shape with `index.len()` entries along `axis`.
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor, src: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("index_add", self.axis, x)?;
         let idx = read_indices("index_add", index, x, axis)?;
@@ -488,6 +549,8 @@ pub mod index_add {
         compute::binary(x, &scattered, autograd_core::BinaryOp::Add)
     }
 
+    /// `grad` to `x` unchanged; to `src`, the rows of `grad` at `index`:
+    /// [`index_select`](mod@index_select).
     pub fn backward(
         &self,
         grad: &Tensor,
@@ -500,6 +563,8 @@ pub mod index_add {
         ))
     }
 
+    /// Gradcheck inputs: repeated indices along the first axis, gradients checked for
+    /// `x` and `src` (`index` is held constant).
     pub fn check_cases() -> Vec<CheckCase> {
         vec![
             CheckCase::new(

@@ -23,6 +23,7 @@ fn away_from_zero() -> Tensor {
 pub mod exp {
     use super::*;
 
+    /// `e^x` elementwise.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Exp)
     }
@@ -32,6 +33,7 @@ pub mod exp {
         mul(grad, output)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-1, 1)`.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("exp", exp, -1.0, 1.0)
     }
@@ -42,14 +44,17 @@ pub mod exp {
 pub mod log {
     use super::*;
 
+    /// The natural logarithm elementwise (NaN below 0, `-inf` at 0).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Log)
     }
 
+    /// d/dx ln x = 1/x.
     pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
         crate::div(grad, x)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[0.5, 2)`, away from the pole at 0.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("log", log, 0.5, 2.0)
     }
@@ -60,6 +65,7 @@ pub mod log {
 pub mod relu {
     use super::*;
 
+    /// `max(x, 0)` elementwise.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Relu)
     }
@@ -70,6 +76,7 @@ pub mod relu {
         mul(grad, &relu_mask(output)?)
     }
 
+    /// Gradcheck input: fixed values of both signs, none near the kink at 0.
     pub fn check_cases() -> Vec<CheckCase> {
         // Away from 0, where relu has no derivative.
         vec![cases::unary("relu", away_from_zero(), relu)]
@@ -86,6 +93,7 @@ pub fn relu_mask(x: &Tensor) -> Result<Tensor> {
 pub mod sqrt {
     use super::*;
 
+    /// The square root elementwise (NaN below 0).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Sqrt)
     }
@@ -95,6 +103,8 @@ pub mod sqrt {
         div(grad, &mul_scalar(output, 2.0)?)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[0.5, 2)`, away from the infinite slope
+    /// at 0.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("sqrt", sqrt, 0.5, 2.0)
     }
@@ -105,14 +115,17 @@ pub mod sqrt {
 pub mod square {
     use super::*;
 
+    /// `x²` elementwise.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Square)
     }
 
+    /// d/dx x² = 2x.
     pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
         mul(grad, &mul_scalar(x, 2.0)?)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-1, 1)`.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("square", square, -1.0, 1.0)
     }
@@ -123,6 +136,7 @@ pub mod square {
 pub mod abs {
     use super::*;
 
+    /// `|x|` elementwise.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Abs)
     }
@@ -132,6 +146,7 @@ pub mod abs {
         mul(grad, &compute::unary(x, UnaryOp::Sign)?)
     }
 
+    /// Gradcheck input: fixed values of both signs, none near the kink at 0.
     pub fn check_cases() -> Vec<CheckCase> {
         vec![cases::unary("abs", away_from_zero(), abs)]
     }
@@ -142,6 +157,7 @@ pub mod abs {
 pub mod tanh {
     use super::*;
 
+    /// The hyperbolic tangent elementwise.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Tanh)
     }
@@ -154,6 +170,7 @@ pub mod tanh {
         )
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-2, 2)`.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("tanh", tanh, -2.0, 2.0)
     }
@@ -164,6 +181,7 @@ pub mod tanh {
 pub mod sigmoid {
     use super::*;
 
+    /// The logistic function elementwise.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Sigmoid)
     }
@@ -174,6 +192,7 @@ pub mod sigmoid {
         mul(grad, &mul(output, &one_minus)?)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("sigmoid", sigmoid, -3.0, 3.0)
     }
@@ -204,6 +223,7 @@ fn gelu_derivative(x: &Tensor) -> Result<Tensor> {
 pub mod gelu {
     use super::*;
 
+    /// GELU (tanh approximation) elementwise, in one fused kernel.
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Gelu)
     }
@@ -221,6 +241,7 @@ pub mod gelu {
         mul(grad, &d)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("gelu", gelu, -3.0, 3.0)
     }
@@ -231,14 +252,17 @@ pub mod gelu {
 pub mod sin {
     use super::*;
 
+    /// The sine elementwise (radians).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Sin)
     }
 
+    /// d/dx sin x = cos x.
     pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
         mul(grad, &cos(x)?)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("sin", sin, -3.0, 3.0)
     }
@@ -249,14 +273,17 @@ pub mod sin {
 pub mod cos {
     use super::*;
 
+    /// The cosine elementwise (radians).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         compute::unary(x, UnaryOp::Cos)
     }
 
+    /// d/dx cos x = -sin x.
     pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
         neg(&mul(grad, &sin(x)?)?)
     }
 
+    /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.
     pub fn check_cases() -> Vec<CheckCase> {
         unary_case("cos", cos, -3.0, 3.0)
     }
