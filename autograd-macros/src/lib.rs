@@ -7,6 +7,8 @@
 //! the user's tokens, all reported together) → `expand` (the generated code, or on
 //! error the user's items and a stand-in function so that nothing else breaks).
 
+#![warn(missing_docs)]
+
 mod ast;
 mod attr;
 mod expand;
