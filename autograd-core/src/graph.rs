@@ -141,6 +141,15 @@ pub(crate) struct NodeState {
     pub(crate) consumed: bool,
 }
 
+impl NodeState {
+    /// The storage buffers this node keeps alive for its backward (a buffer saved
+    /// twice, as in `x * x`, appears twice).
+    fn saved_storages(&self) -> impl Iterator<Item = &Arc<Storage>> {
+        let inputs = self.saved.iter().flatten().map(|t| t.storage_arc());
+        inputs.chain(self.saved_output.as_ref().map(|s| &s.storage))
+    }
+}
+
 /// A recorded op call (the seed's `GraphNode`).
 pub(crate) struct Node {
     /// Creation order: a node's inputs always have smaller numbers, so visiting in
@@ -410,13 +419,7 @@ impl NodeRef {
         let st = self.0.lock();
         let mut seen: SmallVec<[*const Storage; 4]> = SmallVec::new();
         let mut bytes = 0;
-        let storages = st
-            .saved
-            .iter()
-            .flatten()
-            .map(|t| t.storage_arc())
-            .chain(st.saved_output.as_ref().map(|s| &s.storage));
-        for s in storages {
+        for s in st.saved_storages() {
             let p = Arc::as_ptr(s);
             if !seen.contains(&p) {
                 seen.push(p);
@@ -552,14 +555,7 @@ impl ComputationGraph {
         let mut seen: HashSet<*const Storage> = HashSet::new();
         let mut bytes = 0;
         for n in &self.nodes {
-            let st = n.0.lock();
-            let storages = st
-                .saved
-                .iter()
-                .flatten()
-                .map(|t| t.storage_arc())
-                .chain(st.saved_output.as_ref().map(|s| &s.storage));
-            for s in storages {
+            for s in n.0.lock().saved_storages() {
                 if seen.insert(Arc::as_ptr(s)) {
                     bytes += s.size_in_bytes();
                 }
