@@ -75,6 +75,16 @@ impl Sink for AccumulateIntoLeaves {
             // (create_graph) would hold the graph that holds this slot.
             return Ok(());
         }
+        // A gradient that passed through unchanged from a seed may be a tensor the user
+        // holds (even this leaf itself). Unrecorded, it is stored as a constant; recorded,
+        // a leaf is stored as the copy nodes save, which does not keep the user's leaf
+        // alive (else slot -> leaf -> slot would never be freed).
+        let grad = match grad.autograd() {
+            Autograd::None => grad,
+            _ if !create_graph => grad.detach(),
+            Autograd::Leaf(_) => grad.for_saving(),
+            Autograd::Interior(_) => grad,
+        };
         *current = Some(match current.take() {
             None => grad,
             Some(acc) => add(acc, grad, create_graph)?,
@@ -470,5 +480,38 @@ impl Tensor {
 pub fn zero_grad(params: &[&Tensor]) {
     for p in params {
         p.zero_grad();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{DType, Device, memory};
+
+    /// A leaf seeded with itself: the seed reaches the leaf's slot unchanged.
+    fn seed_a_leaf_with_itself(create_graph: bool) -> Result<isize> {
+        let before = memory::thread_stats(Device::Cpu).live_bytes;
+        {
+            let z = Tensor::full([1000], 1.5, DType::F64).set_requires_grad(true);
+            let opts = BackwardOptions::default()
+                .create_graph(create_graph)
+                .seed(z.clone());
+            z.backward_with(opts)?;
+            let g = z.grad().expect("the root leaf gets its seed");
+            assert_eq!(g.to_vec::<f64>()?, vec![1.5; 1000]);
+            assert_eq!(
+                g.requires_grad(),
+                create_graph,
+                "an unrecorded gradient is a constant"
+            );
+        }
+        Ok(memory::thread_stats(Device::Cpu).live_bytes - before)
+    }
+
+    #[test]
+    fn a_seed_stored_in_a_leaf_does_not_keep_the_leaf_alive() -> Result<()> {
+        assert_eq!(seed_a_leaf_with_itself(false)?, 0, "leaked (unrecorded)");
+        assert_eq!(seed_a_leaf_with_itself(true)?, 0, "leaked (create_graph)");
+        Ok(())
     }
 }
