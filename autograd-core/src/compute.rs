@@ -513,8 +513,40 @@ pub fn index_select(x: &Tensor, dim: usize, indices: &[usize]) -> Result<Tensor>
 }
 
 /// A zero tensor of `shape` with entry `pos` of `src` (along `dim`) added at entry
-/// `indices[pos]`: the gradient of [`index_select`] (repeated indices add up).
+/// `indices[pos]`: the gradient of [`index_select`] (repeated indices add up). `src`
+/// has `shape` except along `dim`, where it has `indices.len()` entries; each index
+/// is below `shape[dim]`.
 pub fn index_add(src: &Tensor, shape: &Shape, dim: usize, indices: &[usize]) -> Result<Tensor> {
+    if dim >= shape.rank() {
+        return Err(Error::AxisOutOfRange {
+            op: "index_add",
+            axis: dim as isize,
+            rank: shape.rank(),
+            shape: shape.clone(),
+        });
+    }
+    let fits = src.rank() == shape.rank()
+        && (0..shape.rank())
+            .all(|i| src.dims()[i] == if i == dim { indices.len() } else { shape[i] });
+    if !fits {
+        return Err(Error::Shape {
+            op: "index_add",
+            msg: format!(
+                "src of shape {} does not fit the result's shape {shape} with {} indices along \
+                 axis {dim}: src must have that shape with {} entries along that axis",
+                src.shape(),
+                indices.len(),
+                indices.len()
+            ),
+        });
+    }
+    let size = shape[dim];
+    if let Some(bad) = indices.iter().find(|&&i| i >= size) {
+        return Err(Error::InvalidArgument {
+            op: "index_add",
+            msg: format!("index {bad} is out of range for axis {dim} of size {size}"),
+        });
+    }
     check_size("index_add", shape, src.dtype())?;
     let mut storage = src.storage().filled_like(shape.numel(), src.dtype(), 0.0)?;
     let full = Layout::contiguous(shape.clone());
@@ -539,6 +571,8 @@ pub fn one_hot(like: &Tensor, classes: &[usize], num_classes: usize) -> Result<T
         });
     }
     let n = classes.len();
+    let shape = Shape::from([n, num_classes]);
+    check_size("one_hot", &shape, like.dtype())?;
     // Built on `like`'s device: ones scattered into the flattened zero matrix.
     let ones = like.full_like_shape([n], 1.0)?;
     let flat: Vec<usize> = classes
@@ -546,8 +580,8 @@ pub fn one_hot(like: &Tensor, classes: &[usize], num_classes: usize) -> Result<T
         .enumerate()
         .map(|(i, &c)| i * num_classes + c)
         .collect();
-    let hot = index_add(&ones, &Shape::from([n * num_classes]), 0, &flat)?;
-    reshape(&hot, [n, num_classes])
+    let hot = index_add(&ones, &Shape::from([shape.numel()]), 0, &flat)?;
+    reshape(&hot, shape)
 }
 
 /// `acc + g` for gradient accumulation, written into `acc`'s (or `g`'s) buffer when
@@ -571,4 +605,40 @@ pub fn accumulate(acc: Tensor, g: Tensor) -> Result<Tensor> {
         return binary(&acc, &g, BinaryOp::Add);
     }
     binary(&acc, &g, BinaryOp::Add)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_add_checks_its_arguments() -> Result<()> {
+        let src = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?;
+        let shape = Shape::from([4, 3]);
+        let sum = index_add(&src, &shape, 0, &[3, 3])?;
+        assert_eq!(sum.to_vec::<f32>()?[9..], [5.0, 7.0, 9.0]);
+        // An axis the shape does not have (was a panic).
+        assert!(matches!(
+            index_add(&src, &shape, 2, &[0, 1]),
+            Err(Error::AxisOutOfRange { .. })
+        ));
+        // Fewer indices than rows of src (was a result without src's last row).
+        let err = index_add(&src, &shape, 0, &[0]).unwrap_err().to_string();
+        assert!(err.contains("[2, 3]") && err.contains("[4, 3]"), "{err}");
+        // Another shape off the indexed axis.
+        assert!(index_add(&src, &Shape::from([4, 2]), 0, &[0, 1]).is_err());
+        let err = index_add(&src, &shape, 0, &[0, 4]).unwrap_err().to_string();
+        assert!(err.contains("index 4 is out of range"), "{err}");
+        Ok(())
+    }
+
+    #[test]
+    fn one_hot_refuses_a_size_that_overflows() -> Result<()> {
+        let like = Tensor::zeros([1], DType::F32);
+        let hot = one_hot(&like, &[2, 0], 3)?;
+        assert_eq!(hot.to_vec::<f32>()?, [0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+        // 2 * usize::MAX elements (was an arithmetic overflow).
+        assert!(one_hot(&like, &[0, 1], usize::MAX).is_err());
+        Ok(())
+    }
 }

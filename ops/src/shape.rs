@@ -529,22 +529,6 @@ pub mod index_add {
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor, src: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("index_add", self.axis, x)?;
         let idx = read_indices("index_add", index, x, axis)?;
-        let fits = src.rank() == x.rank()
-            && (0..x.rank())
-                .all(|i| src.dims()[i] == if i == axis { idx.len() } else { x.dims()[i] });
-        if !fits {
-            return Err(Error::Shape {
-                op: "index_add",
-                msg: format!(
-                    "src of shape {} does not fit x of shape {} with {} indices along axis {axis}: \
-                     src must have x's shape with {} entries along that axis",
-                    src.shape(),
-                    x.shape(),
-                    idx.len(),
-                    idx.len()
-                ),
-            });
-        }
         let scattered = compute::index_add(src, x.shape(), axis, &idx)?;
         compute::binary(x, &scattered, autograd_core::BinaryOp::Add)
     }
