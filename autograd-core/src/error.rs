@@ -43,7 +43,10 @@ pub enum Error {
     },
 
     /// Operands of different element types.
-    #[error("`{op}`: dtype mismatch, {lhs} and {rhs}; convert one operand with `.to_dtype(..)`")]
+    #[error(
+        "`{op}`: dtype mismatch, {lhs} and {rhs}; give both operands one dtype (`compute::cast` \
+         converts a tensor, outside the graph)"
+    )]
     DTypeMismatch {
         /// The op that failed.
         op: &'static str,
