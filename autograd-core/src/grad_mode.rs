@@ -1,6 +1,7 @@
 //! Whether ops are recorded: on by default, off inside [`no_grad`].
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 
 thread_local! {
     static ENABLED: Cell<bool> = const { Cell::new(true) };
@@ -12,8 +13,17 @@ pub fn is_grad_enabled() -> bool {
 }
 
 /// Turns recording off on this thread until dropped (then restores what it was).
+///
+/// The guard stays on the thread that made it (it is not `Send`): dropped on another
+/// thread, it would restore the wrong thread's mode.
+///
+/// ```compile_fail
+/// let guard = autograd_core::NoGradGuard::new();
+/// std::thread::spawn(move || drop(guard));
+/// ```
 pub struct NoGradGuard {
     previous: bool,
+    _thread_bound: PhantomData<*const ()>,
 }
 
 impl NoGradGuard {
@@ -23,6 +33,7 @@ impl NoGradGuard {
     pub fn new() -> NoGradGuard {
         NoGradGuard {
             previous: ENABLED.with(|e| e.replace(false)),
+            _thread_bound: PhantomData,
         }
     }
 }
