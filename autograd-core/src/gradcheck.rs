@@ -41,20 +41,19 @@ impl CheckCase {
 
     /// Runs [`gradcheck`] on this case.
     pub fn check(&self, opts: &GradcheckOptions) -> Result<GradcheckReport> {
-        let mask = self
-            .differentiable
-            .clone()
-            .unwrap_or_else(|| vec![true; self.inputs.len()]);
-        gradcheck(&self.label, &*self.run, &self.inputs, &mask, opts)
+        gradcheck(&self.label, &*self.run, &self.inputs, &self.mask(), opts)
     }
 
     /// Runs [`gradgradcheck`] on this case.
     pub fn check_second_order(&self, opts: &GradcheckOptions) -> Result<GradcheckReport> {
-        let mask = self
-            .differentiable
+        gradgradcheck(&self.label, &*self.run, &self.inputs, &self.mask(), opts)
+    }
+
+    /// Which inputs are differentiable, one flag per input.
+    fn mask(&self) -> Vec<bool> {
+        self.differentiable
             .clone()
-            .unwrap_or_else(|| vec![true; self.inputs.len()]);
-        gradgradcheck(&self.label, &*self.run, &self.inputs, &mask, opts)
+            .unwrap_or_else(|| vec![true; self.inputs.len()])
     }
 }
 
