@@ -296,30 +296,42 @@ fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()>
             let pass = Pass::start();
             claim(node, pass)?;
             node.lock().grad = Some(seed);
-            let mut ready = BinaryHeap::new();
-            ready.push(Ready(node.clone()));
-            let result = drain(&mut ready, pass, opts, sink);
-            if result.is_err() {
-                // Leave no gradient buffers or claims behind in nodes we did not reach.
-                for Ready(node) in ready.drain() {
-                    node.lock().grad = None;
-                    release(&node);
-                }
-            }
-            result
+            let mut ready = Queue(BinaryHeap::new());
+            ready.0.push(Ready(node.clone()));
+            drain(&mut ready, pass, opts, sink)
         }
     })
 }
 
-fn drain(
-    ready: &mut BinaryHeap<Ready>,
-    pass: Pass,
-    opts: &BackwardOptions,
-    sink: &mut dyn Sink,
-) -> Result<()> {
-    while let Some(Ready(node)) = ready.pop() {
-        let step = run_node(&node, opts, sink);
-        release(&node);
+/// The nodes a pass has claimed and not run yet. Whatever is left when it goes (after
+/// an error, or a panic in an op's backward) is released: no gradient buffer or claim
+/// outlives the pass, so the graph stays usable (e.g. with `retain_graph`).
+struct Queue(BinaryHeap<Ready>);
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        for Ready(node) in self.0.drain() {
+            node.lock().grad = None;
+            release(&node);
+        }
+    }
+}
+
+/// Releases a popped node's claim however its backward ends (returns or unwinds).
+struct Running<'a>(&'a Node);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        release(self.0);
+    }
+}
+
+fn drain(ready: &mut Queue, pass: Pass, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+    while let Some(Ready(node)) = ready.0.pop() {
+        let step = {
+            let _running = Running(&node);
+            run_node(&node, opts, sink)
+        };
         for (input, grad) in node.inputs.iter().zip(step?) {
             let Some(grad) = grad else { continue };
             match &input.edge {
@@ -328,9 +340,9 @@ fn drain(
                 Edge::Node(next) => {
                     // Claimed first: a node another pass holds is not touched. A node
                     // this pass claims is queued at once, so that on an error below
-                    // the clean-up in `run` releases it.
+                    // the queue's drop releases it.
                     if let Claim::New = claim(next, pass)? {
-                        ready.push(Ready(next.clone()));
+                        ready.0.push(Ready(next.clone()));
                     }
                     let mut state = next.lock();
                     state.grad = Some(match state.grad.take() {

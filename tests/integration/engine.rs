@@ -329,3 +329,61 @@ fn an_op_returning_its_input_gets_an_output_of_its_own() -> Result<()> {
     assert_eq!(grad_vec(&x), vec![3.0, 3.0]);
     Ok(())
 }
+
+thread_local! {
+    /// Set while `panicking_op`'s backward should panic on this thread (a stand-in
+    /// for a buggy user op; thread-local so that tests running beside it, such as the
+    /// registry-wide gradcheck, never see it set).
+    static PANIC_IN_BACKWARD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+#[differentiable(name = "test_panicking_backward")]
+mod panicking_op {
+    use super::PANIC_IN_BACKWARD;
+    use autograd::prelude::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        x * 2.0
+    }
+
+    pub fn backward(grad: &Tensor) -> Result<Tensor> {
+        if PANIC_IN_BACKWARD.get() {
+            panic!("a user op's backward panicked");
+        }
+        grad * 2.0
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = Tensor::from_slice(&[1.0f64, -2.0], [2]).unwrap();
+        vec![CheckCase::new("test_panicking_backward", vec![x], |x| {
+            panicking_op(&x[0])
+        })]
+    }
+}
+
+#[test]
+fn a_backward_that_panics_leaves_no_claim_behind() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0, 2.0], &[2]);
+    let y = ops::exp(&panicking_op(&ops::exp(&x)?)?)?;
+    let loss = ops::sum_all(&y)?;
+    let retain = || BackwardOptions::default().retain_graph(true);
+    PANIC_IN_BACKWARD.set(true);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        loss.backward_with(retain())
+    }));
+    PANIC_IN_BACKWARD.set(false);
+    assert!(caught.is_err(), "the op's backward was meant to panic");
+    // The panicking node and the nodes queued behind it were claimed by that pass:
+    // a second pass must not find them held.
+    loss.backward_with(retain())?;
+    let expected: Vec<f64> = [1.0f64, 2.0]
+        .iter()
+        .map(|v| (2.0 * v.exp()).exp() * 2.0 * v.exp())
+        .collect();
+    let got = grad_vec(&x);
+    for (g, e) in got.iter().zip(&expected) {
+        assert!((g - e).abs() <= 1e-9 * e.abs(), "{got:?} vs {expected:?}");
+    }
+    Ok(())
+}
