@@ -509,13 +509,27 @@ impl ComputationGraph {
 
     /// Records a call of `op` on `inputs` that produced `output`, if some
     /// differentiable input requires grad and recording is enabled (not inside
-    /// [`crate::no_grad`]); returns the output, now pointing at its node.
+    /// [`crate::no_grad`]); returns the output, now pointing at its node. An error
+    /// when `inputs` does not hold exactly the op's tensor inputs.
     #[track_caller]
-    pub fn record<O: Differentiable>(op: O, inputs: &[&Tensor], output: Tensor) -> Tensor {
-        Self::record_at(op, inputs, output, Location::caller())
+    pub fn record<O: Differentiable>(
+        op: O,
+        inputs: &[&Tensor],
+        output: Tensor,
+    ) -> crate::Result<Tensor> {
+        let entry = O::ENTRY;
+        if inputs.len() != entry.inputs.len() {
+            return Err(crate::op::arity_error(
+                entry.name,
+                entry.inputs.len(),
+                inputs.len(),
+            ));
+        }
+        Ok(Self::record_at(op, inputs, output, Location::caller()))
     }
 
-    /// [`ComputationGraph::record`] with the call site given.
+    /// [`ComputationGraph::record`] with the call site given; the caller has checked
+    /// the number of inputs.
     pub(crate) fn record_at<O: Differentiable>(
         op: O,
         inputs: &[&Tensor],

@@ -387,3 +387,18 @@ fn a_backward_that_panics_leaves_no_claim_behind() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn recording_with_the_wrong_number_of_inputs_is_an_error() -> Result<()> {
+    crate::init();
+    let x = leaf(&[1.0], &[1]);
+    let out = Tensor::from_slice(&[1.0f64], [1])?;
+    let err = ComputationGraph::record(ops::mul::Mul, &[&x], out.clone()).unwrap_err();
+    assert!(
+        err.to_string().contains("`mul`") && err.to_string().contains("2 tensor inputs, got 1"),
+        "{err}"
+    );
+    let recorded = ComputationGraph::record(ops::mul::Mul, &[&x, &x], out)?;
+    assert_eq!(recorded.grad_fn().unwrap().op_name(), "mul");
+    Ok(())
+}
