@@ -106,19 +106,21 @@ impl Layout {
         self.contiguous
     }
 
-    /// One past the largest storage index this layout can touch (0 when empty).
+    /// One past the largest storage index this layout can touch (0 when empty;
+    /// `usize::MAX`, which no buffer reaches, when that index overflows).
+    #[inline]
     pub fn required_len(&self) -> usize {
-        if self.numel() == 0 {
+        if self.shape.contains(&0) {
             return 0;
         }
-        self.offset
-            + self
-                .shape
-                .iter()
-                .zip(self.strides.iter())
-                .map(|(&d, &s)| (d - 1) * s)
-                .sum::<usize>()
-            + 1
+        self.shape
+            .iter()
+            .zip(self.strides.iter())
+            .try_fold(self.offset, |end, (&d, &s)| {
+                end.checked_add((d - 1).checked_mul(s)?)
+            })
+            .and_then(|end| end.checked_add(1))
+            .unwrap_or(usize::MAX)
     }
 
     /// The same elements seen with the shape `target` under NumPy broadcasting:

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod check;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;

@@ -4,11 +4,17 @@
 use crate::walk::Walk;
 use crate::{Element, Layout};
 
-pub(crate) fn matmul<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> Vec<T> {
+/// `dims` is `(batch, m, k, n)` from `check::matmul_dims`, which checked that the
+/// two views agree (same batch axes, inner sizes) and that the result's size fits.
+pub(crate) fn matmul<T: Element>(
+    a: &[T],
+    la: &Layout,
+    b: &[T],
+    lb: &Layout,
+    (batch, m, k, n): (usize, usize, usize, usize),
+) -> Vec<T> {
     let r = la.rank();
-    let (m, k, n) = (la.shape()[r - 2], la.shape()[r - 1], lb.shape()[r - 1]);
     let batch_shape = &la.shape()[..r - 2];
-    let batch: usize = batch_shape.iter().product();
     let total = batch * m * n;
     if m == 0 || n == 0 || k == 0 {
         return super::pool::filled(total, T::ZERO);
@@ -26,10 +32,12 @@ pub(crate) fn matmul<T: Element>(a: &[T], la: &Layout, b: &[T], lb: &Layout) -> 
         for j in 0..len {
             let (ao, bo) = (ao + j * sa, bo + j * sb);
             // SAFETY: the caller checked that both views fit their buffers
-            // (`check_fits`), so every element gemm reads at these strides is in
-            // bounds; `out` has room for batch * m * n elements and `dst` steps
-            // through it one m x n block at a time with row stride n. gemm
-            // supports f32/f64.
+            // (`check_fits`) and that they agree (`matmul_dims`: b's batch axes and
+            // k rows are a's), so every element gemm reads, an m x k block of a and
+            // a k x n block of b at these strides, is an element of a view and in
+            // bounds; `out` has room for batch * m * n elements (no overflow) and
+            // `dst` steps through it one m x n block at a time with row stride n.
+            // gemm supports f32/f64.
             unsafe {
                 gemm::gemm(
                     m,

@@ -5,6 +5,7 @@ mod matmul;
 pub mod pool;
 mod reduce;
 
+use crate::check::{check_fits, check_same_shape, matmul_dims};
 use crate::walk::Walk;
 use crate::{
     BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
@@ -87,32 +88,6 @@ fn mismatch(a: &CpuStorage, b: &CpuStorage) -> KernelError {
     }
 }
 
-#[inline]
-fn check_fits(len: usize, l: &Layout) -> Result<()> {
-    let fits = if l.is_contiguous() {
-        let n = l.numel();
-        n == 0 || l.offset() + n <= len
-    } else {
-        l.required_len() <= len
-    };
-    if fits {
-        Ok(())
-    } else {
-        Err(past_the_end(len, l))
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn past_the_end(len: usize, l: &Layout) -> KernelError {
-    KernelError::Layout(format!(
-        "view {:?} (strides {:?}, offset {}) reaches past a buffer of {len} elements",
-        l.shape(),
-        l.strides(),
-        l.offset()
-    ))
-}
-
 impl BackendStorage for CpuStorage {
     fn dtype(&self) -> DType {
         match self {
@@ -177,12 +152,13 @@ impl BackendStorage for CpuStorage {
     fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self> {
         check_fits(self.len(), l)?;
         check_fits(rhs.len(), rl)?;
+        let dims = matmul_dims(l, rl)?;
         Ok(match (self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(matmul::matmul(a, l, b, rl))
+                CpuStorage::F32(matmul::matmul(a, l, b, rl, dims))
             }
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(matmul::matmul(a, l, b, rl))
+                CpuStorage::F64(matmul::matmul(a, l, b, rl, dims))
             }
             _ => return Err(mismatch(self, rhs)),
         })
@@ -191,13 +167,7 @@ impl BackendStorage for CpuStorage {
     fn copy_into(&self, l: &Layout, dst: &mut Self, dl: &Layout, accumulate: bool) -> Result<()> {
         check_fits(self.len(), l)?;
         check_fits(dst.len(), dl)?;
-        if l.shape() != dl.shape() {
-            return Err(KernelError::Layout(format!(
-                "copy between views of shapes {:?} and {:?}",
-                l.shape(),
-                dl.shape()
-            )));
-        }
+        check_same_shape("copy", l, dl)?;
         match (self, &mut *dst) {
             (CpuStorage::F32(s), CpuStorage::F32(d)) => copy_into(s, l, d, dl, accumulate),
             (CpuStorage::F64(s), CpuStorage::F64(d)) => copy_into(s, l, d, dl, accumulate),
@@ -328,5 +298,28 @@ mod tests {
         let x = cpu(&[1., 2.]);
         let l = Layout::contiguous(Shape::from([3]));
         assert!(x.unary(&l, UnaryOp::Exp).is_err());
+    }
+
+    /// Regression: matmul took k and the batch axes from the left view alone, so a
+    /// right view with fewer rows or batch entries had gemm read past its buffer, and
+    /// a result size that wrapped around had gemm write past an empty one.
+    #[test]
+    fn matmul_of_views_that_disagree_is_an_error_not_an_out_of_bounds_access() {
+        let c = |d: &[usize]| Layout::contiguous(Shape::from(d));
+        let (a, b) = (cpu(&[1.0; 24]), cpu(&[1.0; 4]));
+        // k = 3 on the left, 2 rows on the right.
+        assert!(a.matmul(&c(&[2, 3]), &b, &c(&[2, 2])).is_err());
+        // Four batch entries on the left, one on the right.
+        assert!(a.matmul(&c(&[4, 2, 3]), &b, &c(&[1, 3, 1])).is_err());
+        // [2^32, 1] @ [1, 2^32], both broadcast from one element: 2^64 results.
+        let huge = 1usize << 32;
+        let (x, y) = (cpu(&[2.0]), cpu(&[3.0]));
+        let lx = Layout::new(Shape::from([huge, 1]), &[0, 0], 0);
+        let ly = Layout::new(Shape::from([1, huge]), &[0, 0], 0);
+        assert!(x.matmul(&lx, &y, &ly).is_err());
+        // A view whose last index overflows usize: (3 - 1) * 2^63 wraps to 0.
+        let wrapping = Layout::new(Shape::from([2, 3]), &[1, 1 << 63], 0);
+        assert!(a.matmul(&wrapping, &b, &c(&[3, 1])).is_err());
+        assert!(a.unary(&wrapping, UnaryOp::Exp).is_err());
     }
 }

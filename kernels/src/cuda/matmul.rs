@@ -53,26 +53,21 @@ fn contiguous(x: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Layout)> {
     ))
 }
 
+/// `dims` is `(batch, m, k, n)` from `check::matmul_dims`, which checked that the
+/// two views agree (same batch axes, inner sizes) and that the result's size fits.
 pub(super) fn matmul<T: CudaElement>(
     a: &CudaStorage,
     la: &Layout,
     b: &CudaStorage,
     lb: &Layout,
+    dims: (usize, usize, usize, usize),
 ) -> Result<CudaStorage>
 where
     CudaBlas: Gemm<T>,
 {
+    let (batch, m, k, n) = dims;
     let r = la.rank();
-    if r < 2 || lb.rank() != r {
-        return Err(KernelError::Layout(format!(
-            "matmul of views of shapes {:?} and {:?}",
-            la.shape(),
-            lb.shape()
-        )));
-    }
-    let (m, k, n) = (la.shape()[r - 2], la.shape()[r - 1], lb.shape()[r - 1]);
     let batch_shape = &la.shape()[..r - 2];
-    let batch: usize = batch_shape.iter().product();
     let dev = &a.device;
     let len = batch * m * n;
     if len == 0 || k == 0 {
@@ -86,7 +81,7 @@ where
         // Batch axes that no single stride describes: materialise both operands.
         let (a2, la2) = contiguous(a, la)?;
         let (b2, lb2) = contiguous(b, lb)?;
-        return matmul::<T>(&a2, &la2, &b2, &lb2);
+        return matmul::<T>(&a2, &la2, &b2, &lb2, dims);
     }
     let (stride_a, stride_b) = match w.shape.len() {
         1 => (w.strides[0][0], w.strides[1][0]),
@@ -95,12 +90,12 @@ where
     let Some((trans_a, ld_a)) = transposed_operand(m, k, la.strides()[r - 2], la.strides()[r - 1])
     else {
         let (a2, la2) = contiguous(a, la)?;
-        return matmul::<T>(&a2, &la2, b, lb);
+        return matmul::<T>(&a2, &la2, b, lb, dims);
     };
     let Some((trans_b, ld_b)) = transposed_operand(k, n, lb.strides()[r - 2], lb.strides()[r - 1])
     else {
         let (b2, lb2) = contiguous(b, lb)?;
-        return matmul::<T>(a, la, &b2, &lb2);
+        return matmul::<T>(a, la, &b2, &lb2, dims);
     };
 
     // Column-major Cᵀ (n x m, ld n) = Bᵀ (n x k) · Aᵀ (k x m).
@@ -121,7 +116,8 @@ where
     let av = a.slice::<T>()?.slice(la.offset()..);
     let bv = b.slice::<T>()?.slice(lb.offset()..);
     dev.with_blas(|blas| {
-        // SAFETY: the layouts were checked to fit their buffers (check_fits), the
+        // SAFETY: the layouts were checked to fit their buffers (check_fits) and
+        // each other (matmul_dims: b's batch axes and k rows are a's), the
         // leading dimensions and batch strides describe exactly those views (see
         // `transposed_operand`), and `out` holds batch * m * n elements.
         let status = unsafe {

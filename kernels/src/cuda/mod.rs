@@ -21,6 +21,7 @@ pub use device::{
     CudaDevice, cublas_available, device, device_count, driver_available, is_available,
 };
 
+use crate::check::{check_axes, check_fits, check_same_shape, matmul_dims};
 use crate::cpu::CpuStorage;
 use crate::{BackendStorage, BinaryOp, DType, KernelError, Layout, ReduceOp, Result, UnaryOp};
 use compile::Module;
@@ -136,18 +137,6 @@ unsafe fn alloc<T: CudaElement>(dev: &CudaDevice, n: usize) -> Result<CudaSlice<
             dev.ordinal()
         ))
     })
-}
-
-fn check_fits(len: usize, l: &Layout) -> Result<()> {
-    if l.required_len() > len {
-        return Err(KernelError::Layout(format!(
-            "view {:?} (strides {:?}, offset {}) reaches past a buffer of {len} elements",
-            l.shape(),
-            l.strides(),
-            l.offset()
-        )));
-    }
-    Ok(())
 }
 
 fn launch_error(kernel: &str, e: cudarc::driver::DriverError) -> KernelError {
@@ -443,18 +432,14 @@ impl BackendStorage for CudaStorage {
 
     fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Self> {
         check_fits(self.len, l)?;
-        if let Some(&bad) = axes.iter().find(|&&a| a >= l.rank()) {
-            return Err(KernelError::Layout(format!(
-                "reduce over axis {bad} of a view of rank {}",
-                l.rank()
-            )));
-        }
+        check_axes(l, axes)?;
         with_dtype!(self.dtype(), T => reduce::reduce::<T>(self, l, op, axes))
     }
 
     fn matmul(&self, l: &Layout, rhs: &Self, rl: &Layout) -> Result<Self> {
         check_fits(self.len, l)?;
         check_fits(rhs.len, rl)?;
+        let dims = matmul_dims(l, rl)?;
         self.same_device(rhs)?;
         if self.dtype() != rhs.dtype() {
             return Err(KernelError::DTypeMismatch {
@@ -463,8 +448,8 @@ impl BackendStorage for CudaStorage {
             });
         }
         match self.dtype() {
-            DType::F32 => matmul::matmul::<f32>(self, l, rhs, rl),
-            DType::F64 => matmul::matmul::<f64>(self, l, rhs, rl),
+            DType::F32 => matmul::matmul::<f32>(self, l, rhs, rl, dims),
+            DType::F64 => matmul::matmul::<f64>(self, l, rhs, rl, dims),
         }
     }
 
@@ -472,13 +457,7 @@ impl BackendStorage for CudaStorage {
         check_fits(self.len, l)?;
         check_fits(dst.len, dl)?;
         self.same_device(dst)?;
-        if l.shape() != dl.shape() {
-            return Err(KernelError::Layout(format!(
-                "copy between views of shapes {:?} and {:?}",
-                l.shape(),
-                dl.shape()
-            )));
-        }
+        check_same_shape("copy", l, dl)?;
         if self.dtype() != dst.dtype() {
             return Err(KernelError::DTypeMismatch {
                 lhs: self.dtype(),
