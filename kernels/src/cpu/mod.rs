@@ -5,7 +5,7 @@ mod matmul;
 pub mod pool;
 mod reduce;
 
-use crate::check::{check_fits, check_same_shape, matmul_dims};
+use crate::check::{check_axes, check_fits, check_same_shape, matmul_dims};
 use crate::walk::Walk;
 use crate::{
     BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
@@ -143,6 +143,7 @@ impl BackendStorage for CpuStorage {
 
     fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Self> {
         check_fits(self.len(), l)?;
+        check_axes(l, axes)?;
         Ok(match self {
             CpuStorage::F32(v) => CpuStorage::F32(reduce::reduce(v, l, op, axes)),
             CpuStorage::F64(v) => CpuStorage::F64(reduce::reduce(v, l, op, axes)),
@@ -321,5 +322,14 @@ mod tests {
         let wrapping = Layout::new(Shape::from([2, 3]), &[1, 1 << 63], 0);
         assert!(a.matmul(&wrapping, &b, &c(&[3, 1])).is_err());
         assert!(a.unary(&wrapping, UnaryOp::Exp).is_err());
+    }
+
+    #[test]
+    fn reduce_over_a_missing_axis_is_an_error_not_a_panic() {
+        let a = cpu(&[1., 2., 3.]);
+        let l = Layout::contiguous(Shape::from([3]));
+        assert!(a.reduce(&l, ReduceOp::Sum, &[1]).is_err());
+        assert!(a.reduce(&l, ReduceOp::Max, &[0, 3]).is_err());
+        assert_eq!(a.reduce(&l, ReduceOp::Sum, &[0]).unwrap(), cpu(&[6.]));
     }
 }
