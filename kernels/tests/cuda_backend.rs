@@ -12,6 +12,10 @@ use autograd_kernels::cuda::compile::{every_binary_op, every_reduce_op, every_un
 use autograd_kernels::cuda::{self, CudaDevice, CudaStorage};
 use autograd_kernels::{BackendStorage, BinaryOp, DType, Layout, ReduceOp, Shape, UnaryOp};
 use std::sync::Arc;
+use support::compare;
+
+#[path = "support/compare.rs"]
+mod support;
 
 fn gpu() -> Arc<CudaDevice> {
     cuda::device(0).unwrap_or_else(|e| {
@@ -57,25 +61,6 @@ fn tolerance(dtype: DType) -> (f64, f64) {
         DType::F32 => (1e-5, 1e-5),
         DType::F64 => (1e-12, 1e-12),
     }
-}
-
-/// Element-wise comparison (NaN equals NaN); returns a description of the first
-/// mismatch.
-fn compare(what: &str, want: &[f64], got: &[f64], (rtol, atol): (f64, f64)) -> Result<(), String> {
-    if want.len() != got.len() {
-        return Err(format!(
-            "{what}: {} elements, expected {}",
-            got.len(),
-            want.len()
-        ));
-    }
-    for (i, (&w, &g)) in want.iter().zip(got).enumerate() {
-        let same = (w.is_nan() && g.is_nan()) || w == g || (w - g).abs() <= atol + rtol * w.abs();
-        if !same {
-            return Err(format!("{what}: element {i} is {g}, expected {w}"));
-        }
-    }
-    Ok(())
 }
 
 fn check_all(failures: Vec<String>, total: usize) {

@@ -51,12 +51,11 @@ fn forward_and_backward_stay_on_the_device() -> Result<()> {
     let wc = compute::to_device(&w, Device::Cpu)?.set_requires_grad(true);
     let xc = compute::to_device(&x, Device::Cpu)?;
     ops::sum_all(&ops::exp(&ops::relu(&ops::matmul(&xc, &wc)?)?)?)?.backward()?;
-    crate::close(
+    crate::compare(
         "grad w",
         &wc.grad().unwrap().to_vec::<f64>()?,
         &g.to_vec::<f64>()?,
-        1e-5,
-        1e-6,
+        (1e-5, 1e-6),
     )
     .map_err(|m| Error::InvalidArgument { op: "test", msg: m })?;
     Ok(())

@@ -16,6 +16,11 @@ mod workloads_parity;
 
 use autograd::prelude::*;
 
+/// The element-wise comparison the kernel tests use too.
+#[path = "../../kernels/tests/support/compare.rs"]
+mod support;
+pub use support::compare;
+
 /// Links the op library and checks the registry.
 pub fn init() {
     autograd::init().expect("op registry");
@@ -29,23 +34,4 @@ pub fn gpu() -> Device {
         panic!("this test needs a CUDA GPU (it is #[ignore]d by default): {e}");
     }
     d
-}
-
-/// Largest |got - want| / (atol + rtol |want|) over the elements (NaN matches
-/// NaN); `Err` naming the first element over 1.
-pub fn close(what: &str, want: &[f64], got: &[f64], rtol: f64, atol: f64) -> Result<(), String> {
-    if want.len() != got.len() {
-        return Err(format!(
-            "{what}: {} elements, expected {}",
-            got.len(),
-            want.len()
-        ));
-    }
-    for (i, (&w, &g)) in want.iter().zip(got).enumerate() {
-        let ok = (w.is_nan() && g.is_nan()) || w == g || (w - g).abs() <= atol + rtol * w.abs();
-        if !ok {
-            return Err(format!("{what}: element {i} is {g}, expected {w}"));
-        }
-    }
-    Ok(())
 }

@@ -109,12 +109,11 @@ fn every_registered_op_matches_the_cpu_forward_and_backward() {
                     }
                 };
                 checked += 1;
-                if let Err(m) = crate::close(
+                if let Err(m) = crate::compare(
                     &format!("{what} forward"),
                     &cpu.output,
                     &dev.output,
-                    rtol,
-                    atol,
+                    (rtol, atol),
                 ) {
                     failures.push(m);
                 }
@@ -122,7 +121,7 @@ fn every_registered_op_matches_the_cpu_forward_and_backward() {
                     match (c, g) {
                         (Some(c), Some(g)) => {
                             if let Err(m) =
-                                crate::close(&format!("{what} grad {i}"), c, g, rtol, atol)
+                                crate::compare(&format!("{what} grad {i}"), c, g, (rtol, atol))
                             {
                                 failures.push(m);
                             }

@@ -5,12 +5,11 @@ use crate::workloads::{W2, W3};
 use autograd::prelude::*;
 
 fn close(what: &str, want: &Tensor, got: &Tensor, rtol: f64, atol: f64) -> Result<()> {
-    crate::close(
+    crate::compare(
         what,
         &want.to_vec::<f64>()?,
         &got.to_vec::<f64>()?,
-        rtol,
-        atol,
+        (rtol, atol),
     )
     .map_err(|msg| Error::InvalidArgument { op: "parity", msg })
 }
