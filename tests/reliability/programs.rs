@@ -32,10 +32,11 @@ fn random_programs_never_panic_or_leak() {
         let mut bytes =
             Bytes(0x9e37_79b9_7f4a_7c15 ^ (seed + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
         // Two leaves that require grad ([2, 3] and [3], values from the table),
-        // then random instructions.
-        let mut program = vec![bytes.next(), 0, 0x22, 2, 3];
+        // then random instructions. A leaf's flags byte gives its rank (flags % 5),
+        // its view (flags / 8 % 3; 0: contiguous) and requires_grad (0x20 or 0x40).
+        let mut program = vec![bytes.next(), 0, 0x34, 2, 3];
         program.extend((0..6).map(|_| bytes.next()));
-        program.extend([0, 0x21, 3]);
+        program.extend([0, 0x33, 3]);
         program.extend((0..3).map(|_| bytes.next()));
         let len = 8 + bytes.next() as usize % 120;
         program.extend((0..len).map(|_| bytes.next()));
