@@ -1,18 +1,9 @@
 //! Semantics of recording and of the backward engine.
 
+use crate::{grad_vec, leaf};
 use autograd::prelude::*;
 use autograd::{ComputationGraph, Error, ops};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape)
-        .unwrap()
-        .set_requires_grad(true)
-}
-
-fn grad_vec(t: &Tensor) -> Vec<f64> {
-    t.grad().expect("gradient").to_vec::<f64>().unwrap()
-}
 
 #[test]
 fn residual_connection_accumulates_both_paths() -> Result<()> {

@@ -18,3 +18,15 @@ mod seed_examples;
 pub fn init() {
     autograd::init().expect("op registry");
 }
+
+/// An f64 leaf that requires grad.
+pub fn leaf(v: &[f64], shape: &[usize]) -> autograd::Tensor {
+    autograd::Tensor::from_slice(v, shape)
+        .unwrap()
+        .set_requires_grad(true)
+}
+
+/// The gradient accumulated into `t`, as f64 values.
+pub fn grad_vec(t: &autograd::Tensor) -> Vec<f64> {
+    t.grad().expect("gradient").to_vec::<f64>().unwrap()
+}

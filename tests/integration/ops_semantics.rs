@@ -1,18 +1,9 @@
 //! Documented behaviour of the standard ops: ties, numerical stability, the gelu
 //! formula, n-ary concat, index repeats, method forms.
 
+use crate::{grad_vec, leaf};
 use autograd::prelude::*;
 use autograd::{ComputationGraph, ops};
-
-fn leaf(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape)
-        .unwrap()
-        .set_requires_grad(true)
-}
-
-fn grad_of(x: &Tensor) -> Vec<f64> {
-    x.grad().expect("gradient").to_vec::<f64>().unwrap()
-}
 
 fn assert_all_close(got: &[f64], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "{got:?} vs {want:?}");
@@ -30,14 +21,14 @@ fn max_and_min_split_the_gradient_equally_among_ties() -> Result<()> {
     let x = leaf(&[1.0, 3.0, 3.0, 2.0, -1.0, -1.0], &[2, 3]);
     let loss = ops::sum_all(&x.max(-1, false)?)?;
     loss.backward()?;
-    assert_eq!(grad_of(&x), vec![0.0, 0.5, 0.5, 1.0, 0.0, 0.0]);
+    assert_eq!(grad_vec(&x), vec![0.0, 0.5, 0.5, 1.0, 0.0, 0.0]);
     x.zero_grad();
     ops::sum_all(&x.min(1, true)?)?.backward()?;
-    assert_eq!(grad_of(&x), vec![1.0, 0.0, 0.0, 0.0, 0.5, 0.5]);
+    assert_eq!(grad_vec(&x), vec![1.0, 0.0, 0.0, 0.0, 0.5, 0.5]);
     // Three-way tie along axis 0.
     let y = leaf(&[5.0, 5.0, 5.0], &[3, 1]);
     ops::sum_all(&y.max(0, false)?)?.backward()?;
-    assert_all_close(&grad_of(&y), &[1.0 / 3.0; 3], 1e-15);
+    assert_all_close(&grad_vec(&y), &[1.0 / 3.0; 3], 1e-15);
     Ok(())
 }
 
@@ -47,13 +38,13 @@ fn maximum_and_minimum_split_ties_half_and_half() -> Result<()> {
     let a = leaf(&[1.0, 2.0, 3.0], &[3]);
     let b = leaf(&[2.0, 2.0, 1.0], &[3]);
     ops::sum_all(&a.maximum(&b)?)?.backward()?;
-    assert_eq!(grad_of(&a), vec![0.0, 0.5, 1.0]);
-    assert_eq!(grad_of(&b), vec![1.0, 0.5, 0.0]);
+    assert_eq!(grad_vec(&a), vec![0.0, 0.5, 1.0]);
+    assert_eq!(grad_vec(&b), vec![1.0, 0.5, 0.0]);
     a.zero_grad();
     b.zero_grad();
     ops::sum_all(&a.minimum(&b)?)?.backward()?;
-    assert_eq!(grad_of(&a), vec![1.0, 0.5, 0.0]);
-    assert_eq!(grad_of(&b), vec![0.0, 0.5, 1.0]);
+    assert_eq!(grad_vec(&a), vec![1.0, 0.5, 0.0]);
+    assert_eq!(grad_vec(&b), vec![0.0, 0.5, 1.0]);
     Ok(())
 }
 
@@ -66,8 +57,8 @@ fn maximum_broadcasts_and_reduces_the_gradient_to_each_shape() -> Result<()> {
     let y = x.maximum(&floor)?;
     assert_eq!(y.to_vec::<f64>()?, vec![0.0, 0.5, 2.0, 0.0]);
     ops::sum_all(&y)?.backward()?;
-    assert_eq!(grad_of(&x), vec![0.0, 1.0, 1.0, 0.0]);
-    assert_eq!(grad_of(&floor), vec![2.0]);
+    assert_eq!(grad_vec(&x), vec![0.0, 1.0, 1.0, 0.0]);
+    assert_eq!(grad_vec(&floor), vec![2.0]);
     Ok(())
 }
 
@@ -132,7 +123,7 @@ fn cross_entropy_matches_the_definition_and_its_gradient() -> Result<()> {
         p1[1] / 2.0,
         (p1[2] - 1.0) / 2.0,
     ];
-    assert_all_close(&grad_of(&logits), &want, 1e-14);
+    assert_all_close(&grad_vec(&logits), &want, 1e-14);
     Ok(())
 }
 
@@ -155,7 +146,7 @@ fn concat_all_joins_in_order_and_routes_each_gradient_back() -> Result<()> {
     let weights = Tensor::from_slice(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0], [2, 5])?;
     ops::sum_all(&(&joined * &weights)?)?.backward()?;
     for (k, p) in parts.iter().enumerate() {
-        assert_eq!(grad_of(p), vec![1.0 + k as f64, 6.0 + k as f64]);
+        assert_eq!(grad_vec(p), vec![1.0 + k as f64, 6.0 + k as f64]);
     }
     assert!(ops::concat_all(&[], 0).is_err());
     let one = ops::concat_all(&[&parts[0]], 0)?;
@@ -174,7 +165,7 @@ fn index_select_repeats_add_up_in_the_gradient() -> Result<()> {
         vec![5.0, 6.0, 1.0, 2.0, 5.0, 6.0, 5.0, 6.0]
     );
     ops::sum_all(&y)?.backward()?;
-    assert_eq!(grad_of(&x), vec![1.0, 1.0, 0.0, 0.0, 3.0, 3.0]);
+    assert_eq!(grad_vec(&x), vec![1.0, 1.0, 0.0, 0.0, 3.0, 3.0]);
     Ok(())
 }
 
@@ -193,7 +184,7 @@ fn narrow_pad_permute_squeeze_round_trip() -> Result<()> {
     let back = p.squeeze(1)?.t()?;
     assert_eq!(back.to_vec::<f64>()?, x.to_vec::<f64>()?);
     ops::sum_all(&(&back * &back)?)?.backward()?;
-    assert_eq!(grad_of(&x), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
+    assert_eq!(grad_vec(&x), vec![2.0, 4.0, 6.0, 8.0, 10.0, 12.0]);
     Ok(())
 }
 
@@ -204,8 +195,12 @@ fn pow_differentiates_base_and_exponent() -> Result<()> {
     let b = leaf(&[2.0, -1.0], &[2]);
     ops::sum_all(&a.pow(&b)?)?.backward()?;
     // d/da = b a^(b-1), d/db = a^b ln a.
-    assert_all_close(&grad_of(&a), &[4.0, -1.0 / 9.0], 1e-15);
-    assert_all_close(&grad_of(&b), &[4.0 * 2.0f64.ln(), 3.0f64.ln() / 3.0], 1e-15);
+    assert_all_close(&grad_vec(&a), &[4.0, -1.0 / 9.0], 1e-15);
+    assert_all_close(
+        &grad_vec(&b),
+        &[4.0 * 2.0f64.ln(), 3.0f64.ln() / 3.0],
+        1e-15,
+    );
     Ok(())
 }
 
