@@ -12,7 +12,7 @@ use crate::tensor::{Autograd, TensorId};
 use crate::{DType, Device, Layout, Shape, Tensor};
 use smallvec::SmallVec;
 use std::any::Any;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -210,29 +210,116 @@ impl Drop for Node {
 /// Released nodes kept by each thread for the next ones recorded.
 const SPARE_NODES_MAX: usize = 16384;
 
+/// Nodes whose last handle went, waiting to be released by the loop in
+/// [`drop_node`], and whether that loop is running.
+struct DropQueue {
+    pending: Vec<Arc<Node>>,
+    draining: bool,
+}
+
 thread_local! {
-    static PENDING: RefCell<Vec<Arc<Node>>> = const { RefCell::new(Vec::new()) };
-    static DRAINING: Cell<bool> = const { Cell::new(false) };
+    static QUEUE: RefCell<DropQueue> = const {
+        RefCell::new(DropQueue { pending: Vec::new(), draining: false })
+    };
     static SPARE_NODES: RefCell<Vec<Arc<Node>>> = const { RefCell::new(Vec::new()) };
 }
 
+/// The queue used once a thread's own is gone (its thread-locals are being
+/// destroyed at thread exit, in an order nobody controls, e.g. after a user's
+/// `thread_local!` that holds a deep graph). Shared by such threads.
+static EXIT_QUEUE: Mutex<DropQueue> = Mutex::new(DropQueue {
+    pending: Vec::new(),
+    draining: false,
+});
+
 /// Drops a node handle without recursion: a chain of 10^6 nodes is released in a
-/// loop, not in 10^6 nested drop calls. The last handle's block is kept for reuse.
+/// loop, not in 10^6 nested drop calls, whatever the state of the thread's
+/// thread-locals. The last handle's block is kept for reuse.
 pub(crate) fn drop_node(node: Arc<Node>) {
     if Arc::strong_count(&node) > 1 {
         return; // not the last handle: dropping it cannot cascade
     }
-    let queued = PENDING.try_with(|p| p.borrow_mut().push(node));
-    if queued.is_err() {
-        return; // thread-local storage is gone (thread exit): the node was dropped in place
+    let mut node = Some(node);
+    let queued = QUEUE.try_with(|q| match q.try_borrow_mut() {
+        Ok(mut q) => {
+            q.pending.extend(node.take());
+            !std::mem::replace(&mut q.draining, true)
+        }
+        Err(_) => false, // unreachable: the queue is never borrowed across a drop
+    });
+    match queued {
+        Ok(true) => drain_thread_queue(),
+        Ok(false) if node.is_none() => {} // an outer call is draining the queue
+        _ => drain_exit_queue(node),
     }
-    if DRAINING.with(|d| d.replace(true)) {
-        return; // an outer call is draining the queue
+}
+
+/// Resets the thread's `draining` flag however the loop ends: a node whose release
+/// panics (an op parameter's `Drop`, caught by the caller) must not leave the flag
+/// set, or every later graph dropped on this thread would stay queued forever.
+struct Draining;
+
+impl Drop for Draining {
+    fn drop(&mut self) {
+        let _ = QUEUE.try_with(|q| {
+            if let Ok(mut q) = q.try_borrow_mut() {
+                q.draining = false;
+            }
+        });
     }
-    while let Some(next) = PENDING.with(|p| p.borrow_mut().pop()) {
+}
+
+fn drain_thread_queue() {
+    let _draining = Draining;
+    loop {
+        let next = QUEUE
+            .try_with(|q| q.try_borrow_mut().ok().and_then(|mut q| q.pending.pop()))
+            .ok()
+            .flatten();
+        match next {
+            Some(node) => retire_node(node),
+            None => break,
+        }
+    }
+}
+
+/// [`drop_node`] when the thread's queue is gone: the node goes to the process-wide
+/// queue, which one thread at a time drains (the lock is not held while a node is
+/// released, so releases that queue more nodes do not deadlock).
+fn drain_exit_queue(node: Option<Arc<Node>>) {
+    fn lock() -> MutexGuard<'static, DropQueue> {
+        EXIT_QUEUE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    {
+        let mut q = lock();
+        q.pending.extend(node);
+        if std::mem::replace(&mut q.draining, true) {
+            return; // another call (on this thread or another) is draining
+        }
+    }
+    struct ExitDraining;
+    impl Drop for ExitDraining {
+        fn drop(&mut self) {
+            lock().draining = false;
+        }
+    }
+    let _draining = ExitDraining;
+    loop {
+        // Taken and checked under one lock, so that a node queued while this loop
+        // runs is either seen here or finds `draining` false and drains itself.
+        let next = {
+            let mut q = lock();
+            match q.pending.pop() {
+                Some(n) => n,
+                None => {
+                    q.draining = false;
+                    std::mem::forget(_draining);
+                    return;
+                }
+            }
+        };
         retire_node(next);
     }
-    DRAINING.with(|d| d.set(false));
 }
 
 /// Frees the calling thread's spare node blocks.

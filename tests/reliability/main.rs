@@ -8,6 +8,7 @@ mod program;
 mod programs;
 mod props;
 mod reference;
+mod round2;
 mod threads;
 
 /// Every test calls this first: links the op library and checks the registry.
