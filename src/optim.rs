@@ -4,8 +4,13 @@
 //! writes the parameter's new values with [`Tensor::set_data`]: in place when nothing
 //! else holds the parameter, and never into a buffer that a recorded graph saved.
 //! The update is computed with recording off, so the parameters stay leaves that
-//! require grad, with the same ids and gradient slots. The per-parameter state
-//! (momentum, Adam's moments) is keyed by [`TensorId`], which `set_data` preserves.
+//! require grad, with the same ids and gradient slots. A parameter is one tensor
+//! however many handles hold it, so the model's handles see each update. The
+//! per-parameter state (momentum, Adam's moments) is keyed by [`TensorId`], which
+//! `set_data` preserves, and goes with the parameter: the state of a parameter whose
+//! last handle was dropped is freed at the next step (or at once with `remove`).
+//! State is always detached from any graph, even after a `create_graph` backward.
+//! A parameter listed more than once in one `step` is updated once.
 //!
 //! One training step:
 //!
@@ -29,8 +34,8 @@
 //! # }
 //! ```
 
-use crate::{BinaryOp, Error, Result, Tensor, TensorId, UnaryOp, compute, no_grad};
-use std::collections::HashMap;
+use crate::{BinaryOp, Error, Result, Tensor, TensorId, UnaryOp, WeakTensor, compute, no_grad};
+use std::collections::{HashMap, HashSet};
 
 /// Something that updates parameters from their gradients.
 pub trait Optimizer {
@@ -71,7 +76,7 @@ pub struct Sgd {
     momentum: f64,
     nesterov: bool,
     weight_decay: f64,
-    buffers: HashMap<TensorId, Tensor>,
+    buffers: HashMap<TensorId, (WeakTensor, Tensor)>,
 }
 
 impl Sgd {
@@ -117,11 +122,29 @@ impl Sgd {
     }
 }
 
+impl Sgd {
+    /// Forgets the momentum kept for `param` (it is also forgotten once every handle
+    /// of the parameter is dropped).
+    pub fn remove(&mut self, param: &Tensor) {
+        self.buffers.remove(&param.id());
+    }
+
+    /// Number of parameters with a momentum buffer.
+    pub fn state_len(&self) -> usize {
+        self.buffers.len()
+    }
+}
+
 impl Optimizer for Sgd {
     fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
         self.validate()?;
+        self.buffers.retain(|_, (p, _)| p.is_alive());
+        let mut seen = HashSet::new();
         no_grad(|| {
             for p in params.iter_mut() {
+                if !seen.insert(p.id()) {
+                    continue; // listed twice: updated once
+                }
                 let Some(g) = gradient_of(p)? else { continue };
                 let g = with_weight_decay(g, p, self.weight_decay)?;
                 let direction = if self.momentum == 0.0 {
@@ -129,14 +152,14 @@ impl Optimizer for Sgd {
                 } else {
                     let buf = match self.buffers.get(&p.id()) {
                         None => g.clone(),
-                        Some(b) => add(&scale(b, self.momentum)?, &g)?,
+                        Some((_, b)) => add(&scale(b, self.momentum)?, &g)?,
                     };
                     let direction = if self.nesterov {
                         add(&g, &scale(&buf, self.momentum)?)?
                     } else {
                         buf.clone()
                     };
-                    self.buffers.insert(p.id(), buf);
+                    self.buffers.insert(p.id(), (p.downgrade(), buf));
                     direction
                 };
                 let new = sub(p, &scale(&direction, self.lr)?)?;
@@ -176,6 +199,7 @@ pub struct Adam {
 
 #[derive(Debug, Clone)]
 struct AdamState {
+    param: WeakTensor,
     step: i32,
     m: Tensor,
     v: Tensor,
@@ -223,21 +247,41 @@ impl Adam {
     }
 }
 
+impl Adam {
+    /// Forgets the moments kept for `param` (they are also forgotten once every
+    /// handle of the parameter is dropped).
+    pub fn remove(&mut self, param: &Tensor) {
+        self.moments.remove(&param.id());
+    }
+
+    /// Number of parameters with moments.
+    pub fn state_len(&self) -> usize {
+        self.moments.len()
+    }
+}
+
 impl Optimizer for Adam {
     fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
         self.validate()?;
+        self.moments.retain(|_, s| s.param.is_alive());
         let (b1, b2) = (self.beta1, self.beta2);
+        let mut seen = HashSet::new();
         no_grad(|| {
             for p in params.iter_mut() {
+                if !seen.insert(p.id()) {
+                    continue; // listed twice: updated once
+                }
                 let Some(g) = gradient_of(p)? else { continue };
                 let g = with_weight_decay(g, p, self.weight_decay)?;
                 let state = match self.moments.get(&p.id()) {
                     None => AdamState {
+                        param: p.downgrade(),
                         step: 1,
                         m: scale(&g, 1.0 - b1)?,
                         v: scale(&compute::unary(&g, UnaryOp::Square)?, 1.0 - b2)?,
                     },
                     Some(s) => AdamState {
+                        param: s.param.clone(),
                         step: s.step.saturating_add(1),
                         m: add(&scale(&s.m, b1)?, &scale(&g, 1.0 - b1)?)?,
                         v: add(
@@ -273,9 +317,12 @@ impl Optimizer for Adam {
     }
 }
 
-/// The parameter's gradient, if it has one that fits it.
+/// The parameter's gradient, if it has one that fits it, cut off from any graph (a
+/// `create_graph` backward leaves a recorded gradient, whose graph the optimizer's
+/// state must not keep alive).
 fn gradient_of(p: &Tensor) -> Result<Option<Tensor>> {
     let Some(g) = p.grad() else { return Ok(None) };
+    let g = if g.requires_grad() { g.detach() } else { g };
     if g.shape() != p.shape() {
         return Err(invalid(format!(
             "the gradient of parameter {} has shape {} but the parameter has shape {}",

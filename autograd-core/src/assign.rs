@@ -1,43 +1,50 @@
 //! Replacing a leaf's values: the one mutation tensors allow, for optimizers.
 //!
-//! Tensors are otherwise immutable handles. A parameter update must nevertheless
-//! keep the parameter's identity (its id, its gradient slot, the handle the model
-//! holds), and it must never change a value that a recorded graph saved for its
-//! backward. [`Tensor::set_data`] does both: it writes in place when nothing else can
-//! see the buffer, and otherwise gives the handle new storage while every other
-//! handle keeps the old one.
+//! Tensors are otherwise immutable handles. A parameter (a leaf made with
+//! `set_requires_grad(true)`) is one tensor however many handles hold it: an update
+//! through one handle is seen through every clone, as in PyTorch. A recorded graph
+//! never sees an update: the copies it saved for its backward hold the buffer they
+//! saved, so backward computes with the values the forward pass saw.
 
 #![warn(missing_docs)]
 
-use crate::tensor::{Autograd, TensorInner};
-use crate::{Error, Result, Tensor};
+use crate::storage::Storage;
+use crate::tensor::{Autograd, StorageSlot, TensorInner};
+use crate::{Error, Layout, Result, Tensor};
 use std::sync::Arc;
 
 impl Tensor {
-    /// Replaces the values of this leaf with those of `value`, keeping its id and its
-    /// gradient slot (so [`Tensor::grad`] and graphs recorded earlier still send
-    /// gradients to it). `value` must have this tensor's shape, dtype and device; its
-    /// own autograd state is ignored (only its values are taken).
+    /// Replaces the values of this leaf with those of `value`, keeping its identity:
+    /// its id, its gradient slot, and (for a parameter) every handle. `value` must
+    /// have this tensor's shape, dtype and device; its own autograd state is ignored
+    /// (only its values are taken).
     ///
-    /// When this handle is the only user of the tensor and of its buffer (no clone,
-    /// no view, no recorded graph holds either), the values are copied into the
-    /// existing buffer: no allocation. Otherwise this handle alone moves to `value`'s
-    /// values and everything else keeps the old ones: clones taken before the call,
-    /// views of the tensor, and the copies a recorded graph saved for its backward
-    /// (so that backward still computes with the values the forward pass saw).
+    /// - A parameter (a leaf that requires grad, made with
+    ///   [`Tensor::set_requires_grad`]) is updated for every handle: clones taken
+    ///   before or after the call read the new values. The values are written into
+    ///   the existing buffer when nothing else holds it (no allocation); otherwise the
+    ///   parameter moves to a new buffer, and what held the old one keeps it: the
+    ///   copies a recorded graph saved for its backward (so backward still computes
+    ///   with the values the forward pass saw) and views taken before the update
+    ///   (a view is a tensor of its own, with its own id).
+    /// - A constant (a tensor that does not require grad) has no shared slot: when
+    ///   this handle is its only user the values are written in place and the id
+    ///   stays; otherwise this handle becomes a new tensor (a new id) holding the new
+    ///   values, and the other handles keep the old tensor. One id never stands for
+    ///   two sets of values.
     ///
     /// Errors when this tensor is the output of a recorded op (only leaves hold
-    /// values of their own; [`Tensor::detach`] gives a leaf), or when shape, dtype or
-    /// device differ.
+    /// values of their own; [`Tensor::detach`] gives a leaf), when shape, dtype or
+    /// device differ, or when a parameter is a broadcast view (several of its
+    /// elements share one place in memory, so it cannot hold arbitrary values).
     ///
     /// ```
     /// # use autograd_core::{DType, Tensor};
     /// let mut w = Tensor::zeros([2], DType::F32).set_requires_grad(true);
-    /// let before = w.clone(); // a second handle: the update must not reach it
+    /// let model_copy = w.clone(); // a second handle of the same parameter
     /// w.set_data(&Tensor::from_slice(&[1.0f32, 2.0], [2])?)?;
-    /// assert_eq!(w.to_vec::<f32>()?, [1.0, 2.0]);
-    /// assert_eq!(before.to_vec::<f32>()?, [0.0, 0.0]);
-    /// assert_eq!(w.id(), before.id());
+    /// assert_eq!(model_copy.to_vec::<f32>()?, [1.0, 2.0]);
+    /// assert_eq!(w.id(), model_copy.id());
     /// assert!(w.requires_grad());
     /// # Ok::<(), autograd_core::Error>(())
     /// ```
@@ -83,32 +90,73 @@ impl Tensor {
             });
         }
 
-        // In place: nobody else holds this tensor or its buffer, and the layout maps
-        // each element to its own place (a broadcast view would not).
-        if let Some(inner) = Arc::get_mut(&mut self.0)
-            && inner.layout.is_contiguous()
-            && let Some(storage) = Arc::get_mut(&mut inner.storage)
-        {
-            return value
-                .storage()
-                .copy_into(value.layout(), storage, &inner.layout, false);
-        }
-
-        // Shared: this handle alone moves to the new values, under the same identity.
-        let holds_slot = match &autograd {
-            Autograd::Leaf(slot) if self.0.holds_slot => {
-                slot.hold();
-                true
+        // Read before the parameter's slot is locked: `value` may be this very tensor.
+        let source = value.storage_arc();
+        match &self.0.storage {
+            StorageSlot::Param(cell) => {
+                let mut current = cell.write().unwrap_or_else(|e| e.into_inner());
+                let layout = &self.0.layout;
+                // In place: no saved copy or view holds the buffer, and the layout maps
+                // each element to its own place.
+                if layout.is_contiguous()
+                    && let Some(storage) = Arc::get_mut(&mut current)
+                {
+                    return source.copy_into(value.layout(), storage, layout, false);
+                }
+                *current = Arc::new(materialize(&source, value.layout(), layout)?);
+                Ok(())
             }
-            _ => false,
-        };
-        *self = Tensor::from_inner(TensorInner {
-            id: self.0.id,
-            storage: value.storage_arc().clone(),
-            layout: value.layout().clone(),
-            autograd,
-            holds_slot,
-        });
-        Ok(())
+            StorageSlot::Fixed(_) => {
+                // In place: nobody else holds this tensor or its buffer.
+                if let Some(inner) = Arc::get_mut(&mut self.0)
+                    && inner.layout.is_contiguous()
+                    && let Some(storage) = Arc::get_mut(inner.storage.get_mut())
+                {
+                    return source.copy_into(value.layout(), storage, &inner.layout, false);
+                }
+                // Shared: this handle becomes a new tensor with the new values.
+                let holds_slot = match &autograd {
+                    Autograd::Leaf(slot) if self.0.holds_slot => {
+                        slot.hold();
+                        true
+                    }
+                    _ => false,
+                };
+                *self = Tensor::from_inner(TensorInner {
+                    id: crate::TensorId::next(),
+                    storage: StorageSlot::Fixed(source),
+                    layout: value.layout().clone(),
+                    autograd,
+                    holds_slot,
+                });
+                Ok(())
+            }
+        }
     }
+}
+
+/// The elements of `source` viewed through `from`, in a new buffer laid out as `layout` says (which must give each
+/// element a place of its own).
+fn materialize(source: &Storage, from: &Layout, layout: &Layout) -> Result<Storage> {
+    let overlapping = layout
+        .shape()
+        .dims()
+        .iter()
+        .zip(layout.strides())
+        .any(|(&d, &s)| d > 1 && s == 0);
+    if overlapping {
+        return Err(Error::InvalidArgument {
+            op: "set_data",
+            msg: format!(
+                "this parameter of shape {} is a broadcast view (strides {:?}): several of its \
+                 elements share one place in memory, so it cannot hold new values; make the \
+                 parameter from a tensor of its own (e.g. `compute::contiguous`) before training it",
+                layout.shape(),
+                layout.strides()
+            ),
+        });
+    }
+    let mut storage = source.filled_like(layout.required_len(), source.dtype(), 0.0)?;
+    source.copy_into(from, &mut storage, layout, false)?;
+    Ok(storage)
 }

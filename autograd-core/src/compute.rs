@@ -84,7 +84,7 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     if a.shape() == b.shape() {
         let storage = a
             .storage()
-            .binary(a.layout(), b.storage(), b.layout(), op)?;
+            .binary(a.layout(), &b.storage(), b.layout(), op)?;
         return Ok(Tensor::from_storage(storage, a.shape().clone()));
     }
     let shape = broadcast_shapes(a.shape(), b.shape()).ok_or_else(|| Error::Broadcast {
@@ -95,7 +95,7 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_size(op.name(), &shape, a.dtype())?;
     let la = broadcast_layout(a, &shape)?;
     let lb = broadcast_layout(b, &shape)?;
-    let storage = a.storage().binary(&la, b.storage(), &lb, op)?;
+    let storage = a.storage().binary(&la, &b.storage(), &lb, op)?;
     Ok(Tensor::from_storage(storage, shape))
 }
 
@@ -235,7 +235,7 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     check_size("matmul", &with(batch.clone(), m, n), a.dtype())?;
     let la = broadcast_layout(a, &with(batch.clone(), m, k))?;
     let lb = broadcast_layout(b, &with(batch.clone(), k, n))?;
-    let storage = a.storage().matmul(&la, b.storage(), &lb)?;
+    let storage = a.storage().matmul(&la, &b.storage(), &lb)?;
     Ok(Tensor::from_storage(storage, with(batch, m, n)))
 }
 
@@ -593,13 +593,13 @@ pub fn accumulate(acc: Tensor, g: Tensor) -> Result<Tensor> {
         if let Some((storage, layout)) = acc.unique_storage_mut()
             && layout.is_contiguous()
         {
-            storage.binary_assign(layout, g.storage(), g.layout(), BinaryOp::Add)?;
+            storage.binary_assign(layout, &g.storage(), g.layout(), BinaryOp::Add)?;
             return Ok(acc);
         }
         if let Some((storage, layout)) = g.unique_storage_mut()
             && layout.is_contiguous()
         {
-            storage.binary_assign(layout, acc.storage(), acc.layout(), BinaryOp::Add)?;
+            storage.binary_assign(layout, &acc.storage(), acc.layout(), BinaryOp::Add)?;
             return Ok(g);
         }
         return binary(&acc, &g, BinaryOp::Add);

@@ -109,7 +109,7 @@ pub(crate) struct SavedOutput {
 impl SavedOutput {
     fn of(t: &Tensor) -> SavedOutput {
         SavedOutput {
-            storage: t.storage_arc().clone(),
+            storage: t.storage_arc(),
             layout: t.layout().clone(),
             id: t.id(),
         }
@@ -144,9 +144,9 @@ pub(crate) struct NodeState {
 impl NodeState {
     /// The storage buffers this node keeps alive for its backward (a buffer saved
     /// twice, as in `x * x`, appears twice).
-    fn saved_storages(&self) -> impl Iterator<Item = &Arc<Storage>> {
+    fn saved_storages(&self) -> impl Iterator<Item = Arc<Storage>> + '_ {
         let inputs = self.saved.iter().flatten().map(|t| t.storage_arc());
-        inputs.chain(self.saved_output.as_ref().map(|s| &s.storage))
+        inputs.chain(self.saved_output.as_ref().map(|s| s.storage.clone()))
     }
 }
 
@@ -507,7 +507,7 @@ impl NodeRef {
         let mut seen: SmallVec<[*const Storage; 4]> = SmallVec::new();
         let mut bytes = 0;
         for s in st.saved_storages() {
-            let p = Arc::as_ptr(s);
+            let p = Arc::as_ptr(&s);
             if !seen.contains(&p) {
                 seen.push(p);
                 bytes += s.size_in_bytes();
@@ -657,7 +657,7 @@ impl ComputationGraph {
         let mut bytes = 0;
         for n in &self.nodes {
             for s in n.0.lock().saved_storages() {
-                if seen.insert(Arc::as_ptr(s)) {
+                if seen.insert(Arc::as_ptr(&s)) {
                     bytes += s.size_in_bytes();
                 }
             }

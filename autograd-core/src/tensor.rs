@@ -7,8 +7,9 @@ use autograd_kernels::cpu::CpuStorage;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 /// Identity of a tensor. Every handle cloned from one tensor carries the same id;
 /// every op output, `detach` and fresh constructor gets a new one.
@@ -65,9 +66,83 @@ pub(crate) enum Autograd {
     Interior(Arc<Node>),
 }
 
+/// Where a tensor's values live.
+pub(crate) enum StorageSlot {
+    /// Every tensor's but a parameter's: the same buffer for the tensor's whole life.
+    Fixed(Arc<Storage>),
+    /// A parameter's (a leaf made with `set_requires_grad(true)`): every handle of the
+    /// tensor shares this slot, so [`Tensor::set_data`] updates the values seen
+    /// through all of them. Copies saved by recorded graphs hold the buffer itself
+    /// (a `Fixed` slot), so they keep the values they saved.
+    Param(RwLock<Arc<Storage>>),
+}
+
+impl StorageSlot {
+    /// The current buffer.
+    fn get(&self) -> StorageRef<'_> {
+        match self {
+            StorageSlot::Fixed(s) => StorageRef(Ref::Borrowed(s)),
+            StorageSlot::Param(cell) => {
+                StorageRef(Ref::Owned(cell.read().unwrap_or_else(|e| e.into_inner()).clone()))
+            }
+        }
+    }
+
+    /// The buffer, when no other handle can reach it through this slot.
+    pub(crate) fn get_mut(&mut self) -> &mut Arc<Storage> {
+        match self {
+            StorageSlot::Fixed(s) => s,
+            StorageSlot::Param(cell) => cell.get_mut().unwrap_or_else(|e| e.into_inner()),
+        }
+    }
+
+    /// Makes this a fixed slot holding the current buffer.
+    fn make_fixed(&mut self) {
+        if let StorageSlot::Param(_) = self {
+            *self = StorageSlot::Fixed(self.get_mut().clone());
+        }
+    }
+
+    /// Makes this a parameter's slot holding the current buffer.
+    fn make_param(&mut self) {
+        if let StorageSlot::Fixed(s) = self {
+            *self = StorageSlot::Param(RwLock::new(s.clone()));
+        }
+    }
+}
+
+/// A tensor's storage, borrowed for as long as this value lives (see
+/// [`Tensor::storage`]). Dereferences to [`Storage`].
+pub struct StorageRef<'a>(Ref<'a>);
+
+enum Ref<'a> {
+    Borrowed(&'a Arc<Storage>),
+    /// A parameter's buffer at the time of the call: a later `set_data` does not
+    /// change what this reference reads.
+    Owned(Arc<Storage>),
+}
+
+impl StorageRef<'_> {
+    /// The buffer as a shared handle.
+    pub(crate) fn arc(&self) -> &Arc<Storage> {
+        match &self.0 {
+            Ref::Borrowed(s) => s,
+            Ref::Owned(s) => s,
+        }
+    }
+}
+
+impl Deref for StorageRef<'_> {
+    type Target = Storage;
+
+    fn deref(&self) -> &Storage {
+        self.arc()
+    }
+}
+
 pub(crate) struct TensorInner {
     pub(crate) id: TensorId,
-    pub(crate) storage: Arc<Storage>,
+    pub(crate) storage: StorageSlot,
     pub(crate) layout: Layout,
     pub(crate) autograd: Autograd,
     /// A leaf the user holds, counted in its slot's handles (false for the copies of
@@ -157,7 +232,10 @@ fn retire(mut arc: Arc<TensorInner>) {
         return;
     };
     inner.release_autograd();
-    let Some(storage) = Arc::get_mut(&mut inner.storage) else {
+    let StorageSlot::Fixed(storage) = &mut inner.storage else {
+        return; // a parameter's slot: not kept
+    };
+    let Some(storage) = Arc::get_mut(storage) else {
         return; // another view still holds the storage: nothing to keep
     };
     storage.release();
@@ -181,7 +259,7 @@ impl Tensor {
     pub(crate) fn from_parts(storage: Arc<Storage>, layout: Layout) -> Tensor {
         Tensor::from_inner(TensorInner {
             id: TensorId::next(),
-            storage,
+            storage: StorageSlot::Fixed(storage),
             layout,
             autograd: Autograd::None,
             holds_slot: false,
@@ -196,7 +274,8 @@ impl Tensor {
             .flatten();
         if let Some(mut arc) = spare
             && let Some(inner) = Arc::get_mut(&mut arc)
-            && let Some(block) = Arc::get_mut(&mut inner.storage)
+            && let StorageSlot::Fixed(block) = &mut inner.storage
+            && let Some(block) = Arc::get_mut(block)
         {
             // The spare's storage is empty (released): nothing to drop.
             std::mem::forget(std::mem::replace(block, storage));
@@ -352,12 +431,12 @@ impl Tensor {
 
     /// Element type.
     pub fn dtype(&self) -> DType {
-        self.0.storage.dtype()
+        self.storage().dtype()
     }
 
     /// Where the storage lives.
     pub fn device(&self) -> Device {
-        self.0.storage.device()
+        self.storage().device()
     }
 
     /// How the elements sit in the storage (strides and offset).
@@ -370,23 +449,33 @@ impl Tensor {
         self.0.layout.is_contiguous()
     }
 
-    /// The storage this tensor views (shared with other views of it).
-    pub fn storage(&self) -> &Storage {
-        &self.0.storage
+    /// The storage this tensor views (shared with other views of it). For a
+    /// parameter, the buffer it holds now: a later [`Tensor::set_data`] does not
+    /// change what the returned reference reads.
+    pub fn storage(&self) -> StorageRef<'_> {
+        self.0.storage.get()
     }
 
-    pub(crate) fn storage_arc(&self) -> &Arc<Storage> {
-        &self.0.storage
+    pub(crate) fn storage_arc(&self) -> Arc<Storage> {
+        self.storage().arc().clone()
     }
 
-    /// True when `self` and `other` view the same storage buffer.
+    /// True when `self` and `other` view the same storage buffer now.
     pub fn shares_storage_with(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.0.storage, &other.0.storage)
+        Arc::ptr_eq(self.storage().arc(), other.storage().arc())
+    }
+
+    /// True when `self` and `other` read the same values from the same buffer now
+    /// (the same storage and layout): what an op may rely on to treat two operands
+    /// as one. Ids do not say it: a graph's saved copy of a parameter keeps its id
+    /// and the values it saved while the parameter itself is updated.
+    pub fn same_values_as(&self, other: &Tensor) -> bool {
+        self.shares_storage_with(other) && self.layout() == other.layout()
     }
 
     /// The elements in row-major order, converted to `T`, copied to the host.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        self.0.storage.to_vec(&self.0.layout)
+        self.storage().to_vec(&self.0.layout)
     }
 
     /// The single element of a one-element tensor.
@@ -406,7 +495,7 @@ impl Tensor {
 
     /// A view of the same storage with a new layout (and a new id, no autograd).
     pub(crate) fn with_layout(&self, layout: Layout) -> Tensor {
-        Tensor::from_parts(self.0.storage.clone(), layout)
+        Tensor::from_parts(self.storage_arc(), layout)
     }
 
     // ----- autograd -----
@@ -439,8 +528,11 @@ impl Tensor {
                 if let Some(inner) = Arc::get_mut(&mut t.0) {
                     inner.release_autograd();
                     if requires {
+                        inner.storage.make_param();
                         inner.autograd = Autograd::Leaf(GradSlot::held());
                         inner.holds_slot = true;
+                    } else {
+                        inner.storage.make_fixed();
                     }
                 }
                 t
@@ -493,7 +585,7 @@ impl Tensor {
         match &self.0.autograd {
             Autograd::Leaf(slot) => Tensor::from_inner(TensorInner {
                 id: self.0.id,
-                storage: self.0.storage.clone(),
+                storage: StorageSlot::Fixed(self.storage_arc()),
                 layout: self.0.layout.clone(),
                 autograd: Autograd::Leaf(slot.clone()),
                 holds_slot: false,
@@ -530,8 +622,39 @@ impl Tensor {
         if !matches!(inner.autograd, Autograd::None) {
             return None;
         }
-        let storage = Arc::get_mut(&mut inner.storage)?;
+        let storage = Arc::get_mut(inner.storage.get_mut())?;
         Some((storage, &inner.layout))
+    }
+}
+
+/// A reference to a tensor that does not keep it alive (see [`Tensor::downgrade`]):
+/// optimizers key their per-parameter state with it, so the state goes with the
+/// parameter.
+#[derive(Clone)]
+pub struct WeakTensor(std::sync::Weak<TensorInner>);
+
+impl WeakTensor {
+    /// The tensor, while some handle of it is alive.
+    pub fn upgrade(&self) -> Option<Tensor> {
+        self.0.upgrade().map(|a| Tensor(ManuallyDrop::new(a)))
+    }
+
+    /// True while some handle of the tensor is alive.
+    pub fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+}
+
+impl fmt::Debug for WeakTensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WeakTensor(alive: {})", self.is_alive())
+    }
+}
+
+impl Tensor {
+    /// A reference to this tensor (every handle of it) that does not keep it alive.
+    pub fn downgrade(&self) -> WeakTensor {
+        WeakTensor(Arc::downgrade(&self.0))
     }
 }
 

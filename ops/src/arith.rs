@@ -72,7 +72,9 @@ pub mod mul {
         needs: [bool; 2],
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         // `x * x`: both gradients are `grad * x`, computed once (the engine adds them).
-        if needs == [true, true] && a.id() == b.id() {
+        // The same tensor (so the same place in the graph) with the same values: an id
+        // alone does not say the values are the same.
+        if needs == [true, true] && a.id() == b.id() && a.same_values_as(b) {
             let g = mul(grad, a)?;
             return Ok((Some(g.clone()), Some(g)));
         }

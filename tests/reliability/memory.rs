@@ -142,17 +142,18 @@ fn create_graph_into_a_dropped_leaf_leaves_nothing() -> Result<()> {
     Ok(())
 }
 
-/// `set_data` on a shared leaf gives the updated handle a tensor of its own with the
-/// same gradient slot: the slot lives while either handle does, and goes with the
-/// last one (a create_graph gradient included).
+/// `set_data` on a shared parameter moves every handle to the new values (a new
+/// buffer when another handle held the old one); the gradient slot lives while any
+/// handle does, and goes with the last one (a create_graph gradient included).
 #[test]
-fn a_slot_shared_through_set_data_lives_as_long_as_its_last_leaf() -> Result<()> {
+fn a_parameter_updated_while_shared_lives_as_long_as_its_last_handle() -> Result<()> {
     crate::init();
     let baseline = live();
     for round in 0..ROUNDS {
         let mut w = leaf(8, round as u64);
         let before = w.clone();
         w.set_data(&Tensor::ones([8], DType::F64))?;
+        assert_eq!(before.to_vec::<f64>()?, vec![1.0; 8], "one parameter");
         drop(before);
         let y = ops::sum_all(&ops::pow_scalar(&w, 3.0)?)?;
         y.backward_with(BackwardOptions::default().create_graph(true))?;
