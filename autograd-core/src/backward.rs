@@ -12,7 +12,8 @@
 use crate::graph::{Edge, GradSlot, Node, drop_node};
 use crate::op::{BackwardContext, Grads};
 use crate::tensor::Autograd;
-use crate::{Error, Result, Tensor, compute, grad_mode};
+use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
@@ -29,6 +30,9 @@ pub struct BackwardOptions {
     /// Gradient of the final result with respect to the tensor backward starts from;
     /// required when that tensor has more than one element (defaults to 1 for a scalar).
     pub seed: Option<Tensor>,
+    /// For [`grad`]: give `None` for an input the output does not depend on, instead
+    /// of an error (as PyTorch's `allow_unused`).
+    pub allow_unused: bool,
 }
 
 impl BackwardOptions {
@@ -50,6 +54,13 @@ impl BackwardOptions {
     /// and device.
     pub fn seed(mut self, seed: Tensor) -> Self {
         self.seed = Some(seed);
+        self
+    }
+
+    /// Sets [`allow_unused`](BackwardOptions::allow_unused): [`grad`] gives `None`
+    /// for an input the output does not depend on, instead of an error.
+    pub fn allow_unused(mut self, allow: bool) -> Self {
+        self.allow_unused = allow;
         self
     }
 
@@ -181,6 +192,28 @@ enum Claim {
     Held,
 }
 
+thread_local! {
+    /// The passes running on this thread, innermost last (a pass started from inside
+    /// another one's backward nests).
+    static RUNNING: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks a pass as running on this thread until dropped.
+struct OnThisThread(Pass);
+
+impl OnThisThread {
+    fn enter(pass: Pass) -> OnThisThread {
+        let _ = RUNNING.try_with(|r| r.borrow_mut().push(pass.0));
+        OnThisThread(pass)
+    }
+}
+
+impl Drop for OnThisThread {
+    fn drop(&mut self) {
+        let _ = RUNNING.try_with(|r| r.borrow_mut().retain(|&p| p != self.0.0));
+    }
+}
+
 fn claim(node: &Node, pass: Pass) -> Result<Claim> {
     match node
         .claimed
@@ -188,7 +221,17 @@ fn claim(node: &Node, pass: Pass) -> Result<Claim> {
     {
         Ok(_) => Ok(Claim::New),
         Err(owner) if owner == pass.0 => Ok(Claim::Held),
-        Err(_) => Err(Error::ConcurrentBackward { op: node.name() }),
+        Err(owner) => {
+            let here = RUNNING
+                .try_with(|r| r.borrow().contains(&owner))
+                .unwrap_or(false);
+            let op = node.name();
+            Err(if here {
+                Error::ReentrantBackward { op }
+            } else {
+                Error::ConcurrentBackward { op }
+            })
+        }
     }
 }
 
@@ -245,8 +288,12 @@ pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
 }
 
 /// Gradients of `output` with respect to each of `inputs` (leaves or intermediate
-/// results), without touching any leaf's `.grad()`. An input `output` does not
-/// depend on gets `None`.
+/// results), without touching any leaf's `.grad()`.
+///
+/// An input `output` does not depend on (it does not require grad, or `output` was
+/// not computed from it) is an error ([`Error::UnusedInput`]), as in PyTorch: it is
+/// usually a mistake. With [`BackwardOptions::allow_unused`] such an input gets
+/// `None` instead.
 ///
 /// With [`BackwardOptions::create_graph`] the gradients are themselves recorded, so
 /// they can be differentiated again:
@@ -284,7 +331,21 @@ pub fn grad(
         .collect();
     let mut sink = Capture { targets };
     run(output, &opts, &mut sink)?;
-    Ok(sink.targets.into_iter().map(|(_, g)| g).collect())
+    sink.targets
+        .into_iter()
+        .enumerate()
+        .map(|(index, (target, g))| match (g, opts.allow_unused) {
+            (Some(g), _) => Ok(Some(g)),
+            (None, true) => Ok(None),
+            (None, false) => Err(Error::UnusedInput {
+                index,
+                why: match target {
+                    Target::Unreachable => "does not require grad",
+                    _ => "is not among the tensors the output was computed from",
+                },
+            }),
+        })
+        .collect()
 }
 
 fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
@@ -294,6 +355,7 @@ fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()>
         Autograd::Leaf(slot) => sink.leaf(slot, seed, opts.create_graph),
         Autograd::Interior(node) => {
             let pass = Pass::start();
+            let _running = OnThisThread::enter(pass);
             claim(node, pass)?;
             node.lock().grad = Some(seed);
             let mut ready = Queue(BinaryHeap::new());
@@ -365,7 +427,9 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
     let (grad_out, saved, saved_output) = {
         let mut state = node.lock();
         let grad_out = state.grad.take();
-        if state.consumed {
+        // A node that saved nothing lost nothing: a second pass through it works.
+        let saves = node.entry.saves_output || node.entry.inputs.iter().any(|i| i.saved);
+        if state.consumed && saves {
             return Err(Error::GraphConsumed { op: name });
         }
         let Some(grad_out) = grad_out else {
@@ -402,12 +466,41 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         needs,
         inputs: &node.inputs,
     };
-    let mut grads = (node.entry.backward)(&*node.params, &ctx).map_err(|e| e.in_op(name))?;
+    let recorded_before = crate::graph::recorded_calls();
+    let mut grads = (node.entry.backward)(&*node.params, &ctx).map_err(|e| match e {
+        Error::NotDifferentiable { .. } => e,
+        e => e.in_op(name),
+    })?;
+    // Under create_graph, a backward that read tensors requiring grad but called no
+    // recorded op computed its new gradients outside the graph: their second
+    // derivative would silently be zero. Such gradients get a node that fails the
+    // next backward through them, naming the op. (A backward that calls recorded ops
+    // whose inputs happen not to require grad, like relu's `grad * mask` with a
+    // constant seed, has a true second derivative of zero, and is left alone.)
+    let anchor = if opts.create_graph && crate::graph::recorded_calls() == recorded_before {
+        std::iter::once(&grad_out)
+            .chain(saved.iter().flatten())
+            .chain(saved_output.as_ref())
+            .find(|t| t.requires_grad())
+            .cloned()
+    } else {
+        None
+    };
     // `saved` goes out of scope here: without retain_graph the node no longer holds
     // anything, and these were the last handles unless the caller keeps the tensors.
+    let grad_out_id = grad_out.id();
     drop(saved);
     drop(saved_output);
     drop(grad_out);
+    if let Some(anchor) = anchor {
+        // (A backward may pass its incoming gradient through unchanged: the identity
+        // has no second derivative to lose.)
+        for grad in grads.iter_mut().flatten() {
+            if !grad.requires_grad() && grad.id() != grad_out_id {
+                *grad = crate::graph::record_not_differentiable(node, &anchor, grad.clone());
+            }
+        }
+    }
     if grads.len() != node.inputs.len() {
         return Err(Error::InvalidArgument {
             op: name,
@@ -436,6 +529,15 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
             });
         }
         if grad.shape() != &input.shape {
+            if !reduces_to(grad.shape(), &input.shape, &node.output_shape) {
+                return Err(Error::BadGradient {
+                    op: name,
+                    input: i,
+                    expected: input.shape.clone(),
+                    got: grad.shape().clone(),
+                    output: node.output_shape.clone(),
+                });
+            }
             let reduced = if opts.create_graph {
                 (crate::operators::std_ops()?.sum_to_shape)(grad, &input.shape)
             } else {
@@ -446,6 +548,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
                 input: i,
                 expected: input.shape.clone(),
                 got: grad.shape().clone(),
+                output: node.output_shape.clone(),
             })?;
         }
         if crate::anomaly::is_enabled() {
@@ -453,6 +556,28 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         }
     }
     Ok(grads)
+}
+
+/// True when a gradient of shape `grad` for an input of shape `input` differs from
+/// it only by what broadcasting the input to the op's `output` added: leading axes,
+/// and axes where the input has size 1, each of the output's size there (axes of
+/// size 1 are harmless and allowed anywhere). The engine sums those axes away;
+/// any other shape is a wrong backward, not something to sum silently.
+fn reduces_to(grad: &Shape, input: &Shape, output: &Shape) -> bool {
+    let (g, i, o) = (grad.dims(), input.dims(), output.dims());
+    if g.len() < i.len() {
+        return false;
+    }
+    (0..g.len()).all(|k| {
+        let gd = g[g.len() - 1 - k];
+        let id = (k < i.len()).then(|| i[i.len() - 1 - k]);
+        let od = (k < o.len()).then(|| o[o.len() - 1 - k]);
+        match id {
+            Some(d) if d == gd => true,
+            Some(1) | None => gd == 1 || od == Some(gd),
+            Some(_) => false,
+        }
+    })
 }
 
 impl Tensor {

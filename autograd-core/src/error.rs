@@ -107,7 +107,7 @@ pub enum Error {
     /// `backward()` on a tensor with more than one element and no seed gradient.
     #[error(
         "backward from a tensor of shape {shape} needs a seed gradient of that shape: reduce it to a \
-         scalar first (e.g. `.sum()`), or pass one with `BackwardOptions::seed`"
+         scalar first (e.g. `.sum_all()`), or pass one with `BackwardOptions::seed`"
     )]
     NonScalarRoot {
         /// Shape of the tensor backward was called on.
@@ -155,9 +155,23 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// A backward pass started, on the same thread, from inside another backward
+    /// pass through the same graph (e.g. an op's backward or a hook calling
+    /// `backward()` on a tensor of the graph being differentiated).
+    #[error(
+        "`{op}`: backward was called again from inside a backward pass through this node (on the same \
+         thread); differentiate the graph once the running pass has returned"
+    )]
+    ReentrantBackward {
+        /// The op of the node both passes reached.
+        op: &'static str,
+    },
+
     /// An op's backward returned a gradient that does not fit its input.
     #[error(
-        "backward of `{op}` returned a gradient of shape {got} for input {input} of shape {expected}; fix the op's backward"
+        "backward of `{op}` returned a gradient of shape {got} for input {input} of shape {expected} \
+         (the op's output has shape {output}); a gradient has its input's shape, or the output's \
+         shape where the input was broadcast; fix the op's backward"
     )]
     BadGradient {
         /// The op whose backward is wrong.
@@ -165,10 +179,47 @@ pub enum Error {
         /// Position of the input among the op's tensor inputs (from 0).
         input: usize,
         /// The input's shape, which the gradient must have or reduce to by summing
-        /// over broadcast axes.
+        /// over the axes broadcasting added to the output.
         expected: Shape,
         /// The shape backward returned.
         got: Shape,
+        /// The shape of the op's output.
+        output: Shape,
+    },
+
+    /// A gradient recorded under `create_graph` was computed by a backward that does
+    /// not record its own computation, so it cannot be differentiated again.
+    #[error(
+        "backward of `{op}` is not differentiable: under `create_graph` its gradient was computed \
+         without recorded ops (e.g. with `compute::` functions), so the second derivative would be \
+         silently wrong; write the op's backward with recorded ops (the generated op functions, \
+         operators, `TensorExt` methods)"
+    )]
+    NotDifferentiable {
+        /// The op whose backward is not recorded.
+        op: &'static str,
+    },
+
+    /// `grad()` asked for the gradient of a tensor the output does not depend on.
+    #[error(
+        "grad: input {index} {why}, so the output has no gradient with respect to it; pass \
+         `BackwardOptions::allow_unused(true)` to get `None` for such inputs"
+    )]
+    UnusedInput {
+        /// Position of the input among those `grad()` was given (from 0).
+        index: usize,
+        /// Why it takes no part: it does not require grad, or the output was not
+        /// computed from it.
+        why: &'static str,
+    },
+
+    /// A gradient check that would compare nothing.
+    #[error("gradcheck of `{what}` checks nothing: {why}")]
+    NothingChecked {
+        /// The label of the function checked.
+        what: String,
+        /// What is missing.
+        why: String,
     },
 
     /// Gradient check found backward disagreeing with finite differences.
@@ -249,6 +300,8 @@ impl Error {
             | Error::InvalidArgument { op, .. }
             | Error::GraphConsumed { op }
             | Error::ConcurrentBackward { op }
+            | Error::ReentrantBackward { op }
+            | Error::NotDifferentiable { op }
             | Error::BadGradient { op, .. }
             | Error::Anomaly { op, .. }
             | Error::InOp { op, .. } => Some(op),

@@ -3,26 +3,41 @@
 use std::cell::Cell;
 use std::marker::PhantomData;
 
+/// The thread's recording mode: `base` is set by scoped calls ([`enable_grad`],
+/// [`no_grad`] and the engine), and every live [`NoGradGuard`] counts in `guards`.
+/// Recording is on when `base` is and no guard is live. Counting (rather than each
+/// guard restoring what it saw) makes guards correct whatever order they are
+/// dropped in.
+#[derive(Clone, Copy)]
+struct Mode {
+    base: bool,
+    guards: u32,
+}
+
 thread_local! {
-    static ENABLED: Cell<bool> = const { Cell::new(true) };
+    static MODE: Cell<Mode> = const { Cell::new(Mode { base: true, guards: 0 }) };
 }
 
 /// True when ops called on this thread now are recorded for backward.
 pub fn is_grad_enabled() -> bool {
-    ENABLED.with(Cell::get)
+    MODE.with(|m| {
+        let m = m.get();
+        m.base && m.guards == 0
+    })
 }
 
-/// Turns recording off on this thread until dropped (then restores what it was).
+/// Turns recording off on this thread until dropped. Guards may be dropped in any
+/// order: recording is off while any of them lives (and comes back on when the last
+/// one goes, unless a scope around them turned it off).
 ///
 /// The guard stays on the thread that made it (it is not `Send`): dropped on another
-/// thread, it would restore the wrong thread's mode.
+/// thread, it would change the wrong thread's mode.
 ///
 /// ```compile_fail
 /// let guard = autograd_core::NoGradGuard::new();
 /// std::thread::spawn(move || drop(guard));
 /// ```
 pub struct NoGradGuard {
-    previous: bool,
     _thread_bound: PhantomData<*const ()>,
 }
 
@@ -31,8 +46,12 @@ impl NoGradGuard {
     /// Prefer [`no_grad`], which cannot outlive its closure.
     #[allow(clippy::new_without_default)]
     pub fn new() -> NoGradGuard {
+        MODE.with(|m| {
+            let mut mode = m.get();
+            mode.guards = mode.guards.saturating_add(1);
+            m.set(mode);
+        });
         NoGradGuard {
-            previous: ENABLED.with(|e| e.replace(false)),
             _thread_bound: PhantomData,
         }
     }
@@ -40,11 +59,16 @@ impl NoGradGuard {
 
 impl Drop for NoGradGuard {
     fn drop(&mut self) {
-        ENABLED.with(|e| e.set(self.previous));
+        let _ = MODE.try_with(|m| {
+            let mut mode = m.get();
+            mode.guards = mode.guards.saturating_sub(1);
+            m.set(mode);
+        });
     }
 }
 
 /// Runs `f` with recording off: nothing computed inside is part of any graph.
+/// Scoped: the mode is back as it was when `f` returns.
 ///
 /// ```
 /// # use autograd_core::{no_grad, Tensor};
@@ -53,8 +77,7 @@ impl Drop for NoGradGuard {
 /// assert!(!y.requires_grad());
 /// ```
 pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
-    let _guard = NoGradGuard::new();
-    f()
+    with_grad_mode(false, f)
 }
 
 /// Runs `f` with recording on, even inside [`no_grad`].
@@ -62,13 +85,19 @@ pub fn enable_grad<R>(f: impl FnOnce() -> R) -> R {
     with_grad_mode(true, f)
 }
 
-/// Runs `f` with recording set to `enabled`, restoring the previous mode after.
+/// Runs `f` with recording set to `enabled` (whatever guards are live outside),
+/// restoring the previous mode after.
 pub(crate) fn with_grad_mode<R>(enabled: bool, f: impl FnOnce() -> R) -> R {
-    let previous = ENABLED.with(|e| e.replace(enabled));
-    struct Restore(bool);
+    let previous = MODE.with(|m| {
+        m.replace(Mode {
+            base: enabled,
+            guards: 0,
+        })
+    });
+    struct Restore(Mode);
     impl Drop for Restore {
         fn drop(&mut self) {
-            ENABLED.with(|e| e.set(self.0));
+            let _ = MODE.try_with(|m| m.set(self.0));
         }
     }
     let _restore = Restore(previous);

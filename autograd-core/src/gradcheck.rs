@@ -103,7 +103,9 @@ fn dot(a: &Tensor, b: &Tensor) -> Result<f64> {
 
 /// Checks the gradients backward computes for `f` at `inputs` against central finite
 /// differences. Inputs are converted to f64; those with `differentiable[i]` set are
-/// perturbed one element at a time by ±`eps`.
+/// perturbed one element at a time by ±`eps`. A check that would compare nothing
+/// (no input marked differentiable, or only empty ones) is an error
+/// ([`Error::NothingChecked`]), never a pass.
 pub fn gradcheck(
     what: &str,
     f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
@@ -123,7 +125,9 @@ pub fn gradcheck(
         grad(
             &y,
             &wrt,
-            BackwardOptions::default().seed(compute::cast(&r, y.dtype())?),
+            BackwardOptions::default()
+                .seed(compute::cast(&r, y.dtype())?)
+                .allow_unused(true),
         )?
     } else {
         vec![None; wrt.len()]
@@ -167,7 +171,29 @@ pub fn gradcheck(
             report.elements += 1;
         }
     }
+    if report.elements == 0 {
+        return Err(nothing_checked(what, inputs, differentiable));
+    }
     Ok(report)
+}
+
+/// The error for a check whose mask selects no input element.
+fn nothing_checked(what: &str, inputs: &[Tensor], differentiable: &[bool]) -> Error {
+    let why = if !differentiable.iter().take(inputs.len()).any(|&d| d) {
+        format!(
+            "no input is marked differentiable (mask {differentiable:?} for {} inputs); mark \
+             at least one input `true`",
+            inputs.len()
+        )
+    } else {
+        "the inputs marked differentiable have no elements; check at a point with at least \
+         one element"
+            .to_string()
+    };
+    Error::NothingChecked {
+        what: what.to_string(),
+        why,
+    }
 }
 
 /// Checks second-order gradients: for each differentiable input `i`, the gradient of
@@ -204,7 +230,10 @@ pub fn gradgradcheck(
                 let g = grad(
                     &y,
                     &[&xs[i]],
-                    BackwardOptions::default().create_graph(true).seed(seed),
+                    BackwardOptions::default()
+                        .create_graph(true)
+                        .seed(seed)
+                        .allow_unused(true),
                 )?;
                 g.into_iter().next().flatten().map_or_else(zero, Ok)
             })
@@ -218,6 +247,9 @@ pub fn gradgradcheck(
         )?;
         total.elements += report.elements;
         total.max_abs_error = total.max_abs_error.max(report.max_abs_error);
+    }
+    if total.elements == 0 {
+        return Err(nothing_checked(what, inputs, differentiable));
     }
     Ok(total)
 }

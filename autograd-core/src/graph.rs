@@ -12,7 +12,7 @@ use crate::tensor::{Autograd, TensorId};
 use crate::{DType, Device, Layout, Shape, Tensor};
 use smallvec::SmallVec;
 use std::any::Any;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -350,6 +350,55 @@ fn retire_node(mut node: Arc<Node>) {
 
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
 
+thread_local! {
+    /// Calls of recorded ops on this thread (recorded or not): tells whether an op's
+    /// backward computed with recorded ops at all.
+    static RECORDED_CALLS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many recorded-op calls this thread has made (see `RECORDED_CALLS`).
+pub(crate) fn recorded_calls() -> u64 {
+    RECORDED_CALLS.try_with(Cell::get).unwrap_or(0)
+}
+
+/// The parameter of the node [`record_not_differentiable`] records.
+struct NotDifferentiable {
+    op: &'static str,
+}
+
+fn not_differentiable_backward(
+    params: &(dyn Any + Send + Sync),
+    _: &crate::op::BackwardContext<'_>,
+) -> crate::Result<crate::op::Grads> {
+    let op = params
+        .downcast_ref::<NotDifferentiable>()
+        .map_or("an op", |p| p.op);
+    Err(crate::Error::NotDifferentiable { op })
+}
+
+/// Not registered: only the engine records it.
+static NOT_DIFFERENTIABLE: OpEntry = OpEntry {
+    name: "not_differentiable",
+    module_path: module_path!(),
+    inputs: &[crate::op::InputSpec {
+        name: "anchor",
+        differentiable: true,
+        saved: false,
+    }],
+    saves_output: false,
+    params: &["op"],
+    backward: not_differentiable_backward,
+    check_cases: None,
+};
+
+/// `grad`, computed by the backward of `node` without recorded ops although
+/// `anchor` (one of the tensors that backward read) requires grad, as a tensor whose
+/// own backward fails with [`crate::Error::NotDifferentiable`] naming the op.
+pub(crate) fn record_not_differentiable(node: &Node, anchor: &Tensor, grad: Tensor) -> Tensor {
+    let params = Box::new(NotDifferentiable { op: node.name() });
+    record_node(&NOT_DIFFERENTIABLE, params, &[anchor], grad, node.location)
+}
+
 /// Records one op call: the node keeps an edge per input, the inputs the op's
 /// backward declares it reads (and its output, if declared), and nothing else.
 /// The caller has checked that some differentiable input requires grad.
@@ -624,6 +673,7 @@ impl ComputationGraph {
         location: &'static Location<'static>,
     ) -> Tensor {
         let entry = O::ENTRY;
+        let _ = RECORDED_CALLS.try_with(|c| c.set(c.get() + 1));
         let needed = crate::is_grad_enabled()
             && entry
                 .inputs
@@ -633,6 +683,8 @@ impl ComputationGraph {
         if !needed {
             return output;
         }
+        let mut op = op;
+        op.prepare_record();
         record_node(entry, Box::new(op), inputs, output, location)
     }
 

@@ -546,6 +546,11 @@ impl Tensor {
     }
 
     /// The gradient accumulated in this leaf by `backward` calls, if any.
+    ///
+    /// The handle returned is a snapshot: a later backward accumulates into a new
+    /// tensor (or in place into a buffer nobody else holds), never into the buffer
+    /// this handle reads, so its values stay as they were when it was taken. Call
+    /// `grad()` again to read the accumulated sum.
     pub fn grad(&self) -> Option<Tensor> {
         match &self.0.autograd {
             Autograd::Leaf(slot) => slot.get(),

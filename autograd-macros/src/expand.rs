@@ -270,6 +270,19 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
         quote!(::core::option::Option::None)
     };
     let entry = syn::Ident::new("__AUTOGRAD_OP_ENTRY", Span::call_site());
+    // Leaf tensors among the parameters become graph copies as the op is recorded
+    // (see `Differentiable::prepare_record`); other fields are left alone. The
+    // method is chosen by type: `ParamTensors` for the tensor-holding field types,
+    // else `ParamOther` through one more reference.
+    let prepare_record = (!field_idents.is_empty()).then(|| {
+        quote! {
+            fn prepare_record(&mut self) {
+                #[allow(unused_imports)]
+                use #p::{ParamOther as _, ParamTensors as _};
+                #( (&mut #p::ParamField(&mut self.#field_idents)).prepare_record(); )*
+            }
+        }
+    });
 
     quote! {
         #(#attrs)*
@@ -296,6 +309,8 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
                     fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
                         __autograd_backward_of(self, ctx)
                     }
+
+                    #prepare_record
                 }
 
                 /// backward with what it declared, its gradients spread over the

@@ -3,6 +3,7 @@
 
 use autograd::memory::thread_stats;
 use autograd::prelude::*;
+use autograd::{NoGradGuard, is_grad_enabled};
 use std::cell::RefCell;
 
 fn live() -> isize {
@@ -224,5 +225,270 @@ fn item17_adam_frees_the_moments_of_dropped_parameters() -> Result<()> {
     assert_eq!(opt.state_len(), 0);
     drop(last);
     assert_eq!(live() - baseline, 0);
+    Ok(())
+}
+
+// ----- 4. the create_graph cycle is broken when an op parameter holds the leaf -----
+
+#[differentiable(name = "test_scale_by_param")]
+mod scale_by_param {
+    use autograd::prelude::*;
+
+    /// A tensor held by the op itself, not one of its inputs.
+    pub struct ScaleByParam {
+        /// The factor (a leaf the caller also holds).
+        pub w: Tensor,
+    }
+
+    /// `exp(x) * w`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.exp()? * &self.w
+    }
+
+    /// d/dx = exp(x) * w, the output itself: under create_graph the gradient's
+    /// graph reaches this op's node, and through its parameter the leaf.
+    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
+        grad * output
+    }
+}
+
+#[test]
+fn item4_create_graph_with_an_op_parameter_holding_the_leaf_does_not_leak() -> Result<()> {
+    crate::init();
+    let baseline = live();
+    {
+        let w = Tensor::from_slice(&[1.5f64; 1000], [1000])?.set_requires_grad(true);
+        let y = scale_by_param(&w, w.clone())?.sum_all()?;
+        y.backward_with(BackwardOptions::default().create_graph(true))?;
+        let want = 1.5f64.exp() * 1.5;
+        assert!(w.grad().unwrap().to_vec::<f64>()?.iter().all(|g| (g - want).abs() < 1e-12));
+    }
+    assert_eq!(live() - baseline, 0, "leaked");
+    Ok(())
+}
+
+// ----- 6. gradient handles are snapshots -----
+
+/// The rule (documented on `Tensor::grad`): a handle from `x.grad()` is a snapshot;
+/// a later backward accumulates into a new tensor, never into the buffer the
+/// caller holds.
+#[test]
+fn item6_a_gradient_handle_is_a_snapshot() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    x.square()?.sum_all()?.backward()?;
+    let first = x.grad().unwrap();
+    x.square()?.sum_all()?.backward()?;
+    assert_eq!(first.to_vec::<f64>()?, [2.0, 4.0], "the earlier handle");
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [4.0, 8.0], "accumulated");
+    Ok(())
+}
+
+// ----- 7. a wrong-shaped gradient is an error, not summed -----
+
+#[differentiable(name = "test_wrong_grad_shape")]
+mod wrong_grad_shape {
+    use autograd::prelude::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        x.mul_scalar(2.0)
+    }
+
+    /// Wrong: a `[2, 3]` gradient for a `[3]` input whose output is `[3]`.
+    pub fn backward(grad: &Tensor) -> Result<Tensor> {
+        let g = grad.mul_scalar(2.0)?;
+        g.unsqueeze(0)?.broadcast_to([2, 3])
+    }
+}
+
+#[test]
+fn item7_a_backward_returning_a_wrong_shape_is_an_error() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?.set_requires_grad(true);
+    let err = wrong_grad_shape(&x)?.sum_all()?.backward().unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::BadGradient { op: "test_wrong_grad_shape", input: 0, expected, got, output }
+                if expected.dims() == [3] && got.dims() == [2, 3] && output.dims() == [3]
+        ),
+        "{err}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains("[2, 3]") && msg.contains("test_wrong_grad_shape"), "{msg}");
+    assert!(x.grad().is_none(), "nothing was summed into the leaf");
+
+    // What broadcasting produced is still reduced: `[3] + [2, 3]`.
+    let b = Tensor::from_slice(&[1.0f64; 6], [2, 3])?;
+    (&x + &b)?.sum_all()?.backward()?;
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [2.0; 3]);
+    Ok(())
+}
+
+// ----- 8. an unrecorded backward fails the second backward, naming the op -----
+
+#[differentiable(name = "test_unrecorded_backward")]
+mod unrecorded_backward {
+    use autograd::prelude::*;
+
+    /// x³.
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        x.pow_scalar(3.0)
+    }
+
+    use autograd::{BinaryOp, UnaryOp, compute};
+
+    /// 3x², computed outside the graph.
+    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let d = compute::unary(&compute::unary(x, UnaryOp::Square)?, UnaryOp::MulScalar(3.0))?;
+        compute::binary(grad, &d, BinaryOp::Mul)
+    }
+}
+
+#[test]
+fn item8_second_order_through_an_unrecorded_backward_is_an_error() -> Result<()> {
+    crate::init();
+    let x = Tensor::scalar(2.0f64).set_requires_grad(true);
+    let y = unrecorded_backward(&x)?;
+    let opts = BackwardOptions::default().create_graph(true);
+    let dy = grad(&y, &[&x], opts)?.remove(0).unwrap();
+    assert_eq!(dy.to_scalar::<f64>()?, 12.0, "the first derivative is right");
+    assert!(dy.requires_grad(), "and marked, so the next backward sees it");
+    let err = grad(&dy, &[&x], BackwardOptions::default()).unwrap_err();
+    assert!(
+        matches!(err, Error::NotDifferentiable { op: "test_unrecorded_backward" }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("is not differentiable"), "{err}");
+
+    // Standard ops whose second derivative is zero are not flagged.
+    let r = x.relu()?;
+    let dr = grad(&r, &[&x], BackwardOptions::default().create_graph(true))?.remove(0);
+    assert!(
+        !dr.unwrap().requires_grad(),
+        "relu's derivative is a constant mask: not flagged"
+    );
+    Ok(())
+}
+
+// ----- 9. gradcheck that checks nothing is an error -----
+
+#[test]
+fn item9_gradcheck_with_an_empty_or_all_false_mask_is_an_error() -> Result<()> {
+    crate::init();
+    // A deliberately wrong "derivative" would pass a check of nothing.
+    let f = |xs: &[Tensor]| unrecorded_backward(&xs[0]);
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?;
+    let opts = autograd::GradcheckOptions::default();
+    for mask in [vec![], vec![false]] {
+        let err = autograd::gradcheck("nothing", &f, &[x.clone()], &mask, &opts).unwrap_err();
+        assert!(matches!(&err, Error::NothingChecked { what, .. } if what == "nothing"), "{err}");
+        let err = autograd::gradgradcheck("nothing", &f, &[x.clone()], &mask, &opts).unwrap_err();
+        assert!(matches!(err, Error::NothingChecked { .. }), "{err}");
+    }
+    let empty = Tensor::from_vec(Vec::<f64>::new(), [0])?;
+    let err = autograd::gradcheck("empty", &f, &[empty], &[true], &opts).unwrap_err();
+    assert!(err.to_string().contains("no elements"), "{err}");
+    Ok(())
+}
+
+// ----- 13. no_grad guards dropped out of order -----
+
+#[test]
+fn item13_no_grad_guards_dropped_out_of_order_restore_recording() -> Result<()> {
+    crate::init();
+    assert!(is_grad_enabled());
+    let first = NoGradGuard::new();
+    let second = NoGradGuard::new();
+    drop(first);
+    assert!(!is_grad_enabled(), "a guard is still live");
+    drop(second);
+    assert!(is_grad_enabled(), "recording is back on");
+    let x = Tensor::scalar(1.0f64).set_requires_grad(true);
+    x.exp()?.backward()?;
+    assert!(x.grad().is_some());
+    Ok(())
+}
+
+// ----- 15. messages that say what happened -----
+
+thread_local! {
+    static ROOT: RefCell<Option<Tensor>> = const { RefCell::new(None) };
+}
+
+#[differentiable(name = "test_reentrant")]
+mod reentrant {
+    use autograd::prelude::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        x.mul_scalar(1.0)
+    }
+
+    /// Starts another backward from the graph's root, from inside this pass.
+    pub fn backward(grad: &Tensor) -> Result<Tensor> {
+        if let Some(root) = super::ROOT.with(|r| r.borrow().clone()) {
+            root.backward_with(BackwardOptions::default().retain_graph(true))?;
+        }
+        Ok(grad.clone())
+    }
+}
+
+#[test]
+fn item15_a_backward_started_inside_a_backward_says_so() -> Result<()> {
+    crate::init();
+    let x = Tensor::scalar(1.0f64).set_requires_grad(true);
+    let root = reentrant(&x)?.exp()?.sum_all()?;
+    ROOT.with(|r| *r.borrow_mut() = Some(root.clone()));
+    let err = root
+        .backward_with(BackwardOptions::default().retain_graph(true))
+        .unwrap_err();
+    ROOT.with(|r| *r.borrow_mut() = None);
+    assert!(matches!(err, Error::ReentrantBackward { op: "test_reentrant" }), "{err}");
+    assert!(err.to_string().contains("same thread"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn item15_non_scalar_root_recommends_sum_all() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let err = x.exp()?.backward().unwrap_err();
+    assert!(err.to_string().contains(".sum_all()"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn item15_a_second_backward_through_nodes_that_saved_nothing_works() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let y = x.add_scalar(1.0)?.mul_scalar(3.0)?.sum_all()?;
+    y.backward()?;
+    y.backward()?; // nothing was released: nothing was saved
+    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [6.0, 6.0]);
+    // A node that saved something still refuses, naming it.
+    let z = x.exp()?.sum_all()?;
+    z.backward()?;
+    let err = z.backward().unwrap_err();
+    assert!(matches!(err, Error::GraphConsumed { op: "exp" }), "{err}");
+    Ok(())
+}
+
+// ----- 16. grad() with respect to a tensor that takes no part -----
+
+#[test]
+fn item16_grad_of_an_unused_input_is_an_error_unless_allowed() -> Result<()> {
+    crate::init();
+    let x = Tensor::scalar(2.0f64).set_requires_grad(true);
+    let unused = Tensor::scalar(5.0f64).set_requires_grad(true);
+    let constant = Tensor::scalar(1.0f64);
+    let y = x.square()?;
+    let err = grad(&y, &[&x, &unused], BackwardOptions::default().retain_graph(true)).unwrap_err();
+    assert!(matches!(err, Error::UnusedInput { index: 1, .. }), "{err}");
+    assert!(err.to_string().contains("allow_unused"), "{err}");
+    let err = grad(&y, &[&constant], BackwardOptions::default().retain_graph(true)).unwrap_err();
+    assert!(err.to_string().contains("does not require grad"), "{err}");
+    let g = grad(&y, &[&x, &unused], BackwardOptions::default().allow_unused(true))?;
+    assert_eq!(g[0].as_ref().unwrap().to_scalar::<f64>()?, 4.0);
+    assert!(g[1].is_none());
     Ok(())
 }
