@@ -26,8 +26,10 @@ pub struct StdOps {
     pub neg: fn(&Tensor) -> Result<Tensor>,
     /// Recorded `add_scalar`: `a + c` and `a - c` with a constant.
     pub add_scalar: fn(&Tensor, f64) -> Result<Tensor>,
-    /// Recorded `mul_scalar`: `a * c` and `a / c` with a constant.
+    /// Recorded `mul_scalar`: `a * c` with a constant.
     pub mul_scalar: fn(&Tensor, f64) -> Result<Tensor>,
+    /// Recorded `div_scalar`: `a / c` with a constant.
+    pub div_scalar: fn(&Tensor, f64) -> Result<Tensor>,
     /// Recorded `sum_to_shape`, used by the engine when the backward pass is recorded.
     pub sum_to_shape: fn(&Tensor, &Shape) -> Result<Tensor>,
 }
@@ -144,7 +146,7 @@ macro_rules! binary_operator {
 binary_operator!(Add, add, add, |x, s| (std_ops()?.add_scalar)(x, s));
 binary_operator!(Sub, sub, sub, |x, s| (std_ops()?.add_scalar)(x, -s));
 binary_operator!(Mul, mul, mul, |x, s| (std_ops()?.mul_scalar)(x, s));
-binary_operator!(Div, div, div, |x, s| (std_ops()?.mul_scalar)(x, 1.0 / s));
+binary_operator!(Div, div, div, |x, s| (std_ops()?.div_scalar)(x, s));
 
 impl Add<&Tensor> for f64 {
     type Output = Result<Tensor>;

@@ -41,6 +41,9 @@ pub enum UnaryOp {
     AddScalar(f64),
     /// x * c for a constant c.
     MulScalar(f64),
+    /// x / c for a constant c (a true division: not `x * (1/c)`, which differs by an
+    /// ulp for most c and overflows where `1/c` does).
+    DivScalar(f64),
     /// x^p for a constant p.
     PowScalar(f64),
     /// Every element set to the constant (shape and dtype kept).
@@ -111,6 +114,7 @@ impl UnaryOp {
             UnaryOp::GeluGrad => "gelu_grad",
             UnaryOp::AddScalar(_) => "add_scalar",
             UnaryOp::MulScalar(_) => "mul_scalar",
+            UnaryOp::DivScalar(_) => "div_scalar",
             UnaryOp::PowScalar(_) => "pow_scalar",
             UnaryOp::Fill(_) => "fill",
             UnaryOp::Copy => "copy",
@@ -122,6 +126,7 @@ impl UnaryOp {
         match *self {
             UnaryOp::AddScalar(s)
             | UnaryOp::MulScalar(s)
+            | UnaryOp::DivScalar(s)
             | UnaryOp::PowScalar(s)
             | UnaryOp::Fill(s) => s,
             _ => 0.0,

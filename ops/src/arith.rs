@@ -214,6 +214,40 @@ pub mod mul_scalar {
     }
 }
 
+/// `x / scalar`: a true division, so `x / c` gives exactly what dividing by a tensor
+/// holding `c` gives (multiplying by `1/c` differs by an ulp for most `c`, and
+/// overflows where `1/c` does: `1e-300 / 1e-310`).
+#[differentiable(crate = ::autograd_core)]
+pub mod div_scalar {
+    use super::*;
+
+    /// The constant divisor.
+    #[derive(Clone, Copy, Debug)]
+    pub struct DivScalar {
+        /// The divisor (converted to the tensor's dtype).
+        pub scalar: f64,
+    }
+
+    /// `x / scalar` elementwise.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        compute::unary(x, UnaryOp::DivScalar(self.scalar))
+    }
+
+    /// `grad / scalar`.
+    pub fn backward(&self, grad: &Tensor) -> Result<Tensor> {
+        div_scalar(grad, self.scalar)
+    }
+
+    /// Gradcheck input: a `[3]` tensor in `[-1, 1)`, divided by -1.5.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "div_scalar",
+            cases::uniform(3, &[3], -1.0, 1.0),
+            |x| div_scalar(x, -1.5),
+        )]
+    }
+}
+
 /// `a^b` elementwise, the exponent a tensor too.
 ///
 /// d/da = b·a^(b-1); d/db = a^b·ln a, which is defined for `a > 0` only (NaN for a

@@ -48,6 +48,8 @@ methods! {
     fn add_scalar(&self, scalar: f64) => add_scalar(scalar);
     /// `self * scalar`.
     fn mul_scalar(&self, scalar: f64) => mul_scalar(scalar);
+    /// `self / scalar` (a true division).
+    fn div_scalar(&self, scalar: f64) => div_scalar(scalar);
     /// `self^p` for a constant `p`.
     fn pow_scalar(&self, p: f64) => pow_scalar(p);
     /// `e^x` elementwise.

@@ -9,7 +9,7 @@
 //! | kind | ops |
 //! |------|-----|
 //! | elementwise, broadcasting as NumPy does | [`add`](mod@add), [`sub`](mod@sub), [`mul`](mod@mul), [`div`](mod@div), [`pow`](mod@pow), [`maximum`](mod@maximum), [`minimum`](mod@minimum) |
-//! | with a constant | [`add_scalar`](mod@add_scalar), [`mul_scalar`](mod@mul_scalar), [`pow_scalar`](mod@pow_scalar) |
+//! | with a constant | [`add_scalar`](mod@add_scalar), [`mul_scalar`](mod@mul_scalar), [`div_scalar`](mod@div_scalar), [`pow_scalar`](mod@pow_scalar) |
 //! | unary | [`neg`](mod@neg), [`exp`](mod@exp), [`log`](mod@log), [`sqrt`](mod@sqrt), [`square`](mod@square), [`abs`](mod@abs), [`tanh`](mod@tanh), [`sigmoid`](mod@sigmoid), [`relu`](mod@relu), [`gelu`](mod@gelu), [`sin`](mod@sin), [`cos`](mod@cos) |
 //! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all) |
 //! | shape | [`reshape`](mod@reshape), [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
@@ -59,6 +59,7 @@ autograd_core::__private::inventory::submit! {
         neg,
         add_scalar,
         mul_scalar,
+        div_scalar,
         sum_to_shape: |x, shape| sum_to_shape(x, shape.clone()),
     }
 }
@@ -74,6 +75,7 @@ pub const STANDARD_OPS: &[&str] = &[
     "cos",
     "cross_entropy",
     "div",
+    "div_scalar",
     "exp",
     "gelu",
     "index_add",

@@ -36,6 +36,7 @@ const EXPECTED_SAVED: &[(&str, &[&str])] = &[
     ("mse_loss", &["pred", "target"]),
     ("mul", &["a", "b"]),
     ("mul_scalar", &[]),
+    ("div_scalar", &[]),
     ("narrow", &[]),
     ("neg", &[]),
     ("pad", &[]),

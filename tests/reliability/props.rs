@@ -68,7 +68,7 @@ struct Case {
 const UNARY: &[&str] = &[
     "neg", "exp", "log", "sqrt", "square", "abs", "tanh", "sigmoid", "relu", "gelu", "sin", "cos",
 ];
-const WITH_SCALAR: &[&str] = &["add_scalar", "mul_scalar", "pow_scalar"];
+const WITH_SCALAR: &[&str] = &["add_scalar", "mul_scalar", "div_scalar", "pow_scalar"];
 const BINARY: &[&str] = &["add", "sub", "mul", "div", "pow", "maximum", "minimum"];
 const REDUCE: &[&str] = &["sum", "mean", "max", "min", "logsumexp"];
 const OTHER: &[&str] = &[
@@ -661,6 +661,7 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "cos" => ops::cos(&x[0]),
         "add_scalar" => ops::add_scalar(&x[0], p.scalar),
         "mul_scalar" => ops::mul_scalar(&x[0], p.scalar),
+        "div_scalar" => ops::div_scalar(&x[0], p.scalar),
         "pow_scalar" => ops::pow_scalar(&x[0], p.scalar),
         "add" => ops::add(&x[0], &x[1]),
         "sub" => ops::sub(&x[0], &x[1]),
@@ -723,6 +724,7 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
     match c.op {
         "add_scalar" => Some(x[0].map(|v| v + p.scalar)),
         "mul_scalar" => Some(x[0].map(|v| v * p.scalar)),
+        "div_scalar" => Some(x[0].map(|v| v / p.scalar)),
         "pow_scalar" => Some(x[0].map(|v| v.powf(p.scalar))),
         "sum" | "mean" | "max" | "min" | "logsumexp" => r::reduce(c.op, &x[0], p.axis, p.keepdim),
         "sum_all" => Some(scalar(r::sum_all(&x[0]))),
@@ -991,7 +993,7 @@ macro_rules! properties {
 
 properties! {
     neg exp log sqrt square abs tanh sigmoid relu gelu sin cos
-    add_scalar mul_scalar pow_scalar
+    add_scalar mul_scalar div_scalar pow_scalar
     add sub mul div pow maximum minimum
     sum mean max min logsumexp
     sum_all mean_all softmax log_softmax

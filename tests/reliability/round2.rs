@@ -492,3 +492,25 @@ fn item16_grad_of_an_unused_input_is_an_error_unless_allowed() -> Result<()> {
     assert!(g[1].is_none());
     Ok(())
 }
+
+// ----- 14. tensor ÷ scalar divides -----
+
+#[test]
+fn item14_dividing_by_a_scalar_is_a_true_division() -> Result<()> {
+    crate::init();
+    let tiny = Tensor::scalar(1e-300f64);
+    assert_eq!((&tiny / 1e-310)?.to_scalar::<f64>()?, 1e-300 / 1e-310);
+    let values: Vec<f32> = (1..2000).map(|k| k as f32 * 0.37).collect();
+    let x = Tensor::from_slice(&values, [values.len()])?;
+    let by_scalar = (&x / 10.0)?.to_vec::<f32>()?;
+    let by_tensor = (&x / &Tensor::scalar(10.0f32))?.to_vec::<f32>()?;
+    assert_eq!(by_scalar, by_tensor);
+    let want: Vec<f32> = values.iter().map(|v| v / 10.0).collect();
+    assert_eq!(by_scalar, want);
+    // Recorded, with the gradient 1/c.
+    let w = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    (&w / 4.0)?.sum_all()?.backward()?;
+    assert_eq!(w.grad().unwrap().to_vec::<f64>()?, [0.25, 0.25]);
+    assert_eq!(w.div_scalar(4.0)?.grad_fn().unwrap().op_name(), "div_scalar");
+    Ok(())
+}

@@ -191,6 +191,10 @@ pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Vec<T> {
             let s = T::from_f64(s);
             map(a, l, |x| x * s)
         }
+        UnaryOp::DivScalar(s) => {
+            let s = T::from_f64(s);
+            map(a, l, |x| x / s)
+        }
         UnaryOp::PowScalar(p) => {
             if p == 2.0 {
                 map(a, l, |x| x * x)

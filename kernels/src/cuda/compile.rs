@@ -84,7 +84,7 @@ macro_rules! every_variant {
 /// Every [`UnaryOp`] variant (parameterised ones with an arbitrary parameter).
 pub fn every_unary_op() -> Vec<UnaryOp> {
     every_variant!(UnaryOp: Neg, Exp, Log, Sqrt, Abs, Tanh, Sigmoid, Relu, Sin, Cos, Square,
-        Recip, Sign, Step, Gelu, GeluGrad, AddScalar(0.5), MulScalar(0.5), PowScalar(3.0),
+        Recip, Sign, Step, Gelu, GeluGrad, AddScalar(0.5), MulScalar(0.5), DivScalar(0.5), PowScalar(3.0),
         Fill(0.5), Copy)
 }
 
