@@ -30,6 +30,12 @@ pub fn normalize_axis_of(op: &'static str, axis: isize, shape: &Shape) -> Result
     Ok(a as usize)
 }
 
+/// An axis given as `usize`, as the signed number errors report (saturated: a
+/// `usize` beyond `isize::MAX` must not wrap around to a negative axis).
+fn given_axis(dim: usize) -> isize {
+    isize::try_from(dim).unwrap_or(isize::MAX)
+}
+
 /// Checks that a tensor of `shape` and `dtype` can exist: its size in bytes fits in
 /// `isize::MAX`, as every Rust allocation must, and so does the product of its
 /// non-zero sizes (an empty tensor's strides are computed from them too). Every
@@ -118,7 +124,7 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axes: &[usize], keepdim: bool) -> Result
     if let Some(&bad) = sorted.iter().find(|&&a| a >= x.rank()) {
         return Err(Error::AxisOutOfRange {
             op: op.name(),
-            axis: bad as isize,
+            axis: given_axis(bad),
             rank: x.rank(),
             shape: x.shape().clone(),
         });
@@ -274,7 +280,7 @@ pub fn transpose(x: &Tensor, a: usize, b: usize) -> Result<Tensor> {
     if a >= x.rank() || b >= x.rank() {
         return Err(Error::AxisOutOfRange {
             op: "transpose",
-            axis: a.max(b) as isize,
+            axis: given_axis(a.max(b)),
             rank: x.rank(),
             shape: x.shape().clone(),
         });
@@ -314,7 +320,7 @@ pub fn narrow(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor
     if dim >= x.rank() {
         return Err(Error::AxisOutOfRange {
             op: "narrow",
-            axis: dim as isize,
+            axis: given_axis(dim),
             rank: x.rank(),
             shape: x.shape().clone(),
         });
@@ -324,8 +330,8 @@ pub fn narrow(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor
         return Err(Error::InvalidArgument {
             op: "narrow",
             msg: format!(
-                "range {start}..{} is outside axis {dim} of size {size} (shape {})",
-                start.saturating_add(len),
+                "start {start} with length {len} reaches past the end of axis {dim}, of size \
+                 {size} (shape {}); pick start + length <= {size}",
                 x.shape()
             ),
         });
@@ -338,7 +344,7 @@ pub fn unsqueeze(x: &Tensor, dim: usize) -> Result<Tensor> {
     if dim > x.rank() {
         return Err(Error::AxisOutOfRange {
             op: "unsqueeze",
-            axis: dim as isize,
+            axis: given_axis(dim),
             rank: x.rank() + 1,
             shape: x.shape().clone(),
         });
@@ -351,7 +357,7 @@ pub fn squeeze(x: &Tensor, dim: usize) -> Result<Tensor> {
     if dim >= x.rank() {
         return Err(Error::AxisOutOfRange {
             op: "squeeze",
-            axis: dim as isize,
+            axis: given_axis(dim),
             rank: x.rank(),
             shape: x.shape().clone(),
         });
@@ -387,7 +393,7 @@ pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
     if dim >= first.rank() {
         return Err(Error::AxisOutOfRange {
             op: "concat",
-            axis: dim as isize,
+            axis: given_axis(dim),
             rank: first.rank(),
             shape: first.shape().clone(),
         });
@@ -484,7 +490,7 @@ pub fn index_select(x: &Tensor, dim: usize, indices: &[usize]) -> Result<Tensor>
     if dim >= x.rank() {
         return Err(Error::AxisOutOfRange {
             op: "index_select",
-            axis: dim as isize,
+            axis: given_axis(dim),
             rank: x.rank(),
             shape: x.shape().clone(),
         });
@@ -520,7 +526,7 @@ pub fn index_add(src: &Tensor, shape: &Shape, dim: usize, indices: &[usize]) -> 
     if dim >= shape.rank() {
         return Err(Error::AxisOutOfRange {
             op: "index_add",
-            axis: dim as isize,
+            axis: given_axis(dim),
             rank: shape.rank(),
             shape: shape.clone(),
         });

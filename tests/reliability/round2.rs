@@ -514,3 +514,16 @@ fn item14_dividing_by_a_scalar_is_a_true_division() -> Result<()> {
     assert_eq!(w.div_scalar(4.0)?.grad_fn().unwrap().op_name(), "div_scalar");
     Ok(())
 }
+
+#[test]
+fn item15_huge_axes_and_ranges_are_reported_as_given() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0], [2, 2])?;
+    let err = autograd::compute::unsqueeze(&x, usize::MAX).unwrap_err();
+    let msg = err.to_string();
+    assert!(!msg.contains("axis -1"), "{msg}");
+    assert!(msg.contains(&isize::MAX.to_string()), "{msg}");
+    let err = x.narrow(1, usize::MAX, 2).unwrap_err().to_string();
+    assert!(err.contains("length 2") && err.contains(&usize::MAX.to_string()), "{err}");
+    Ok(())
+}
