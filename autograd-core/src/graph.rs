@@ -681,6 +681,10 @@ impl ComputationGraph {
                 .zip(inputs)
                 .any(|(spec, t)| spec.differentiable && t.requires_grad());
         if !needed {
+            // Dropped here, not after the return value is made: a parameter whose
+            // `Drop` panics would otherwise leak the output (rustc drops a finished
+            // return value only on some unwinding paths).
+            drop(op);
             return output;
         }
         let mut op = op;

@@ -82,9 +82,9 @@ impl StorageSlot {
     fn get(&self) -> StorageRef<'_> {
         match self {
             StorageSlot::Fixed(s) => StorageRef(Ref::Borrowed(s)),
-            StorageSlot::Param(cell) => {
-                StorageRef(Ref::Owned(cell.read().unwrap_or_else(|e| e.into_inner()).clone()))
-            }
+            StorageSlot::Param(cell) => StorageRef(Ref::Owned(
+                cell.read().unwrap_or_else(|e| e.into_inner()).clone(),
+            )),
         }
     }
 

@@ -95,10 +95,7 @@ fn second_backward_is_an_error_naming_the_op() -> Result<()> {
     y.backward()?;
     // sum_all saved nothing, so the second pass goes through it; mul saved x.
     let err = y.backward().unwrap_err();
-    assert!(
-        matches!(err, Error::GraphConsumed { op: "mul" }),
-        "{err}"
-    );
+    assert!(matches!(err, Error::GraphConsumed { op: "mul" }), "{err}");
     assert!(err.to_string().contains("retain_graph"), "{err}");
     Ok(())
 }

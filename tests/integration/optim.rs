@@ -42,11 +42,7 @@ fn set_data_writes_in_place_when_the_handle_is_the_only_user() -> Result<()> {
     let before = buffer(&w);
     w.set_data(&Tensor::from_slice(&[4.0f64, 5.0, 6.0], [3])?)?;
     assert_eq!(f64s(&w), [4.0, 5.0, 6.0]);
-    assert_eq!(
-        buffer(&w),
-        before,
-        "same buffer: no allocation"
-    );
+    assert_eq!(buffer(&w), before, "same buffer: no allocation");
     assert_eq!(w.id(), id);
     assert!(w.requires_grad() && w.is_leaf());
     Ok(())
@@ -62,7 +58,11 @@ fn set_data_updates_every_handle_of_a_parameter_and_no_view() -> Result<()> {
 
     assert_eq!(f64s(&w), [7.0, 8.0]);
     assert_eq!(f64s(&before), [7.0, 8.0], "a clone is the same parameter");
-    assert_eq!(f64s(&view), [1.0, 2.0], "a view taken before is a tensor of its own");
+    assert_eq!(
+        f64s(&view),
+        [1.0, 2.0],
+        "a view taken before is a tensor of its own"
+    );
     assert!(w.shares_storage_with(&before));
     assert_eq!(w.id(), before.id());
 
@@ -315,10 +315,7 @@ fn training_steps_update_parameters_in_their_own_buffers() -> Result<()> {
         opt.step(&mut [&mut w, &mut b])?;
         opt.zero_grad(&mut [&mut w, &mut b]);
         losses.push(loss.to_scalar::<f32>()?);
-        assert_eq!(
-            [buffer(&w), buffer(&b)],
-            buffers
-        );
+        assert_eq!([buffer(&w), buffer(&b)], buffers);
     }
     assert!(losses[4] < losses[0], "{losses:?}");
     Ok(())

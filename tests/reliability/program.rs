@@ -7,8 +7,12 @@
 //! A program is a byte string, read front to back; a read past the end gives 0, so
 //! every byte string is a program. Byte 0 picks the dtype (bit 0: f64, else f32).
 //! Then instructions follow, each an opcode byte and its operand bytes, until the
-//! bytes run out (at most [`MAX_STEPS`] instructions). Opcodes are taken modulo the
-//! number of instructions; bit 7 runs the op under `no_grad`. Operands:
+//! bytes run out (at most [`MAX_STEPS`] instructions). Opcodes (bit 7 cleared) 120
+//! to 123 are the misuse instructions (a parameter updated through a clone, an op
+//! parameter that panics when its graph is dropped, a thread that exits holding a
+//! deep graph in its thread-local, an optimizer step listing a parameter twice);
+//! others are taken modulo the number of op instructions. Bit 7 runs the op under
+//! `no_grad`. Operands:
 //! - a *slot* byte picks a tensor of the pool (modulo its length; ops on an empty
 //!   pool are skipped);
 //! - an *axis* byte is read as `i8` and taken modulo 7 (so -6..=6);
@@ -30,8 +34,11 @@
 //! to stderr (to read a crash the fuzzer found).
 
 use autograd::memory::thread_stats;
+use autograd::optim::{Optimizer, Sgd};
 use autograd::prelude::*;
 use autograd::{anomaly, ops};
+use std::cell::RefCell;
+use std::sync::Mutex;
 
 /// Instructions run per program at most.
 pub const MAX_STEPS: usize = 48;
@@ -195,8 +202,10 @@ impl Machine {
         }
         let _anomaly = (flags & 4 != 0).then(anomaly::enable);
         let result = if flags & 8 != 0 {
-            // Functional gradient with respect to every pool tensor.
+            // Functional gradient with respect to every pool tensor (unused ones are
+            // an error unless allowed).
             let inputs: Vec<&Tensor> = self.pool.iter().collect();
+            let opts = opts.allow_unused(flags & 16 == 0);
             grad(&root, &inputs, opts).map(|grads| {
                 for (g, x) in grads.iter().zip(&self.pool) {
                     if let Some(g) = g {
@@ -233,9 +242,117 @@ impl Machine {
         }
     }
 
+    /// A parameter updated through a clone: every handle reads the new values.
+    fn update_through_a_clone(&mut self, r: &mut Reader) {
+        let (a, b) = (r.byte(), r.byte());
+        let (Some(x), Some(value)) = (self.slot(a), self.slot(b)) else {
+            return;
+        };
+        let mut handle = x.clone();
+        match handle.set_data(&value) {
+            Ok(()) => {
+                if x.requires_grad() {
+                    assert_eq!(handle.id(), x.id(), "set_data keeps a parameter's id");
+                    assert!(
+                        handle.same_values_as(&x),
+                        "an update through a clone reaches the parameter"
+                    );
+                }
+                self.report.ops_ok += 1;
+            }
+            Err(e) => {
+                self.report.ops_rejected += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+
+    /// A graph whose op parameter panics when dropped, dropped (the panic caught);
+    /// the end-of-program leak check then sees whether later graphs are freed.
+    fn panicking_drop(&mut self, r: &mut Reader) {
+        let b = r.byte();
+        let Some(x) = self.slot(b) else { return };
+        // The fuzz target's panic hook aborts; the expected panic is kept from it.
+        let _serial = HOOK.lock().unwrap_or_else(|e| e.into_inner());
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        // The op value panics where it is dropped: at the call when nothing was
+        // recorded, else with its graph.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+            drop(panics_on_drop(&x, PanicsOnDrop(true)));
+        }));
+        std::panic::set_hook(hook);
+        assert!(caught.is_err(), "the parameter's Drop panics");
+    }
+
+    /// A thread that builds a deep graph from a pool tensor and exits holding it in
+    /// a thread-local declared before the library's own.
+    fn thread_exit_with_a_deep_graph(&mut self, r: &mut Reader) {
+        let (b, depth) = (r.byte(), r.byte());
+        let Some(x) = self.slot(b) else { return };
+        let depth = 1000 + 8 * depth as usize; // a recursive drop overflows 128 KiB
+        let handle = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || {
+                KEEP.with(|k| *k.borrow_mut() = Some(Tensor::scalar(0.0f32)));
+                let Ok(first) = x.exp() else { return };
+                drop(first); // the library's thread-locals now exist
+                let mut y = x;
+                for _ in 0..depth {
+                    match y.add_scalar(1.0) {
+                        Ok(next) => y = next,
+                        Err(_) => return,
+                    }
+                }
+                KEEP.with(|k| *k.borrow_mut() = Some(y));
+            })
+            .expect("a thread");
+        handle.join().expect("the thread exits cleanly");
+    }
+
+    /// SGD with momentum over a list naming one parameter twice (as clones).
+    fn optimizer_step(&mut self, r: &mut Reader) {
+        let b = r.byte();
+        let Some(x) = self.slot(b) else { return };
+        let before = x.grad().is_some().then(|| x.to_vec::<f64>());
+        let (mut p, mut q) = (x.clone(), x.clone());
+        let mut opt = Sgd::new(0.5).momentum(0.9);
+        match opt.step(&mut [&mut p, &mut q]) {
+            Ok(()) => {
+                self.report.ops_ok += 1;
+                if let (Some(Ok(before)), Some(g)) = (before, x.grad()) {
+                    // Updated once: p - 0.5 g (momentum's first step is g itself).
+                    let (now, g) = (x.to_vec::<f64>().unwrap(), g.to_vec::<f64>().unwrap());
+                    for ((n, b), g) in now.iter().zip(&before).zip(&g) {
+                        let want = if self.dtype == DType::F32 {
+                            (*b as f32 - (0.5 * *g as f32)) as f64
+                        } else {
+                            b - 0.5 * g
+                        };
+                        assert!(
+                            n.to_bits() == want.to_bits() || (n.is_nan() && want.is_nan()),
+                            "one update: {n} vs {want}"
+                        );
+                    }
+                }
+            }
+            Err(e) => {
+                self.report.ops_rejected += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+
     fn step(&mut self, op: u8, r: &mut Reader) {
         let _no_grad = (op & 0x80 != 0).then(autograd::NoGradGuard::new);
         let op = op & 0x7f;
+        match op {
+            120 => return self.update_through_a_clone(r),
+            121 => return self.panicking_drop(r),
+            122 => return self.thread_exit_with_a_deep_graph(r),
+            123 => return self.optimizer_step(r),
+            _ => {}
+        }
         const UNARY: [&str; 12] = [
             "neg", "exp", "log", "sqrt", "square", "abs", "tanh", "sigmoid", "relu", "gelu", "sin",
             "cos",
@@ -420,6 +537,48 @@ impl Machine {
     }
 }
 
+thread_local! {
+    /// A user thread-local declared before the library's (see
+    /// `thread_exit_with_a_deep_graph`).
+    static KEEP: RefCell<Option<Tensor>> = const { RefCell::new(None) };
+}
+
+/// Serializes the swaps of the process's panic hook.
+static HOOK: Mutex<()> = Mutex::new(());
+
+/// An op parameter that panics when dropped (when `.0` is set).
+pub struct PanicsOnDrop(pub bool);
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        if self.0 && !std::thread::panicking() {
+            panic!("an op parameter that panics in Drop");
+        }
+    }
+}
+
+/// `2x`, with a parameter that may panic when the op value is dropped.
+#[differentiable(name = "program_panics_on_drop")]
+mod panics_on_drop {
+    use autograd::prelude::*;
+
+    /// Holds a value that may panic when dropped.
+    pub struct PanicsOnDropOp {
+        /// Panics in `Drop` when `.0` is true.
+        pub _guard: super::PanicsOnDrop,
+    }
+
+    /// `2x`.
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        x.mul_scalar(2.0)
+    }
+
+    /// `2 grad`.
+    pub fn backward(grad: &Tensor) -> Result<Tensor> {
+        grad.mul_scalar(2.0)
+    }
+}
+
 /// Runs a program; panics if an invariant of the module documentation breaks.
 pub fn execute(bytes: &[u8]) -> Report {
     autograd::init().expect("op registry");
@@ -447,7 +606,10 @@ pub fn execute(bytes: &[u8]) -> Report {
             let live = thread_stats(Device::Cpu).live_bytes - baseline;
             eprintln!(
                 "op {} ({:#04x}) operands {:?}: pool {:?}, {live} bytes live",
-                (op & 0x7f) % 24,
+                match op & 0x7f {
+                    misuse @ 120..=123 => misuse,
+                    other => other % 24,
+                },
                 op,
                 &bytes[at.min(bytes.len())..r.at.min(bytes.len())],
                 m.pool

@@ -27,7 +27,10 @@ fn item1_thread_exit_with_a_deep_graph_in_a_user_thread_local() {
         .stack_size(256 * 1024)
         .spawn(|| {
             KEEP.with(|k| *k.borrow_mut() = Some(Tensor::scalar(0.0f32))); // user TLS first
-            let first = Tensor::scalar(1.0f64).set_requires_grad(true).exp().unwrap();
+            let first = Tensor::scalar(1.0f64)
+                .set_requires_grad(true)
+                .exp()
+                .unwrap();
             drop(first); // library TLS after
             let mut y = Tensor::scalar(0.0f64).set_requires_grad(true);
             for _ in 0..100_000 {
@@ -87,7 +90,11 @@ fn item3_a_panic_while_dropping_a_graph_does_not_leak_later_graphs() {
         let h = g.exp().unwrap().sum_all().unwrap();
         drop((g, h));
     }
-    assert_eq!(live() - baseline, 0, "graphs dropped after the panic stay live");
+    assert_eq!(
+        live() - baseline,
+        0,
+        "graphs dropped after the panic stay live"
+    );
 }
 
 // ----- 2. a parameter is one tensor however many handles hold it -----
@@ -261,7 +268,13 @@ fn item4_create_graph_with_an_op_parameter_holding_the_leaf_does_not_leak() -> R
         let y = scale_by_param(&w, w.clone())?.sum_all()?;
         y.backward_with(BackwardOptions::default().create_graph(true))?;
         let want = 1.5f64.exp() * 1.5;
-        assert!(w.grad().unwrap().to_vec::<f64>()?.iter().all(|g| (g - want).abs() < 1e-12));
+        assert!(
+            w.grad()
+                .unwrap()
+                .to_vec::<f64>()?
+                .iter()
+                .all(|g| (g - want).abs() < 1e-12)
+        );
     }
     assert_eq!(live() - baseline, 0, "leaked");
     Ok(())
@@ -280,7 +293,11 @@ fn item6_a_gradient_handle_is_a_snapshot() -> Result<()> {
     let first = x.grad().unwrap();
     x.square()?.sum_all()?.backward()?;
     assert_eq!(first.to_vec::<f64>()?, [2.0, 4.0], "the earlier handle");
-    assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [4.0, 8.0], "accumulated");
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>()?,
+        [4.0, 8.0],
+        "accumulated"
+    );
     Ok(())
 }
 
@@ -315,7 +332,10 @@ fn item7_a_backward_returning_a_wrong_shape_is_an_error() -> Result<()> {
         "{err}"
     );
     let msg = err.to_string();
-    assert!(msg.contains("[2, 3]") && msg.contains("test_wrong_grad_shape"), "{msg}");
+    assert!(
+        msg.contains("[2, 3]") && msg.contains("test_wrong_grad_shape"),
+        "{msg}"
+    );
     assert!(x.grad().is_none(), "nothing was summed into the leaf");
 
     // What broadcasting produced is still reduced: `[3] + [2, 3]`.
@@ -340,7 +360,10 @@ mod unrecorded_backward {
 
     /// 3x², computed outside the graph.
     pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        let d = compute::unary(&compute::unary(x, UnaryOp::Square)?, UnaryOp::MulScalar(3.0))?;
+        let d = compute::unary(
+            &compute::unary(x, UnaryOp::Square)?,
+            UnaryOp::MulScalar(3.0),
+        )?;
         compute::binary(grad, &d, BinaryOp::Mul)
     }
 }
@@ -352,11 +375,23 @@ fn item8_second_order_through_an_unrecorded_backward_is_an_error() -> Result<()>
     let y = unrecorded_backward(&x)?;
     let opts = BackwardOptions::default().create_graph(true);
     let dy = grad(&y, &[&x], opts)?.remove(0).unwrap();
-    assert_eq!(dy.to_scalar::<f64>()?, 12.0, "the first derivative is right");
-    assert!(dy.requires_grad(), "and marked, so the next backward sees it");
+    assert_eq!(
+        dy.to_scalar::<f64>()?,
+        12.0,
+        "the first derivative is right"
+    );
+    assert!(
+        dy.requires_grad(),
+        "and marked, so the next backward sees it"
+    );
     let err = grad(&dy, &[&x], BackwardOptions::default()).unwrap_err();
     assert!(
-        matches!(err, Error::NotDifferentiable { op: "test_unrecorded_backward" }),
+        matches!(
+            err,
+            Error::NotDifferentiable {
+                op: "test_unrecorded_backward"
+            }
+        ),
         "{err}"
     );
     assert!(err.to_string().contains("is not differentiable"), "{err}");
@@ -382,7 +417,10 @@ fn item9_gradcheck_with_an_empty_or_all_false_mask_is_an_error() -> Result<()> {
     let opts = autograd::GradcheckOptions::default();
     for mask in [vec![], vec![false]] {
         let err = autograd::gradcheck("nothing", &f, &[x.clone()], &mask, &opts).unwrap_err();
-        assert!(matches!(&err, Error::NothingChecked { what, .. } if what == "nothing"), "{err}");
+        assert!(
+            matches!(&err, Error::NothingChecked { what, .. } if what == "nothing"),
+            "{err}"
+        );
         let err = autograd::gradgradcheck("nothing", &f, &[x.clone()], &mask, &opts).unwrap_err();
         assert!(matches!(err, Error::NothingChecked { .. }), "{err}");
     }
@@ -443,7 +481,15 @@ fn item15_a_backward_started_inside_a_backward_says_so() -> Result<()> {
         .backward_with(BackwardOptions::default().retain_graph(true))
         .unwrap_err();
     ROOT.with(|r| *r.borrow_mut() = None);
-    assert!(matches!(err, Error::ReentrantBackward { op: "test_reentrant" }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::ReentrantBackward {
+                op: "test_reentrant"
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("same thread"), "{err}");
     Ok(())
 }
@@ -482,12 +528,26 @@ fn item16_grad_of_an_unused_input_is_an_error_unless_allowed() -> Result<()> {
     let unused = Tensor::scalar(5.0f64).set_requires_grad(true);
     let constant = Tensor::scalar(1.0f64);
     let y = x.square()?;
-    let err = grad(&y, &[&x, &unused], BackwardOptions::default().retain_graph(true)).unwrap_err();
+    let err = grad(
+        &y,
+        &[&x, &unused],
+        BackwardOptions::default().retain_graph(true),
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::UnusedInput { index: 1, .. }), "{err}");
     assert!(err.to_string().contains("allow_unused"), "{err}");
-    let err = grad(&y, &[&constant], BackwardOptions::default().retain_graph(true)).unwrap_err();
+    let err = grad(
+        &y,
+        &[&constant],
+        BackwardOptions::default().retain_graph(true),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("does not require grad"), "{err}");
-    let g = grad(&y, &[&x, &unused], BackwardOptions::default().allow_unused(true))?;
+    let g = grad(
+        &y,
+        &[&x, &unused],
+        BackwardOptions::default().allow_unused(true),
+    )?;
     assert_eq!(g[0].as_ref().unwrap().to_scalar::<f64>()?, 4.0);
     assert!(g[1].is_none());
     Ok(())
@@ -511,7 +571,10 @@ fn item14_dividing_by_a_scalar_is_a_true_division() -> Result<()> {
     let w = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
     (&w / 4.0)?.sum_all()?.backward()?;
     assert_eq!(w.grad().unwrap().to_vec::<f64>()?, [0.25, 0.25]);
-    assert_eq!(w.div_scalar(4.0)?.grad_fn().unwrap().op_name(), "div_scalar");
+    assert_eq!(
+        w.div_scalar(4.0)?.grad_fn().unwrap().op_name(),
+        "div_scalar"
+    );
     Ok(())
 }
 
@@ -524,6 +587,9 @@ fn item15_huge_axes_and_ranges_are_reported_as_given() -> Result<()> {
     assert!(!msg.contains("axis -1"), "{msg}");
     assert!(msg.contains(&isize::MAX.to_string()), "{msg}");
     let err = x.narrow(1, usize::MAX, 2).unwrap_err().to_string();
-    assert!(err.contains("length 2") && err.contains(&usize::MAX.to_string()), "{err}");
+    assert!(
+        err.contains("length 2") && err.contains(&usize::MAX.to_string()),
+        "{err}"
+    );
     Ok(())
 }
