@@ -535,7 +535,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
                     input: i,
                     expected: input.shape.clone(),
                     got: grad.shape().clone(),
-                    output: node.output_shape.clone(),
+                    output: Box::new(node.output_shape.clone()),
                 });
             }
             let reduced = if opts.create_graph {
@@ -548,7 +548,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
                 input: i,
                 expected: input.shape.clone(),
                 got: grad.shape().clone(),
-                output: node.output_shape.clone(),
+                output: Box::new(node.output_shape.clone()),
             })?;
         }
         if crate::anomaly::is_enabled() {

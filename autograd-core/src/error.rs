@@ -183,8 +183,8 @@ pub enum Error {
         expected: Shape,
         /// The shape backward returned.
         got: Shape,
-        /// The shape of the op's output.
-        output: Shape,
+        /// The shape of the op's output (boxed: keeps `Error` small).
+        output: Box<Shape>,
     },
 
     /// A gradient recorded under `create_graph` was computed by a backward that does

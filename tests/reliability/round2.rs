@@ -104,7 +104,7 @@ fn item2_an_update_is_seen_through_every_clone_of_a_parameter() -> Result<()> {
     use autograd::optim::{Optimizer, Sgd};
     crate::init();
     let w = Tensor::from_slice(&[3.0f64, -2.0], [2])?.set_requires_grad(true);
-    let mut params = vec![w.clone()];
+    let mut params = [w.clone()];
     let mut opt = Sgd::new(0.1);
     for _ in 0..10 {
         w.square()?.sum_all()?.backward()?;
@@ -416,12 +416,14 @@ fn item9_gradcheck_with_an_empty_or_all_false_mask_is_an_error() -> Result<()> {
     let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?;
     let opts = autograd::GradcheckOptions::default();
     for mask in [vec![], vec![false]] {
-        let err = autograd::gradcheck("nothing", &f, &[x.clone()], &mask, &opts).unwrap_err();
+        let err =
+            autograd::gradcheck("nothing", &f, std::slice::from_ref(&x), &mask, &opts).unwrap_err();
         assert!(
             matches!(&err, Error::NothingChecked { what, .. } if what == "nothing"),
             "{err}"
         );
-        let err = autograd::gradgradcheck("nothing", &f, &[x.clone()], &mask, &opts).unwrap_err();
+        let err = autograd::gradgradcheck("nothing", &f, std::slice::from_ref(&x), &mask, &opts)
+            .unwrap_err();
         assert!(matches!(err, Error::NothingChecked { .. }), "{err}");
     }
     let empty = Tensor::from_vec(Vec::<f64>::new(), [0])?;
