@@ -32,7 +32,7 @@ impl Tensor {
     ///
     /// ```
     /// # use autograd_core::{DType, Tensor};
-    /// let mut w = Tensor::zeros([2], DType::F32).set_requires_grad(true);
+    /// let mut w = Tensor::zeros([2], DType::F32)?.set_requires_grad(true);
     /// let before = w.clone(); // a second handle: the update must not reach it
     /// w.set_data(&Tensor::from_slice(&[1.0f32, 2.0], [2])?)?;
     /// assert_eq!(w.to_vec::<f32>()?, [1.0, 2.0]);

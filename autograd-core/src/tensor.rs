@@ -256,37 +256,42 @@ impl Tensor {
     ///
     /// ```
     /// use autograd_core::{DType, Tensor};
-    /// let h = Tensor::full([3], 0.5, DType::F32);
+    /// let h = Tensor::full([3], 0.5, DType::F32)?;
     /// assert_eq!(h.to_vec::<f32>()?, [0.5; 3]);
-    /// let z = Tensor::zeros([2, 2], DType::F64);
+    /// let z = Tensor::zeros([2, 2], DType::F64)?;
     /// assert_eq!(z.to_vec::<f64>()?, [0.0; 4]);
-    /// assert_eq!(Tensor::arange(4, DType::F32).to_vec::<f32>()?, [0.0, 1.0, 2.0, 3.0]);
+    /// assert_eq!(Tensor::arange(4, DType::F32)?.to_vec::<f32>()?, [0.0, 1.0, 2.0, 3.0]);
+    /// // 2^50 elements: an error, not an abort.
+    /// assert!(Tensor::zeros([1 << 50], DType::F32).is_err());
     /// # Ok::<(), autograd_core::Error>(())
     /// ```
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// When the shape's size in bytes overflows `isize::MAX` (as `vec!` does; the
-    /// fallible [`Tensor::full_like_shape`] returns an error instead).
-    pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Tensor {
-        let shape = shape.into();
-        if let Err(e) = crate::compute::check_size("Tensor::full", &shape, dtype) {
-            panic!("{e}");
-        }
-        Tensor::from_storage(
-            Storage::cpu(CpuStorage::filled(shape.numel(), dtype, value)),
-            shape,
-        )
+    /// [`Error::Shape`] when the shape's size in bytes overflows `isize::MAX` (no
+    /// buffer can be that large), and [`Error::OutOfMemory`] when the buffer cannot
+    /// be allocated; both name the constructor, the shape and the dtype. The same
+    /// holds for [`Tensor::zeros`], [`Tensor::ones`] and [`Tensor::arange`].
+    pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Result<Tensor> {
+        Tensor::filled("Tensor::full", shape.into(), value, dtype)
     }
 
-    /// A CPU tensor of zeros.
-    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Tensor {
-        Tensor::full(shape, 0.0, dtype)
+    /// A CPU tensor of zeros (errors as [`Tensor::full`]).
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+        Tensor::filled("Tensor::zeros", shape.into(), 0.0, dtype)
     }
 
-    /// A CPU tensor of ones.
-    pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Tensor {
-        Tensor::full(shape, 1.0, dtype)
+    /// A CPU tensor of ones (errors as [`Tensor::full`]).
+    pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+        Tensor::filled("Tensor::ones", shape.into(), 1.0, dtype)
+    }
+
+    /// A CPU tensor of `shape`, every element `value`, made by the constructor `op`.
+    fn filled(op: &'static str, shape: Shape, value: f64, dtype: DType) -> Result<Tensor> {
+        crate::compute::check_size(op, &shape, dtype)?;
+        let data = CpuStorage::filled(shape.numel(), dtype, value)
+            .map_err(|e| Error::from_kernel(e, op, &shape, dtype, Device::Cpu))?;
+        Ok(Tensor::from_storage(Storage::cpu(data), shape))
     }
 
     /// A tensor of `shape` filled with `value`, with this tensor's dtype and device.
@@ -295,7 +300,7 @@ impl Tensor {
         crate::compute::check_size("full_like_shape", &shape, self.dtype())?;
         let storage = self
             .storage()
-            .filled_like(shape.numel(), self.dtype(), value)?;
+            .filled_like("full_like_shape", &shape, self.dtype(), value)?;
         Ok(Tensor::from_storage(storage, shape))
     }
 
@@ -314,15 +319,15 @@ impl Tensor {
         self.full_like(1.0)
     }
 
-    /// `0, 1, .., n-1` as a CPU tensor.
-    pub fn arange(n: usize, dtype: DType) -> Tensor {
-        let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let t = Tensor::from_storage(Storage::cpu(CpuStorage::F64(v)), Shape::from([n]));
-        match dtype {
-            DType::F64 => t,
-            // Casting a fresh contiguous CPU tensor cannot fail.
-            DType::F32 => crate::compute::cast(&t, DType::F32).unwrap_or(t),
-        }
+    /// `0, 1, .., n-1` as a CPU tensor (errors as [`Tensor::full`]).
+    pub fn arange(n: usize, dtype: DType) -> Result<Tensor> {
+        const OP: &str = "Tensor::arange";
+        let shape = Shape::from([n]);
+        crate::compute::check_size(OP, &shape, dtype)?;
+        // Built in `dtype` directly; each value goes through f64 as it always has.
+        let data = CpuStorage::from_fn(n, dtype, |i| i as f64)
+            .map_err(|e| Error::from_kernel(e, OP, &shape, dtype, Device::Cpu))?;
+        Ok(Tensor::from_storage(Storage::cpu(data), shape))
     }
 
     /// Stable identity of this tensor.

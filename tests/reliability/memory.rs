@@ -152,7 +152,7 @@ fn a_slot_shared_through_set_data_lives_as_long_as_its_last_leaf() -> Result<()>
     for round in 0..ROUNDS {
         let mut w = leaf(8, round as u64);
         let before = w.clone();
-        w.set_data(&Tensor::ones([8], DType::F64))?;
+        w.set_data(&Tensor::ones([8], DType::F64)?)?;
         drop(before);
         let y = ops::sum_all(&ops::pow_scalar(&w, 3.0)?)?;
         y.backward_with(BackwardOptions::default().create_graph(true))?;
