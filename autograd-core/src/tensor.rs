@@ -558,10 +558,11 @@ impl fmt::Debug for Tensor {
 }
 
 impl fmt::Display for Tensor {
-    /// Shape, dtype and up to 16 values.
+    /// Shape, dtype and up to 16 values (read from the view: a huge tensor or
+    /// broadcast view is never copied whole).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const SHOWN: usize = 16;
-        match self.to_vec::<f64>() {
+        match self.leading_values(SHOWN) {
             Ok(v) => {
                 write!(f, "Tensor{} {} [", self.shape(), self.dtype())?;
                 for (i, x) in v.iter().take(SHOWN).enumerate() {
@@ -570,12 +571,43 @@ impl fmt::Display for Tensor {
                     }
                     write!(f, "{x}")?;
                 }
-                if v.len() > SHOWN {
-                    write!(f, ", .. ({} more)", v.len() - SHOWN)?;
+                let numel = self.numel();
+                if numel > SHOWN {
+                    write!(f, ", .. ({} more)", numel - SHOWN)?;
                 }
                 f.write_str("]")
             }
             Err(e) => write!(f, "Tensor{} <unreadable: {e}>", self.shape()),
         }
+    }
+}
+
+impl Tensor {
+    /// The first `k` elements in row-major order (all of them when there are no
+    /// more than `k`), as `f64`. Only a view of fewer than `2k` elements is read:
+    /// the leading entry of the outer axes and the first entries of one axis `p`,
+    /// with every axis after `p`, where those trailing axes hold fewer than `k`
+    /// elements and, with axis `p`, at least `k`.
+    fn leading_values(&self, k: usize) -> Result<Vec<f64>> {
+        if self.numel() <= k {
+            return self.to_vec();
+        }
+        let dims = self.dims();
+        let (mut p, mut inner) = (dims.len(), 1usize);
+        while p > 0 {
+            p -= 1;
+            if inner.saturating_mul(dims[p]) >= k {
+                break;
+            }
+            inner *= dims[p];
+        }
+        let mut view = self.layout().clone();
+        for axis in 0..p {
+            view = view.narrow(axis, 0, 1)?;
+        }
+        view = view.narrow(p, 0, k.div_ceil(inner))?;
+        let mut v = self.storage().to_vec::<f64>(&view)?;
+        v.truncate(k);
+        Ok(v)
     }
 }

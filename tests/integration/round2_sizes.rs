@@ -1,7 +1,7 @@
-//! Issue "Reliability and semantics, round 2", items 10 and 12: sizes the machine
-//! cannot hold are errors (never an abort), and the public lower-level types
-//! (`Layout`, `Shape`, CPU storage, `compute::pad_narrow`) refuse bad arguments
-//! with errors, not panics.
+//! Issue "Reliability and semantics, round 2", items 10 to 12: sizes the machine
+//! cannot hold are errors (never an abort), `Display` of a huge view reads only
+//! what it shows, and the public lower-level types (`Layout`, `Shape`, CPU
+//! storage, `compute::pad_narrow`) refuse bad arguments with errors, not panics.
 //!
 //! The allocations that must fail ask for at least 4 TiB (2^42 bytes): more than
 //! RAM and swap of any machine these tests run on, which Linux's default
@@ -153,6 +153,78 @@ fn item10_broadcast_add_too_large_is_an_error() -> Result<()> {
         ));
     }
     assert_eq!(live_bytes(), before);
+    Ok(())
+}
+
+/// `Display` as it was: every element converted, sixteen shown.
+fn display_of_every_element(t: &Tensor) -> Result<String> {
+    let v = t.to_vec::<f64>()?;
+    let shown: Vec<String> = v.iter().take(16).map(|x| x.to_string()).collect();
+    let more = if v.len() > 16 {
+        format!(", .. ({} more)", v.len() - 16)
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "Tensor{} {} [{}{more}]",
+        t.shape(),
+        t.dtype(),
+        shown.join(", ")
+    ))
+}
+
+#[test]
+fn item11_display_of_huge_broadcast_view() -> Result<()> {
+    crate::init();
+    // 2^40 elements, one in storage: Display converted all of them (an abort).
+    let v = Tensor::scalar(1.0f32).broadcast_to([1 << 32, 1 << 8])?;
+    let ones = vec!["1"; 16].join(", ");
+    assert_eq!(
+        v.to_string(),
+        format!("Tensor[4294967296, 256] f32 [{ones}, .. (1099511627760 more)]")
+    );
+    // The first 16 of 6 * 2^40 elements span rows of 3: read as 6 rows of one view.
+    let rows = Tensor::arange(6, DType::F32)?
+        .reshape([2, 1, 3])?
+        .broadcast_to([2, 1 << 40, 3])?;
+    assert_eq!(
+        rows.to_string(),
+        "Tensor[2, 1099511627776, 3] f32 [0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, \
+         .. (6597069766640 more)]"
+    );
+    Ok(())
+}
+
+#[test]
+fn item11_display_is_unchanged_for_small_tensors_and_views() -> Result<()> {
+    crate::init();
+    let x = Tensor::arange(120, DType::F32)?;
+    let mut cases = vec![
+        Tensor::scalar(2.5f64),
+        Tensor::zeros([0, 3], DType::F32)?,
+        Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?,
+        x.clone(),
+    ];
+    for dims in [
+        &[120][..],
+        &[2, 3, 4, 5],
+        &[4, 30],
+        &[30, 4],
+        &[15, 1, 8],
+        &[2, 2, 2, 15],
+    ] {
+        let t = x.reshape(dims)?;
+        cases.push(t.narrow(0, 1, dims[0] - 1)?);
+        let reversed: Vec<usize> = (0..dims.len()).rev().collect();
+        cases.push(t.permute(&reversed)?);
+        cases.push(t.clone());
+    }
+    cases.push(x.reshape([8, 15])?.narrow(1, 3, 5)?); // 40 elements, row stride 15
+    cases.push(x.reshape([120, 1])?.broadcast_to([120, 3])?);
+    for t in &cases {
+        assert_eq!(t.to_string(), display_of_every_element(t)?, "{t:?}");
+    }
+    assert_eq!(cases[2].to_string(), "Tensor[2, 3] f32 [1, 2, 3, 4, 5, 6]");
     Ok(())
 }
 
