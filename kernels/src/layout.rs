@@ -302,7 +302,11 @@ impl Layout {
     /// The same storage seen with another shape of the same element count, when
     /// that is possible without a copy (the layout is contiguous).
     pub fn reshape(&self, shape: Shape) -> Option<Layout> {
-        if shape.checked_numel() != self.shape.checked_numel() || !self.contiguous {
+        let same_count = matches!(
+            (shape.checked_numel(), self.shape.checked_numel()),
+            (Some(a), Some(b)) if a == b
+        );
+        if !same_count || !self.contiguous {
             return None;
         }
         let mut out = Layout::contiguous(shape);
@@ -385,6 +389,9 @@ mod tests {
             (&Shape::from([2, 3, 1]), &[3, 1, 1][..])
         );
         assert_eq!(u.squeeze(2).unwrap(), l);
+        // Shapes whose element counts overflow are not "the same count".
+        let huge = Layout::contiguous(Shape::from([1 << 40, 1 << 40]));
+        assert!(huge.reshape(Shape::from([1 << 41, 1 << 39])).is_none());
         // An offset that overflows is an error too.
         let far = Layout::new(Shape::from([3]), &[1 << 63], 0).unwrap();
         assert!(far.narrow(0, 2, 1).is_err());
