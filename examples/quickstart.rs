@@ -80,7 +80,7 @@ fn main() -> Result<()> {
     let mut w2 = rng
         .normal([hidden, 1], 0.0, 0.3, DType::F32)?
         .set_requires_grad(true);
-    let mut b2 = Tensor::zeros([1], DType::F32).set_requires_grad(true);
+    let mut b2 = Tensor::zeros([1], DType::F32)?.set_requires_grad(true);
 
     let mut opt = Sgd::new(0.05);
     let mut first_loss = None;

@@ -77,14 +77,16 @@ impl Mlp {
             weight(HIDDEN, HIDDEN)?,
             weight(HIDDEN, 2)?,
         );
-        let bias = |n: usize| Tensor::zeros([n], DType::F32).set_requires_grad(true);
+        let bias = |n: usize| -> Result<Tensor> {
+            Ok(Tensor::zeros([n], DType::F32)?.set_requires_grad(true))
+        };
         Ok(Mlp {
             w1,
-            b1: bias(HIDDEN),
+            b1: bias(HIDDEN)?,
             w2,
-            b2: bias(HIDDEN),
+            b2: bias(HIDDEN)?,
             w3,
-            b3: bias(2),
+            b3: bias(2)?,
         })
     }
 

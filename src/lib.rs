@@ -116,8 +116,8 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let w = Tensor::ones([2, 3], DType::F32).set_requires_grad(true);
-//! let x = Tensor::ones([4, 2], DType::F32); // a constant: no gradient, no node
+//! let w = Tensor::ones([2, 3], DType::F32)?.set_requires_grad(true);
+//! let x = Tensor::ones([4, 2], DType::F32)?; // a constant: no gradient, no node
 //!
 //! let y = x.matmul(&w)?.relu()?;
 //! assert!(y.requires_grad() && !y.is_leaf());
@@ -192,7 +192,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let x = Tensor::ones([1000], DType::F32).set_requires_grad(true);
+//! let x = Tensor::ones([1000], DType::F32)?.set_requires_grad(true);
 //! let before = memory::thread_stats(Device::Cpu).live_bytes;
 //! let loss = {
 //!     let y = (&x * &x)?; // mul's backward reads both inputs: saves x (4000 bytes, once)
@@ -227,7 +227,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let x = Tensor::zeros([2, 2], DType::F32);
+//! let x = Tensor::zeros([2, 2], DType::F32)?;
 //! assert_eq!(x.device(), Device::Cpu);
 //! assert_eq!(x.exp()?.device(), Device::Cpu); // results stay where the inputs are
 //! assert_eq!(Device::Cuda(0).to_string(), "cuda:0");

@@ -40,7 +40,7 @@ impl Tensor {
     ///
     /// ```
     /// # use autograd_core::{DType, Tensor};
-    /// let mut w = Tensor::zeros([2], DType::F32).set_requires_grad(true);
+    /// let mut w = Tensor::zeros([2], DType::F32)?.set_requires_grad(true);
     /// let model_copy = w.clone(); // a second handle of the same parameter
     /// w.set_data(&Tensor::from_slice(&[1.0f32, 2.0], [2])?)?;
     /// assert_eq!(model_copy.to_vec::<f32>()?, [1.0, 2.0]);
@@ -156,7 +156,8 @@ fn materialize(source: &Storage, from: &Layout, layout: &Layout) -> Result<Stora
             ),
         });
     }
-    let mut storage = source.filled_like(layout.required_len(), source.dtype(), 0.0)?;
+    let len = crate::Shape::from([layout.required_len()]);
+    let mut storage = source.filled_like("set_data", &len, source.dtype(), 0.0)?;
     source.copy_into(from, &mut storage, layout, false)?;
     Ok(storage)
 }

@@ -629,7 +629,7 @@ mod tests {
     fn seed_a_leaf_with_itself(create_graph: bool) -> Result<isize> {
         let before = memory::thread_stats(Device::Cpu).live_bytes;
         {
-            let z = Tensor::full([1000], 1.5, DType::F64).set_requires_grad(true);
+            let z = Tensor::full([1000], 1.5, DType::F64)?.set_requires_grad(true);
             let opts = BackwardOptions::default()
                 .create_graph(create_graph)
                 .seed(z.clone());

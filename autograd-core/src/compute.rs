@@ -285,7 +285,7 @@ pub fn transpose(x: &Tensor, a: usize, b: usize) -> Result<Tensor> {
             shape: x.shape().clone(),
         });
     }
-    Ok(x.with_layout(x.layout().transpose(a, b)))
+    Ok(x.with_layout(x.layout().transpose(a, b)?))
 }
 
 /// Reorders the axes: axis `i` of the result is axis `perm[i]` of `x` (a view).
@@ -305,7 +305,7 @@ pub fn permute(x: &Tensor, perm: &[usize]) -> Result<Tensor> {
             ),
         });
     }
-    Ok(x.with_layout(x.layout().permute(perm)))
+    Ok(x.with_layout(x.layout().permute(perm)?))
 }
 
 /// `x` seen with the larger shape `shape` under broadcasting (a view).
@@ -336,7 +336,7 @@ pub fn narrow(x: &Tensor, dim: usize, start: usize, len: usize) -> Result<Tensor
             ),
         });
     }
-    Ok(x.with_layout(x.layout().narrow(dim, start, len)))
+    Ok(x.with_layout(x.layout().narrow(dim, start, len)?))
 }
 
 /// Inserts an axis of size 1 at `dim` (`0..=rank`; a view).
@@ -349,7 +349,7 @@ pub fn unsqueeze(x: &Tensor, dim: usize) -> Result<Tensor> {
             shape: x.shape().clone(),
         });
     }
-    Ok(x.with_layout(x.layout().unsqueeze(dim)))
+    Ok(x.with_layout(x.layout().unsqueeze(dim)?))
 }
 
 /// Removes axis `dim`, which must have size 1 (a view).
@@ -372,7 +372,7 @@ pub fn squeeze(x: &Tensor, dim: usize) -> Result<Tensor> {
             ),
         });
     }
-    Ok(x.with_layout(x.layout().squeeze(dim)))
+    Ok(x.with_layout(x.layout().squeeze(dim)?))
 }
 
 /// `x` converted to `dtype` (a copy; `x` itself when it already has that dtype).
@@ -425,7 +425,7 @@ pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
     check_size("concat", &shape, first.dtype())?;
     let mut storage = first
         .storage()
-        .filled_like(shape.numel(), first.dtype(), 0.0)?;
+        .filled_like("concat", &shape, first.dtype(), 0.0)?;
     let full = Layout::contiguous(shape.clone());
     let mut start = 0;
     for x in xs {
@@ -433,7 +433,7 @@ pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
         x.storage().copy_into(
             x.layout(),
             &mut storage,
-            &full.narrow(dim, start, len),
+            &full.narrow(dim, start, len)?,
             false,
         )?;
         start += len;
@@ -443,24 +443,37 @@ pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
 
 /// A zero tensor of `shape` with `x` written at entries `start..` of axis `dim`:
 /// the gradient of [`narrow`].
+///
+/// `x` must have `shape`'s rank and sizes, except along `dim`, where its entries
+/// must fit from `start` on; anything else is an [`Error::Shape`] naming both shapes.
 pub fn pad_narrow(x: &Tensor, shape: &Shape, dim: usize, start: usize) -> Result<Tensor> {
     check_size("pad_narrow", shape, x.dtype())?;
-    let end = start.checked_add(x.dims().get(dim).copied().unwrap_or(0));
-    if dim >= shape.rank() || end.is_none_or(|end| end > shape[dim]) {
+    // Checked in this order: `x.dims()[dim]` is read only once `dim` is an axis of x.
+    let fits = dim < shape.rank()
+        && x.rank() == shape.rank()
+        && (0..shape.rank()).all(|i| i == dim || x.dims()[i] == shape[i])
+        && start
+            .checked_add(x.dims()[dim])
+            .is_some_and(|end| end <= shape[dim]);
+    if !fits {
         return Err(Error::Shape {
             op: "pad_narrow",
             msg: format!(
-                "{} does not fit into {shape} at offset {start} of axis {dim}",
+                "{} does not fit into {shape} at offset {start} of axis {dim}: x needs the \
+                 result's rank and sizes except along axis {dim}, where it must fit from \
+                 entry {start}",
                 x.shape()
             ),
         });
     }
-    let mut storage = x.storage().filled_like(shape.numel(), x.dtype(), 0.0)?;
+    let mut storage = x
+        .storage()
+        .filled_like("pad_narrow", shape, x.dtype(), 0.0)?;
     let full = Layout::contiguous(shape.clone());
     x.storage().copy_into(
         x.layout(),
         &mut storage,
-        &full.narrow(dim, start, x.dims()[dim]),
+        &full.narrow(dim, start, x.dims()[dim])?,
         false,
     )?;
     Ok(Tensor::from_storage(storage, shape.clone()))
@@ -505,13 +518,15 @@ pub fn index_select(x: &Tensor, dim: usize, indices: &[usize]) -> Result<Tensor>
     let mut shape = x.shape().clone();
     shape.dims_mut()[dim] = indices.len();
     check_size("index_select", &shape, x.dtype())?;
-    let mut storage = x.storage().filled_like(shape.numel(), x.dtype(), 0.0)?;
+    let mut storage = x
+        .storage()
+        .filled_like("index_select", &shape, x.dtype(), 0.0)?;
     let full = Layout::contiguous(shape.clone());
     for (pos, &i) in indices.iter().enumerate() {
         x.storage().copy_into(
-            &x.layout().narrow(dim, i, 1),
+            &x.layout().narrow(dim, i, 1)?,
             &mut storage,
-            &full.narrow(dim, pos, 1),
+            &full.narrow(dim, pos, 1)?,
             false,
         )?;
     }
@@ -554,13 +569,15 @@ pub fn index_add(src: &Tensor, shape: &Shape, dim: usize, indices: &[usize]) -> 
         });
     }
     check_size("index_add", shape, src.dtype())?;
-    let mut storage = src.storage().filled_like(shape.numel(), src.dtype(), 0.0)?;
+    let mut storage = src
+        .storage()
+        .filled_like("index_add", shape, src.dtype(), 0.0)?;
     let full = Layout::contiguous(shape.clone());
     for (pos, &i) in indices.iter().enumerate() {
         src.storage().copy_into(
-            &src.layout().narrow(dim, pos, 1),
+            &src.layout().narrow(dim, pos, 1)?,
             &mut storage,
-            &full.narrow(dim, i, 1),
+            &full.narrow(dim, i, 1)?,
             true,
         )?;
     }
@@ -640,7 +657,7 @@ mod tests {
 
     #[test]
     fn one_hot_refuses_a_size_that_overflows() -> Result<()> {
-        let like = Tensor::zeros([1], DType::F32);
+        let like = Tensor::zeros([1], DType::F32)?;
         let hot = one_hot(&like, &[2, 0], 3)?;
         assert_eq!(hot.to_vec::<f32>()?, [0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
         // 2 * usize::MAX elements (was an arithmetic overflow).

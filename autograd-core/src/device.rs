@@ -118,26 +118,31 @@ pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
     if x.device() == device {
         return Ok(x.clone());
     }
+    // A buffer that cannot be allocated (on the host or the device) is named with
+    // the tensor it was for.
+    let err = |on: Device| move |e| Error::from_kernel(e, "to_device", x.shape(), x.dtype(), on);
     let storage = match (x.storage().data(), device) {
         (StorageData::Cpu(s), Device::Cpu) => {
             // Unreachable (same device), but cheap to handle.
-            Storage::cpu(s.cast(x.layout(), x.dtype())?)
+            Storage::cpu(s.cast(x.layout(), x.dtype()).map_err(err(Device::Cpu))?)
         }
         #[cfg(feature = "cuda")]
         (StorageData::Cpu(s), Device::Cuda(n)) => {
             let dev = cuda_device(n)?;
-            let data = CudaStorage::from_cpu(&dev, s, x.layout())?;
+            let data = CudaStorage::from_cpu(&dev, s, x.layout()).map_err(err(device))?;
             Storage::new(StorageData::Cuda(data), device)
         }
         #[cfg(feature = "cuda")]
-        (StorageData::Cuda(s), Device::Cpu) => Storage::cpu(s.to_cpu(x.layout())?),
+        (StorageData::Cuda(s), Device::Cpu) => {
+            Storage::cpu(s.to_cpu(x.layout()).map_err(err(Device::Cpu))?)
+        }
         #[cfg(feature = "cuda")]
         (StorageData::Cuda(s), Device::Cuda(n)) => {
             let dev = cuda_device(n)?;
-            let host = s.to_cpu(x.layout())?;
+            let host = s.to_cpu(x.layout()).map_err(err(Device::Cpu))?;
             let dense = Layout::contiguous(x.shape().clone());
             Storage::new(
-                StorageData::Cuda(CudaStorage::from_cpu(&dev, &host, &dense)?),
+                StorageData::Cuda(CudaStorage::from_cpu(&dev, &host, &dense).map_err(err(device))?),
                 device,
             )
         }

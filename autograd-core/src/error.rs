@@ -272,9 +272,44 @@ pub enum Error {
         source: Box<Error>,
     },
 
+    /// The buffer of a result could not be allocated: the machine (or the device)
+    /// does not have the memory, or refused to give it.
+    #[error(
+        "`{op}`: out of memory: a {dtype} tensor of shape {shape} needs {bytes} bytes on \
+         {device}, which could not be allocated; use smaller shapes (a smaller batch, fewer \
+         or smaller axes), free tensors that are no longer needed, or use a device with more \
+         memory"
+    )]
+    OutOfMemory {
+        /// The op whose result could not be allocated.
+        op: &'static str,
+        /// The shape of that result.
+        shape: Shape,
+        /// Its element type.
+        dtype: DType,
+        /// The device it was to live on.
+        device: Device,
+        /// The bytes asked for (`usize::MAX` when that number overflows).
+        bytes: usize,
+    },
+
     /// A kernel failed (driver errors on a device).
     #[error("kernel error: {0}")]
-    Kernel(#[from] KernelError),
+    Kernel(#[source] KernelError),
+}
+
+/// A kernel error as an autograd error: an invalid argument of a layout or shape
+/// function stays an [`Error::InvalidArgument`] naming that function; the rest is
+/// [`Error::Kernel`] (calls that know the result they were building turn an
+/// allocation failure into [`Error::OutOfMemory`] instead, see
+/// `Error::from_kernel`).
+impl From<KernelError> for Error {
+    fn from(e: KernelError) -> Error {
+        match e {
+            KernelError::InvalidArgument { op, msg } => Error::InvalidArgument { op, msg },
+            e => Error::Kernel(e),
+        }
+    }
 }
 
 impl Error {
@@ -304,8 +339,31 @@ impl Error {
             | Error::NotDifferentiable { op }
             | Error::BadGradient { op, .. }
             | Error::Anomaly { op, .. }
+            | Error::OutOfMemory { op, .. }
             | Error::InOp { op, .. } => Some(op),
             _ => None,
+        }
+    }
+
+    /// `e`, from a backend call of `op` that was to produce a `dtype` tensor of
+    /// `shape` on `device`: an allocation failure becomes [`Error::OutOfMemory`]
+    /// naming all of them; any other error converts as `?` converts it.
+    pub(crate) fn from_kernel(
+        e: KernelError,
+        op: &'static str,
+        shape: &Shape,
+        dtype: DType,
+        device: Device,
+    ) -> Error {
+        match e {
+            KernelError::OutOfMemory { bytes } => Error::OutOfMemory {
+                op,
+                shape: shape.clone(),
+                dtype,
+                device,
+                bytes,
+            },
+            e => e.into(),
         }
     }
 

@@ -1,7 +1,9 @@
 //! A small seeded generator for initialising parameters and making test data:
 //! the same seed gives the same tensors on every machine.
 
-use crate::{DType, Result, Tensor, compute};
+use crate::storage::Storage;
+use crate::{DType, Device, Error, Result, Shape, Tensor, compute};
+use autograd_kernels::cpu::CpuStorage;
 
 /// SplitMix64: fast, tiny, and good enough for weights and test inputs.
 #[derive(Clone, Debug)]
@@ -41,7 +43,12 @@ impl Rng {
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
     }
 
-    /// A CPU tensor with elements uniform in `[lo, hi)`.
+    /// A CPU tensor with elements uniform in `[lo, hi)`, drawn in `f64` and rounded
+    /// to `dtype`.
+    ///
+    /// An error naming the shape when its size in bytes overflows or its buffer
+    /// cannot be allocated (the buffer is allocated in `dtype`, the dtype the size
+    /// is checked for).
     pub fn uniform(
         &mut self,
         shape: impl Into<crate::Shape>,
@@ -49,15 +56,13 @@ impl Rng {
         hi: f64,
         dtype: DType,
     ) -> Result<Tensor> {
-        let shape = shape.into();
-        compute::check_size("random", &shape, dtype)?;
-        let v: Vec<f64> = (0..shape.numel())
-            .map(|_| self.uniform_f64(lo, hi))
-            .collect();
-        compute::cast(&Tensor::from_vec(v, shape)?, dtype)
+        self.fill("Rng::uniform", shape.into(), dtype, |r| {
+            r.uniform_f64(lo, hi)
+        })
     }
 
-    /// A CPU tensor with normally distributed elements.
+    /// A CPU tensor with normally distributed elements, drawn in `f64` and rounded
+    /// to `dtype` (errors as [`Rng::uniform`]).
     pub fn normal(
         &mut self,
         shape: impl Into<crate::Shape>,
@@ -65,11 +70,23 @@ impl Rng {
         std: f64,
         dtype: DType,
     ) -> Result<Tensor> {
-        let shape = shape.into();
-        compute::check_size("random", &shape, dtype)?;
-        let v: Vec<f64> = (0..shape.numel())
-            .map(|_| mean + std * self.normal_f64())
-            .collect();
-        compute::cast(&Tensor::from_vec(v, shape)?, dtype)
+        self.fill("Rng::normal", shape.into(), dtype, |r| {
+            mean + std * r.normal_f64()
+        })
+    }
+
+    /// A `dtype` tensor of `shape` whose elements are `draw`'s values in row-major
+    /// order, built by the constructor `op`.
+    fn fill(
+        &mut self,
+        op: &'static str,
+        shape: Shape,
+        dtype: DType,
+        mut draw: impl FnMut(&mut Rng) -> f64,
+    ) -> Result<Tensor> {
+        compute::check_size(op, &shape, dtype)?;
+        let data = CpuStorage::from_fn(shape.numel(), dtype, |_| draw(self))
+            .map_err(|e| Error::from_kernel(e, op, &shape, dtype, Device::Cpu))?;
+        Ok(Tensor::from_storage(Storage::cpu(data), shape))
     }
 }

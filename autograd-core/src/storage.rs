@@ -2,11 +2,11 @@
 //! of the device it lives on, and counted in [`crate::memory`] from allocation to
 //! the drop of its last handle.
 
-use crate::{DType, Device, Error, Result, memory};
+use crate::{DType, Device, Error, Result, Shape, memory};
 use autograd_kernels::cpu::{self, CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 use autograd_kernels::cuda::CudaStorage;
-use autograd_kernels::{BackendStorage, BinaryOp, Layout, ReduceOp, UnaryOp};
+use autograd_kernels::{BackendStorage, BinaryOp, KernelError, Layout, ReduceOp, UnaryOp};
 
 pub(crate) enum StorageData {
     Cpu(CpuStorage),
@@ -148,8 +148,21 @@ impl Storage {
         &self.data
     }
 
+    /// `e` from a backend call of `op` building a `dtype` result of `shape` on this
+    /// storage's device (see [`Error::from_kernel`]).
+    fn err(
+        &self,
+        op: &'static str,
+        shape: &Shape,
+        dtype: DType,
+    ) -> impl FnOnce(KernelError) -> Error {
+        let device = self.device;
+        move |e| Error::from_kernel(e, op, shape, dtype, device)
+    }
+
     pub(crate) fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Storage> {
-        map_backend!(self, s => s.unary(l, op)?)
+        let dtype = self.dtype();
+        map_backend!(self, s => s.unary(l, op).map_err(self.err(op.name(), l.shape(), dtype))?)
     }
 
     pub(crate) fn binary(
@@ -159,7 +172,8 @@ impl Storage {
         rl: &Layout,
         op: BinaryOp,
     ) -> Result<Storage> {
-        with_backends!(op.name(), self, rhs, (a, b) => a.binary(l, b, rl, op)?)
+        let err = || self.err(op.name(), l.shape(), self.dtype());
+        with_backends!(op.name(), self, rhs, (a, b) => a.binary(l, b, rl, op).map_err(err())?)
     }
 
     pub(crate) fn binary_assign(
@@ -184,11 +198,30 @@ impl Storage {
     }
 
     pub(crate) fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Storage> {
-        map_backend!(self, s => s.reduce(l, op, axes)?)
+        let err = |e: KernelError| {
+            let mut shape = l.shape().clone();
+            for &a in axes {
+                if let Some(d) = shape.dims_mut().get_mut(a) {
+                    *d = 1;
+                }
+            }
+            self.err(op.name(), &shape, self.dtype())(e)
+        };
+        map_backend!(self, s => s.reduce(l, op, axes).map_err(err)?)
     }
 
     pub(crate) fn matmul(&self, l: &Layout, rhs: &Storage, rl: &Layout) -> Result<Storage> {
-        with_backends!("matmul", self, rhs, (a, b) => a.matmul(l, b, rl)?)
+        // `[batch.., m, k] @ [batch.., k, n]` is `[batch.., m, n]`.
+        let err = || {
+            move |e: KernelError| {
+                let mut shape = l.shape().clone();
+                if let (Some(last), Some(&n)) = (shape.dims_mut().last_mut(), rl.shape().last()) {
+                    *last = n;
+                }
+                self.err("matmul", &shape, self.dtype())(e)
+            }
+        };
+        with_backends!("matmul", self, rhs, (a, b) => a.matmul(l, b, rl).map_err(err())?)
     }
 
     pub(crate) fn copy_into(
@@ -213,21 +246,34 @@ impl Storage {
     }
 
     pub(crate) fn cast(&self, l: &Layout, dtype: DType) -> Result<Storage> {
-        map_backend!(self, s => s.cast(l, dtype)?)
+        map_backend!(self, s => s.cast(l, dtype).map_err(self.err("cast", l.shape(), dtype))?)
     }
 
-    pub(crate) fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Storage> {
-        map_backend!(self, s => s.filled_like(len, dtype, value)?)
+    /// A fresh buffer for a tensor of `shape` (the result of `op`), every element
+    /// `value`, on this storage's device.
+    pub(crate) fn filled_like(
+        &self,
+        op: &'static str,
+        shape: &Shape,
+        dtype: DType,
+        value: f64,
+    ) -> Result<Storage> {
+        let len = shape.numel();
+        map_backend!(self, s => s.filled_like(len, dtype, value).map_err(self.err(op, shape, dtype))?)
     }
 
     /// The elements of the view `l`, in logical order, converted to `T`, on the host.
     pub(crate) fn to_vec<T: CpuElement>(&self, l: &Layout) -> Result<Vec<T>> {
+        let host =
+            |e: KernelError| Error::from_kernel(e, "to_vec", l.shape(), T::DTYPE, Device::Cpu);
         match &self.data {
-            StorageData::Cpu(s) => Ok(s.to_vec(l)),
+            StorageData::Cpu(s) => s.to_vec(l).map_err(host),
             #[cfg(feature = "cuda")]
             StorageData::Cuda(s) => {
-                let host = s.to_cpu(l)?;
-                Ok(host.to_vec(&Layout::contiguous(l.shape().clone())))
+                let dense = s.to_cpu(l).map_err(host)?;
+                dense
+                    .to_vec(&Layout::contiguous(l.shape().clone()))
+                    .map_err(host)
             }
         }
     }

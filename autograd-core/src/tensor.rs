@@ -335,37 +335,42 @@ impl Tensor {
     ///
     /// ```
     /// use autograd_core::{DType, Tensor};
-    /// let h = Tensor::full([3], 0.5, DType::F32);
+    /// let h = Tensor::full([3], 0.5, DType::F32)?;
     /// assert_eq!(h.to_vec::<f32>()?, [0.5; 3]);
-    /// let z = Tensor::zeros([2, 2], DType::F64);
+    /// let z = Tensor::zeros([2, 2], DType::F64)?;
     /// assert_eq!(z.to_vec::<f64>()?, [0.0; 4]);
-    /// assert_eq!(Tensor::arange(4, DType::F32).to_vec::<f32>()?, [0.0, 1.0, 2.0, 3.0]);
+    /// assert_eq!(Tensor::arange(4, DType::F32)?.to_vec::<f32>()?, [0.0, 1.0, 2.0, 3.0]);
+    /// // 2^50 elements: an error, not an abort.
+    /// assert!(Tensor::zeros([1 << 50], DType::F32).is_err());
     /// # Ok::<(), autograd_core::Error>(())
     /// ```
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// When the shape's size in bytes overflows `isize::MAX` (as `vec!` does; the
-    /// fallible [`Tensor::full_like_shape`] returns an error instead).
-    pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Tensor {
-        let shape = shape.into();
-        if let Err(e) = crate::compute::check_size("Tensor::full", &shape, dtype) {
-            panic!("{e}");
-        }
-        Tensor::from_storage(
-            Storage::cpu(CpuStorage::filled(shape.numel(), dtype, value)),
-            shape,
-        )
+    /// [`Error::Shape`] when the shape's size in bytes overflows `isize::MAX` (no
+    /// buffer can be that large), and [`Error::OutOfMemory`] when the buffer cannot
+    /// be allocated; both name the constructor, the shape and the dtype. The same
+    /// holds for [`Tensor::zeros`], [`Tensor::ones`] and [`Tensor::arange`].
+    pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType) -> Result<Tensor> {
+        Tensor::filled("Tensor::full", shape.into(), value, dtype)
     }
 
-    /// A CPU tensor of zeros.
-    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Tensor {
-        Tensor::full(shape, 0.0, dtype)
+    /// A CPU tensor of zeros (errors as [`Tensor::full`]).
+    pub fn zeros(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+        Tensor::filled("Tensor::zeros", shape.into(), 0.0, dtype)
     }
 
-    /// A CPU tensor of ones.
-    pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Tensor {
-        Tensor::full(shape, 1.0, dtype)
+    /// A CPU tensor of ones (errors as [`Tensor::full`]).
+    pub fn ones(shape: impl Into<Shape>, dtype: DType) -> Result<Tensor> {
+        Tensor::filled("Tensor::ones", shape.into(), 1.0, dtype)
+    }
+
+    /// A CPU tensor of `shape`, every element `value`, made by the constructor `op`.
+    fn filled(op: &'static str, shape: Shape, value: f64, dtype: DType) -> Result<Tensor> {
+        crate::compute::check_size(op, &shape, dtype)?;
+        let data = CpuStorage::filled(shape.numel(), dtype, value)
+            .map_err(|e| Error::from_kernel(e, op, &shape, dtype, Device::Cpu))?;
+        Ok(Tensor::from_storage(Storage::cpu(data), shape))
     }
 
     /// A tensor of `shape` filled with `value`, with this tensor's dtype and device.
@@ -374,7 +379,7 @@ impl Tensor {
         crate::compute::check_size("full_like_shape", &shape, self.dtype())?;
         let storage = self
             .storage()
-            .filled_like(shape.numel(), self.dtype(), value)?;
+            .filled_like("full_like_shape", &shape, self.dtype(), value)?;
         Ok(Tensor::from_storage(storage, shape))
     }
 
@@ -393,15 +398,15 @@ impl Tensor {
         self.full_like(1.0)
     }
 
-    /// `0, 1, .., n-1` as a CPU tensor.
-    pub fn arange(n: usize, dtype: DType) -> Tensor {
-        let v: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let t = Tensor::from_storage(Storage::cpu(CpuStorage::F64(v)), Shape::from([n]));
-        match dtype {
-            DType::F64 => t,
-            // Casting a fresh contiguous CPU tensor cannot fail.
-            DType::F32 => crate::compute::cast(&t, DType::F32).unwrap_or(t),
-        }
+    /// `0, 1, .., n-1` as a CPU tensor (errors as [`Tensor::full`]).
+    pub fn arange(n: usize, dtype: DType) -> Result<Tensor> {
+        const OP: &str = "Tensor::arange";
+        let shape = Shape::from([n]);
+        crate::compute::check_size(OP, &shape, dtype)?;
+        // Built in `dtype` directly; each value goes through f64 as it always has.
+        let data = CpuStorage::from_fn(n, dtype, |i| i as f64)
+            .map_err(|e| Error::from_kernel(e, OP, &shape, dtype, Device::Cpu))?;
+        Ok(Tensor::from_storage(Storage::cpu(data), shape))
     }
 
     /// Stable identity of this tensor.
@@ -681,10 +686,11 @@ impl fmt::Debug for Tensor {
 }
 
 impl fmt::Display for Tensor {
-    /// Shape, dtype and up to 16 values.
+    /// Shape, dtype and up to 16 values (read from the view: a huge tensor or
+    /// broadcast view is never copied whole).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const SHOWN: usize = 16;
-        match self.to_vec::<f64>() {
+        match self.leading_values(SHOWN) {
             Ok(v) => {
                 write!(f, "Tensor{} {} [", self.shape(), self.dtype())?;
                 for (i, x) in v.iter().take(SHOWN).enumerate() {
@@ -693,12 +699,43 @@ impl fmt::Display for Tensor {
                     }
                     write!(f, "{x}")?;
                 }
-                if v.len() > SHOWN {
-                    write!(f, ", .. ({} more)", v.len() - SHOWN)?;
+                let numel = self.numel();
+                if numel > SHOWN {
+                    write!(f, ", .. ({} more)", numel - SHOWN)?;
                 }
                 f.write_str("]")
             }
             Err(e) => write!(f, "Tensor{} <unreadable: {e}>", self.shape()),
         }
+    }
+}
+
+impl Tensor {
+    /// The first `k` elements in row-major order (all of them when there are no
+    /// more than `k`), as `f64`. Only a view of fewer than `2k` elements is read:
+    /// the leading entry of the outer axes and the first entries of one axis `p`,
+    /// with every axis after `p`, where those trailing axes hold fewer than `k`
+    /// elements and, with axis `p`, at least `k`.
+    fn leading_values(&self, k: usize) -> Result<Vec<f64>> {
+        if self.numel() <= k {
+            return self.to_vec();
+        }
+        let dims = self.dims();
+        let (mut p, mut inner) = (dims.len(), 1usize);
+        while p > 0 {
+            p -= 1;
+            if inner.saturating_mul(dims[p]) >= k {
+                break;
+            }
+            inner *= dims[p];
+        }
+        let mut view = self.layout().clone();
+        for axis in 0..p {
+            view = view.narrow(axis, 0, 1)?;
+        }
+        view = view.narrow(p, 0, k.div_ceil(inner))?;
+        let mut v = self.storage().to_vec::<f64>(&view)?;
+        v.truncate(k);
+        Ok(v)
     }
 }

@@ -62,6 +62,19 @@ pub(crate) fn check_axes(l: &Layout, axes: &[usize]) -> Result<()> {
     }
 }
 
+/// `Ok` when the element count of the view `l` does not overflow `usize`: a
+/// broadcast view (stride 0) can fit a one-element buffer whatever its shape, and a
+/// kernel that walks it (`what`) must be able to count its elements.
+pub(crate) fn check_numel(what: &str, l: &Layout) -> Result<()> {
+    match l.shape().checked_numel() {
+        Some(_) => Ok(()),
+        None => Err(KernelError::Layout(format!(
+            "{what} over a view of shape {:?}, whose element count overflows usize",
+            l.shape()
+        ))),
+    }
+}
+
 /// The sizes of the batched product of `la` (`[batch.., m, k]`) and `lb`
 /// (`[batch.., k, n]`): `(batch, m, k, n)`, where `batch` is the product of the
 /// batch axes. An error when the views do not fit together (ranks, batch axes or
@@ -99,11 +112,11 @@ mod tests {
     #[test]
     fn a_view_whose_extent_overflows_fits_no_buffer() {
         // (3 - 1) * 2^63 wraps to 0: a wrapping sum would say one element is enough.
-        let l = Layout::new(Shape::from([3, 1]), &[1 << 63, 1], 0);
+        let l = Layout::new(Shape::from([3, 1]), &[1 << 63, 1], 0).unwrap();
         assert_eq!(l.required_len(), usize::MAX);
         assert!(check_fits(8, &l).is_err());
         // Empty views touch nothing, whatever their strides.
-        let empty = Layout::new(Shape::from([0, 1 << 40]), &[1 << 60, 1 << 60], 5);
+        let empty = Layout::new(Shape::from([0, 1 << 40]), &[1 << 60, 1 << 60], 5).unwrap();
         assert_eq!(empty.required_len(), 0);
         assert!(check_fits(0, &empty).is_ok());
     }
@@ -125,8 +138,8 @@ mod tests {
         }
         // Broadcast operands whose product has more elements than a usize counts.
         let huge = 1usize << 32;
-        let a = Layout::new(Shape::from([huge, 1]), &[0, 0], 0);
-        let b = Layout::new(Shape::from([1, huge]), &[0, 0], 0);
+        let a = Layout::new(Shape::from([huge, 1]), &[0, 0], 0).unwrap();
+        let b = Layout::new(Shape::from([1, huge]), &[0, 0], 0).unwrap();
         let e = matmul_dims(&a, &b).unwrap_err();
         assert!(e.to_string().contains("overflows"), "{e}");
     }

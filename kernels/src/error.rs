@@ -13,6 +13,24 @@ pub enum KernelError {
     /// The kernel was handed layouts that do not fit together or the buffer.
     #[error("invalid layout: {0}")]
     Layout(String),
+    /// An argument of a layout or shape function that does not fit the layout or
+    /// shape (an axis out of range, strides of another rank, a range past the end).
+    #[error("`{op}`: {msg}")]
+    InvalidArgument {
+        /// The function that refused the argument (`Layout::transpose`, ...).
+        op: &'static str,
+        /// What is wrong, and what would be valid.
+        msg: String,
+    },
+    /// The allocator could not provide a buffer (or its size in bytes overflows).
+    #[error(
+        "out of memory: a buffer of {bytes} bytes could not be allocated; use smaller tensors \
+         or free some"
+    )]
+    OutOfMemory {
+        /// Bytes asked for (`usize::MAX` when the size in bytes overflows).
+        bytes: usize,
+    },
     /// A device runtime (driver, compiler, BLAS) reported an error.
     #[error("{0}")]
     Device(String),

@@ -1,5 +1,5 @@
-use crate::Shape;
 use crate::shape::{copy_dims, same_dims};
+use crate::{KernelError, Result, Shape};
 use smallvec::SmallVec;
 
 /// How a tensor's elements sit in its storage: element `[i0, i1, ..]` lives at
@@ -35,14 +35,21 @@ impl PartialEq for Layout {
 }
 
 fn dense(shape: &Shape, strides: &[usize]) -> bool {
-    let mut expected = 1;
+    let mut expected: usize = 1;
     for (&d, &s) in shape.iter().zip(strides.iter()).rev() {
         if d != 1 && s != expected {
             return false;
         }
-        expected *= d;
+        expected = expected.saturating_mul(d);
     }
     true
+}
+
+/// The error of a layout function (`op`) given an argument that does not fit.
+#[cold]
+#[inline(never)]
+fn invalid(op: &'static str, msg: String) -> KernelError {
+    KernelError::InvalidArgument { op, msg }
 }
 
 impl Layout {
@@ -54,6 +61,24 @@ impl Layout {
             offset,
             contiguous,
         }
+    }
+
+    /// An error naming `op`, `what` and this layout when axis `axis` is not one of
+    /// its axes.
+    fn check_axis(&self, op: &'static str, what: &str, axis: usize) -> Result<()> {
+        if axis < self.rank() {
+            return Ok(());
+        }
+        Err(invalid(
+            op,
+            format!(
+                "{what} {axis} is out of range for a layout of shape {} (rank {}); valid axes \
+                 are 0..{}",
+                self.shape,
+                self.rank(),
+                self.rank()
+            ),
+        ))
     }
 
     /// A row-major layout over a fresh buffer.
@@ -68,10 +93,22 @@ impl Layout {
         }
     }
 
-    /// A layout with explicit strides and offset.
-    pub fn new(shape: Shape, strides: &[usize], offset: usize) -> Self {
-        debug_assert_eq!(shape.rank(), strides.len());
-        Layout::with(shape, copy_dims(strides), offset)
+    /// A layout with explicit strides and offset: one stride per axis of `shape`,
+    /// else an error. Any strides and offset are accepted (kernels check that a view
+    /// fits its buffer before they read it: see [`Layout::required_len`]).
+    pub fn new(shape: Shape, strides: &[usize], offset: usize) -> Result<Self> {
+        if strides.len() != shape.rank() {
+            return Err(invalid(
+                "Layout::new",
+                format!(
+                    "{} strides {strides:?} for shape {shape} of rank {}; pass one stride per \
+                     axis",
+                    strides.len(),
+                    shape.rank()
+                ),
+            ));
+        }
+        Ok(Layout::with(shape, copy_dims(strides), offset))
     }
 
     /// The logical shape (what the elements look like, whatever the strides).
@@ -95,7 +132,8 @@ impl Layout {
         self.shape.rank()
     }
 
-    /// Number of logical elements (broadcast elements counted each time).
+    /// Number of logical elements (broadcast elements counted each time), saturating
+    /// at `usize::MAX` as [`Shape::numel`] does.
     pub fn numel(&self) -> usize {
         self.shape.numel()
     }
@@ -144,60 +182,131 @@ impl Layout {
         Some(Layout::with(target.clone(), strides, self.offset))
     }
 
-    /// Swaps two axes (no copy).
-    pub fn transpose(&self, a: usize, b: usize) -> Layout {
+    /// Swaps two axes (no copy); an error when either is not an axis.
+    pub fn transpose(&self, a: usize, b: usize) -> Result<Layout> {
+        self.check_axis("Layout::transpose", "axis", a)?;
+        self.check_axis("Layout::transpose", "axis", b)?;
         let mut shape = self.shape.clone();
         let mut strides = copy_dims(&self.strides);
         shape.dims_mut().swap(a, b);
         strides.swap(a, b);
-        Layout::with(shape, strides, self.offset)
+        Ok(Layout::with(shape, strides, self.offset))
     }
 
-    /// Reorders the axes: axis `i` of the result is axis `perm[i]` of `self` (no copy).
-    pub fn permute(&self, perm: &[usize]) -> Layout {
-        Layout::with(
+    /// Reorders the axes: axis `i` of the result is axis `perm[i]` of `self` (no
+    /// copy); an error when `perm` is not a permutation of `0..rank`.
+    pub fn permute(&self, perm: &[usize]) -> Result<Layout> {
+        let mut seen: SmallVec<[bool; 8]> = SmallVec::from_elem(false, self.rank());
+        let valid = perm.len() == self.rank()
+            && perm
+                .iter()
+                .all(|&p| p < self.rank() && !std::mem::replace(&mut seen[p], true));
+        if !valid {
+            return Err(invalid(
+                "Layout::permute",
+                format!(
+                    "{perm:?} is not a permutation of the {} axes of a layout of shape {}",
+                    self.rank(),
+                    self.shape
+                ),
+            ));
+        }
+        Ok(Layout::with(
             perm.iter().map(|&p| self.shape[p]).collect(),
             perm.iter().map(|&p| self.strides[p]).collect(),
             self.offset,
-        )
+        ))
     }
 
-    /// Keeps `len` entries of axis `dim` starting at `start` (no copy).
-    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Layout {
+    /// Keeps `len` entries of axis `dim` starting at `start` (no copy); an error when
+    /// `dim` is not an axis or `start..start + len` is not inside it.
+    pub fn narrow(&self, dim: usize, start: usize, len: usize) -> Result<Layout> {
+        const OP: &str = "Layout::narrow";
+        self.check_axis(OP, "axis", dim)?;
+        let size = self.shape[dim];
+        if start.checked_add(len).is_none_or(|end| end > size) {
+            return Err(invalid(
+                OP,
+                format!(
+                    "range {start}..{} is outside axis {dim} of size {size} (shape {})",
+                    start.saturating_add(len),
+                    self.shape
+                ),
+            ));
+        }
         let mut shape = self.shape.clone();
         shape.dims_mut()[dim] = len;
         let mut offset = self.offset;
         if len > 0 {
-            offset += start * self.strides[dim];
+            offset = start
+                .checked_mul(self.strides[dim])
+                .and_then(|o| o.checked_add(offset))
+                .ok_or_else(|| {
+                    invalid(
+                        OP,
+                        format!(
+                            "the offset of entry {start} of axis {dim} (stride {}, offset {}) \
+                             overflows usize",
+                            self.strides[dim], self.offset
+                        ),
+                    )
+                })?;
         }
-        Layout::with(shape, copy_dims(&self.strides), offset)
+        Ok(Layout::with(shape, copy_dims(&self.strides), offset))
     }
 
-    /// Inserts an axis of size 1 at `dim` (no copy).
-    pub fn unsqueeze(&self, dim: usize) -> Layout {
+    /// Inserts an axis of size 1 at `dim` (`0..=rank`; no copy); an error past that.
+    pub fn unsqueeze(&self, dim: usize) -> Result<Layout> {
         let stride = if dim < self.rank() {
-            self.strides[dim] * self.shape[dim]
+            self.strides[dim].saturating_mul(self.shape[dim])
         } else {
             1
         };
         let (mut shape, mut strides) = (self.shape.clone(), copy_dims(&self.strides));
-        shape.insert(dim, 1);
+        shape.insert(dim, 1).map_err(|_| {
+            invalid(
+                "Layout::unsqueeze",
+                format!(
+                    "axis {dim} is past the end of a layout of shape {} (rank {}); valid \
+                     positions are 0..={}",
+                    self.shape,
+                    self.rank(),
+                    self.rank()
+                ),
+            )
+        })?;
         strides.insert(dim, stride);
-        Layout::with(shape, strides, self.offset)
+        Ok(Layout::with(shape, strides, self.offset))
     }
 
-    /// Removes axis `dim`, which must have size 1 (no copy).
-    pub fn squeeze(&self, dim: usize) -> Layout {
+    /// Removes axis `dim`, which must have size 1 (no copy); an error when it is not
+    /// an axis or its size is not 1.
+    pub fn squeeze(&self, dim: usize) -> Result<Layout> {
+        const OP: &str = "Layout::squeeze";
+        self.check_axis(OP, "axis", dim)?;
+        if self.shape[dim] != 1 {
+            return Err(invalid(
+                OP,
+                format!(
+                    "axis {dim} of shape {} has size {}, not 1",
+                    self.shape, self.shape[dim]
+                ),
+            ));
+        }
         let (mut shape, mut strides) = (self.shape.clone(), copy_dims(&self.strides));
-        shape.remove(dim);
+        shape.remove(dim)?;
         strides.remove(dim);
-        Layout::with(shape, strides, self.offset)
+        Ok(Layout::with(shape, strides, self.offset))
     }
 
     /// The same storage seen with another shape of the same element count, when
     /// that is possible without a copy (the layout is contiguous).
     pub fn reshape(&self, shape: Shape) -> Option<Layout> {
-        if shape.numel() != self.numel() || !self.contiguous {
+        let same_count = matches!(
+            (shape.checked_numel(), self.shape.checked_numel()),
+            (Some(a), Some(b)) if a == b
+        );
+        if !same_count || !self.contiguous {
             return None;
         }
         let mut out = Layout::contiguous(shape);
@@ -222,12 +331,69 @@ mod tests {
     fn transposed_is_not_contiguous() {
         let l = Layout::contiguous(Shape::from([2, 3]));
         assert!(l.is_contiguous());
-        assert!(!l.transpose(0, 1).is_contiguous());
-        assert_eq!(l.transpose(0, 1).required_len(), 6);
+        assert!(!l.transpose(0, 1).unwrap().is_contiguous());
+        assert_eq!(l.transpose(0, 1).unwrap().required_len(), 6);
         assert!(
             Layout::contiguous(Shape::from([1, 3]))
                 .transpose(0, 1)
+                .unwrap()
                 .is_contiguous()
         );
+    }
+
+    fn op_of(e: KernelError) -> &'static str {
+        match e {
+            KernelError::InvalidArgument { op, .. } => op,
+            e => panic!("expected InvalidArgument, got {e:?}"),
+        }
+    }
+
+    /// Item 12 (round 2): `Layout::new` checked its strides with a `debug_assert`
+    /// (a panic in debug builds, a layout that kernels index out of bounds in
+    /// release builds).
+    #[test]
+    fn item12_layout_new_wrong_strides_is_an_error() {
+        let e = Layout::new(Shape::from([2, 3]), &[3], 0).unwrap_err();
+        assert!(e.to_string().contains("[2, 3]"), "{e}");
+        assert_eq!(op_of(e), "Layout::new");
+        assert!(Layout::new(Shape::scalar(), &[1], 0).is_err());
+        let l = Layout::new(Shape::from([2, 3]), &[1, 2], 4).unwrap();
+        assert_eq!((l.strides(), l.offset()), (&[1, 2][..], 4));
+    }
+
+    /// Item 12 (round 2): `transpose` and `narrow` (and `permute`, `unsqueeze`,
+    /// `squeeze`) indexed the shape with their arguments and panicked out of range.
+    #[test]
+    fn item12_layout_views_out_of_range_are_errors() {
+        let l = Layout::contiguous(Shape::from([2, 3]));
+        let e = l.transpose(0, 2).unwrap_err();
+        assert!(e.to_string().contains("axis 2"), "{e}");
+        assert_eq!(op_of(e), "Layout::transpose");
+        assert_eq!(op_of(l.narrow(2, 0, 1).unwrap_err()), "Layout::narrow");
+        let e = l.narrow(1, 2, 2).unwrap_err();
+        assert!(e.to_string().contains("2..4"), "{e}");
+        assert!(l.narrow(1, usize::MAX, 2).is_err());
+        assert_eq!(op_of(l.permute(&[0, 0]).unwrap_err()), "Layout::permute");
+        assert!(l.permute(&[0, 2]).is_err());
+        assert!(l.permute(&[1]).is_err());
+        assert_eq!(op_of(l.unsqueeze(3).unwrap_err()), "Layout::unsqueeze");
+        assert_eq!(op_of(l.squeeze(2).unwrap_err()), "Layout::squeeze");
+        assert!(l.squeeze(0).is_err()); // size 2, not 1
+        // In range, they are the views they were.
+        assert_eq!(l.narrow(1, 1, 2).unwrap().offset(), 1);
+        assert_eq!(l.narrow(1, 3, 0).unwrap().shape(), &Shape::from([2, 0]));
+        assert_eq!(l.permute(&[1, 0]).unwrap(), l.transpose(1, 0).unwrap());
+        let u = l.unsqueeze(2).unwrap();
+        assert_eq!(
+            (u.shape(), u.strides()),
+            (&Shape::from([2, 3, 1]), &[3, 1, 1][..])
+        );
+        assert_eq!(u.squeeze(2).unwrap(), l);
+        // Shapes whose element counts overflow are not "the same count".
+        let huge = Layout::contiguous(Shape::from([1 << 40, 1 << 40]));
+        assert!(huge.reshape(Shape::from([1 << 41, 1 << 39])).is_none());
+        // An offset that overflows is an error too.
+        let far = Layout::new(Shape::from([3]), &[1 << 63], 0).unwrap();
+        assert!(far.narrow(0, 2, 1).is_err());
     }
 }

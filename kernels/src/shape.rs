@@ -1,8 +1,15 @@
+use crate::{KernelError, Result};
 use smallvec::SmallVec;
 use std::fmt;
 use std::ops::Deref;
 
 /// The dimensions of a tensor, outermost first. A scalar has rank 0 and one element.
+///
+/// Any list of sizes is a `Shape` (`Shape::from([2, 3])`), including lists whose
+/// element count overflows `usize`: no method panics on such a shape.
+/// [`Shape::numel`] saturates at `usize::MAX` there and [`Shape::checked_numel`]
+/// says `None`. A tensor never has such a shape: the autograd core refuses every
+/// shape whose size in bytes does not fit `isize::MAX` before it builds anything.
 #[derive(Eq, Default)]
 pub struct Shape(SmallVec<[usize; 4]>);
 
@@ -60,9 +67,22 @@ impl Shape {
         self.0.len()
     }
 
-    /// Number of elements (1 for a scalar).
+    /// Number of elements (1 for a scalar), saturating at `usize::MAX` when the
+    /// product of the sizes overflows (never a panic; see [`Shape::checked_numel`]).
+    /// 0 whenever some size is 0, even if the product of the others overflows.
+    #[inline]
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        // Once 0, the product stays 0; `usize::MAX * 0` is 0 too.
+        self.0.iter().fold(1, |n: usize, &d| n.saturating_mul(d))
+    }
+
+    /// Number of elements, or `None` when it overflows `usize` (0 whenever some
+    /// size is 0, whatever the others).
+    pub fn checked_numel(&self) -> Option<usize> {
+        if self.0.contains(&0) {
+            return Some(0);
+        }
+        self.0.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 
     /// The dimensions as a slice.
@@ -75,7 +95,8 @@ impl Shape {
         &mut self.0
     }
 
-    /// Row-major (C order) strides for this shape, in elements.
+    /// Row-major (C order) strides for this shape, in elements (saturating at
+    /// `usize::MAX` where a product of sizes overflows).
     pub fn contiguous_strides(&self) -> SmallVec<[usize; 4]> {
         let dims = self.dims();
         if dims.len() <= 4 {
@@ -83,7 +104,7 @@ impl Shape {
             let mut acc = 1;
             for (s, &d) in buf[..dims.len()].iter_mut().zip(dims).rev() {
                 *s = acc;
-                acc *= d;
+                acc = acc.saturating_mul(d);
             }
             return SmallVec::from_buf_and_len(buf, dims.len());
         }
@@ -91,19 +112,43 @@ impl Shape {
         let mut acc = 1;
         for (s, &d) in strides.iter_mut().zip(dims).rev() {
             *s = acc;
-            acc *= d;
+            acc = acc.saturating_mul(d);
         }
         strides
     }
 
-    /// Inserts a dimension of size `size` at position `at`.
-    pub fn insert(&mut self, at: usize, size: usize) {
+    /// Inserts a dimension of size `size` at position `at` (`0..=rank`); an error
+    /// naming the position and the shape when `at` is past the end.
+    pub fn insert(&mut self, at: usize, size: usize) -> Result<()> {
+        if at > self.rank() {
+            return Err(KernelError::InvalidArgument {
+                op: "Shape::insert",
+                msg: format!(
+                    "position {at} is past the end of shape {self} (rank {}); insert at 0..={}",
+                    self.rank(),
+                    self.rank()
+                ),
+            });
+        }
         self.0.insert(at, size);
+        Ok(())
     }
 
-    /// Removes and returns the dimension at position `at`.
-    pub fn remove(&mut self, at: usize) -> usize {
-        self.0.remove(at)
+    /// Removes and returns the dimension at position `at` (`0..rank`); an error
+    /// naming the position and the shape when there is none.
+    pub fn remove(&mut self, at: usize) -> Result<usize> {
+        if at >= self.rank() {
+            return Err(KernelError::InvalidArgument {
+                op: "Shape::remove",
+                msg: format!(
+                    "position {at} is out of range for shape {self} (rank {}); valid positions \
+                     are 0..{}",
+                    self.rank(),
+                    self.rank()
+                ),
+            });
+        }
+        Ok(self.0.remove(at))
     }
 
     /// Appends a dimension.
@@ -229,5 +274,47 @@ mod tests {
         );
         assert!(Shape::scalar().contiguous_strides().is_empty());
         assert_eq!(Shape::scalar().numel(), 1);
+    }
+
+    /// Item 12 (round 2): `numel` multiplied the sizes with `product()`, which
+    /// panics on overflow in debug builds (and wraps in release).
+    #[test]
+    fn item12_shape_numel_overflow_is_not_a_panic() {
+        let huge = Shape::from([1 << 32, 1 << 32]);
+        assert_eq!(huge.numel(), usize::MAX);
+        assert_eq!(huge.checked_numel(), None);
+        // An empty axis makes the count 0, wherever it is.
+        for s in [[0, 1 << 40, 1 << 40], [1 << 40, 1 << 40, 0]] {
+            assert_eq!(Shape::from(s).numel(), 0);
+            assert_eq!(Shape::from(s).checked_numel(), Some(0));
+        }
+        assert_eq!(Shape::from([2, 3]).checked_numel(), Some(6));
+        assert_eq!(Shape::scalar().checked_numel(), Some(1));
+        // Strides of such a shape saturate too (was a panic on the last product).
+        let strides = Shape::from([1 << 40, 1 << 40, 1 << 40]).contiguous_strides();
+        assert_eq!(strides.as_slice(), &[usize::MAX, 1 << 40, 1]);
+    }
+
+    /// Item 12 (round 2): `Shape::remove` (and `insert`) out of range panicked.
+    #[test]
+    fn item12_shape_remove_out_of_range_is_an_error() {
+        let mut s = Shape::from([2, 3]);
+        let e = s.remove(2).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                KernelError::InvalidArgument {
+                    op: "Shape::remove",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("position 2") && e.to_string().contains("[2, 3]"));
+        assert!(s.insert(3, 1).is_err());
+        assert_eq!(s, Shape::from([2, 3]));
+        assert_eq!(s.remove(0), Ok(2));
+        assert_eq!(s.insert(1, 7), Ok(()));
+        assert_eq!(s, Shape::from([3, 7]));
     }
 }

@@ -6,12 +6,19 @@ use autograd_core::{CheckCase, DType, Result, Tensor, random::Rng};
 pub(crate) fn uniform(seed: u64, shape: &[usize], lo: f64, hi: f64) -> Tensor {
     Rng::new(seed)
         .uniform(shape, lo, hi, DType::F64)
-        .unwrap_or_else(|_| Tensor::zeros(shape, DType::F64))
+        .unwrap_or_else(|_| fallback(shape, 0.0))
 }
 
 /// A tensor of the given values (a fixed f64 constant in the check cases).
 pub(crate) fn values(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_slice(v, shape).unwrap_or_else(|_| Tensor::zeros(shape, DType::F64))
+    Tensor::from_slice(v, shape).unwrap_or_else(|_| fallback(shape, 0.0))
+}
+
+/// The input of a check case whose constructor failed (only out of memory, for
+/// these few elements): `value` everywhere, or a scalar if even that cannot be
+/// allocated, which the check then reports as a wrong shape; never a panic.
+pub(crate) fn fallback(shape: &[usize], value: f64) -> Tensor {
+    Tensor::full(shape, value, DType::F64).unwrap_or_else(|_| Tensor::scalar(value))
 }
 
 /// One case for a function of one tensor.

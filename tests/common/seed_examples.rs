@@ -95,8 +95,8 @@ pub fn gradient_4x3x5_reduces_to_3x1(d: Device) -> Result<()> {
         })
         .collect();
     assert_eq!(r.to_vec::<f64>()?, expected);
-    let b = on(Tensor::ones([3, 1], DType::F64), d, true)?;
-    let x = on(Tensor::zeros([4, 3, 5], DType::F64), d, false)?;
+    let b = on(Tensor::ones([3, 1], DType::F64)?, d, true)?;
+    let x = on(Tensor::zeros([4, 3, 5], DType::F64)?, d, false)?;
     ops::sum_all(&(&x + &b)?)?.backward()?;
     assert_eq!(grad_of::<f64>(&b, d), [20.0; 3]);
     Ok(())

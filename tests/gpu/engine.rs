@@ -9,7 +9,7 @@ use autograd::{compute, memory, ops};
 #[ignore = "needs a CUDA GPU"]
 fn mixing_devices_is_an_error_naming_both_devices_and_the_op() -> Result<()> {
     let d = crate::gpu();
-    let a = Tensor::ones([2, 3], DType::F32);
+    let a = Tensor::ones([2, 3], DType::F32)?;
     let b = compute::to_device(&a, d)?;
     for (op, r) in [
         ("add", &a + &b),
@@ -92,7 +92,7 @@ fn gradients_cross_devices_through_to_device() -> Result<()> {
 fn device_memory_is_accounted_from_allocation_to_last_drop() -> Result<()> {
     let d = crate::gpu();
     let before = memory::thread_stats(d).live_bytes;
-    let host = Tensor::zeros([1024, 256], DType::F32);
+    let host = Tensor::zeros([1024, 256], DType::F32)?;
     let x = compute::to_device(&host, d)?;
     let bytes = 1024 * 256 * 4;
     assert_eq!(memory::thread_stats(d).live_bytes, before + bytes);
@@ -109,7 +109,7 @@ fn device_memory_is_accounted_from_allocation_to_last_drop() -> Result<()> {
     // W5's add chain on the GPU: y = x + x + ... (50 adds) keeps two tensors alive
     // at a time, saving nothing for backward.
     let n = 1 << 20;
-    let x = compute::to_device(&Tensor::ones([n], DType::F32), d)?.set_requires_grad(true);
+    let x = compute::to_device(&Tensor::ones([n], DType::F32)?, d)?.set_requires_grad(true);
     memory::reset_thread_peak(d);
     let base = memory::thread_stats(d).live_bytes;
     let mut y = x.clone();

@@ -127,7 +127,7 @@ fn non_scalar_root_needs_a_seed() -> Result<()> {
     let err = y.backward().unwrap_err();
     assert!(matches!(err, Error::NonScalarRoot { .. }));
     assert!(err.to_string().contains("[2]"), "{err}");
-    let bad_seed = BackwardOptions::default().seed(Tensor::ones([3], DType::F64));
+    let bad_seed = BackwardOptions::default().seed(Tensor::ones([3], DType::F64)?);
     assert!(matches!(
         y.backward_with(bad_seed),
         Err(Error::SeedMismatch { .. })

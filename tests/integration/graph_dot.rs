@@ -19,7 +19,7 @@ fn mlp_loss() -> Result<Mlp> {
     let w1 = rng
         .normal([2, 4], 0.0, 1.0, DType::F64)?
         .set_requires_grad(true);
-    let b1 = Tensor::zeros([4], DType::F64).set_requires_grad(true);
+    let b1 = Tensor::zeros([4], DType::F64)?.set_requires_grad(true);
     let w2 = rng
         .normal([4, 3], 0.0, 1.0, DType::F64)?
         .set_requires_grad(true);
@@ -167,7 +167,7 @@ fn after_backward_nodes_show_their_saved_tensors_released() -> Result<()> {
 #[test]
 fn names_are_escaped_and_an_unrecorded_result_gives_an_empty_graph() -> Result<()> {
     crate::init();
-    let w = Tensor::ones([2], DType::F32).set_requires_grad(true);
+    let w = Tensor::ones([2], DType::F32)?.set_requires_grad(true);
     let y = ops::exp(&w)?;
     let dot = ComputationGraph::of(&[&y]).to_dot_labeled(&[("w \"quoted\" \\ x", &w)]);
     assert!(

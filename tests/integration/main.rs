@@ -11,6 +11,7 @@ mod optim;
 mod pruning;
 mod registry;
 mod reuse;
+mod round2_sizes;
 mod saved_flags;
 mod seed_examples;
 

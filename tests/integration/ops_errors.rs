@@ -4,7 +4,9 @@ use autograd::ops;
 use autograd::prelude::*;
 
 fn t(shape: &[usize]) -> Tensor {
-    Tensor::zeros(shape, DType::F64).set_requires_grad(true)
+    Tensor::zeros(shape, DType::F64)
+        .unwrap()
+        .set_requires_grad(true)
 }
 
 /// The error's message, checked to name `op` and every string in `mentions`.
@@ -163,7 +165,7 @@ fn bad_indices_and_permutations_are_errors() {
         &["index 0.5 ", "0..2", "[3, 2]"],
     );
     expect_error(
-        ops::index_select(&x, &Tensor::zeros([1, 1], DType::F64), 0),
+        ops::index_select(&x, &Tensor::zeros([1, 1], DType::F64).unwrap(), 0),
         "index_select",
         &["[1, 1]", "vector"],
     );

@@ -35,7 +35,7 @@ fn reused_intermediates(i: &Inputs) -> Result<Tensor> {
     let v = u.exp()?;
     let s = u.sigmoid()?;
     let t = (((&v * &u)? + (&s / u.square()?.add_scalar(1.0)?)?)? - &v)?;
-    let third = v.minimum(&Tensor::full([1], 1.5, u.dtype()))?.sum_all()?;
+    let third = v.minimum(&Tensor::full([1], 1.5, u.dtype())?)?.sum_all()?;
     (t.sum_all()? + u.maximum(&s)?.sum_all()?)? + third
 }
 

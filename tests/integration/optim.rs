@@ -90,8 +90,8 @@ fn set_data_never_changes_what_a_recorded_graph_saved() -> Result<()> {
 #[test]
 fn set_data_works_on_constants_and_takes_only_the_values() -> Result<()> {
     crate::init();
-    let mut c = Tensor::zeros([2], DType::F32);
-    let source = Tensor::ones([2], DType::F32).set_requires_grad(true);
+    let mut c = Tensor::zeros([2], DType::F32)?;
+    let source = Tensor::ones([2], DType::F32)?.set_requires_grad(true);
     let recorded = ops::mul_scalar(&source, 2.0)?;
     c.set_data(&recorded)?;
     assert_eq!(c.to_vec::<f32>()?, [2.0, 2.0]);
@@ -104,16 +104,16 @@ fn set_data_rejects_op_outputs_and_mismatched_values() -> Result<()> {
     crate::init();
     let w = param(&[1.0, 2.0]);
     let mut out = ops::mul_scalar(&w, 2.0)?;
-    let err = out.set_data(&Tensor::zeros([2], DType::F64)).unwrap_err();
+    let err = out.set_data(&Tensor::zeros([2], DType::F64)?).unwrap_err();
     assert!(
         matches!(&err, Error::InvalidArgument { op: "set_data", msg } if msg.contains("mul_scalar")),
         "{err}"
     );
 
     let mut w = w;
-    let err = w.set_data(&Tensor::zeros([3], DType::F64)).unwrap_err();
+    let err = w.set_data(&Tensor::zeros([3], DType::F64)?).unwrap_err();
     assert!(matches!(err, Error::Shape { op: "set_data", .. }), "{err}");
-    let err = w.set_data(&Tensor::zeros([2], DType::F32)).unwrap_err();
+    let err = w.set_data(&Tensor::zeros([2], DType::F32)?).unwrap_err();
     assert!(
         matches!(err, Error::DTypeMismatch { op: "set_data", .. }),
         "{err}"
@@ -305,7 +305,7 @@ fn training_steps_update_parameters_in_their_own_buffers() -> Result<()> {
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?;
     let targets = Tensor::from_slice(&[0.0f32, 1.0, 1.0], [3])?;
     let mut w = Tensor::from_slice(&[0.1f32, -0.2, 0.3, 0.4], [2, 2])?.set_requires_grad(true);
-    let mut b = Tensor::zeros([2], DType::F32).set_requires_grad(true);
+    let mut b = Tensor::zeros([2], DType::F32)?.set_requires_grad(true);
     let buffers = [buffer(&w), buffer(&b)];
     let mut opt = Adam::new(0.05);
     let mut losses = Vec::new();

@@ -152,7 +152,7 @@ fn a_parameter_updated_while_shared_lives_as_long_as_its_last_handle() -> Result
     for round in 0..ROUNDS {
         let mut w = leaf(8, round as u64);
         let before = w.clone();
-        w.set_data(&Tensor::ones([8], DType::F64))?;
+        w.set_data(&Tensor::ones([8], DType::F64)?)?;
         assert_eq!(before.to_vec::<f64>()?, vec![1.0; 8], "one parameter");
         drop(before);
         let y = ops::sum_all(&ops::pow_scalar(&w, 3.0)?)?;

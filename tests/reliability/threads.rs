@@ -93,7 +93,7 @@ fn graphs_sharing_only_a_leaf_differentiate_concurrently() -> Result<()> {
     crate::init();
     const THREADS: usize = 4;
     const GRAPHS: usize = 100;
-    let w = Tensor::zeros([3], DType::F64).set_requires_grad(true);
+    let w = Tensor::zeros([3], DType::F64)?.set_requires_grad(true);
     let start = Arc::new(Barrier::new(THREADS));
     let workers: Vec<_> = (0..THREADS)
         .map(|t| {

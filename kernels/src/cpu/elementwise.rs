@@ -4,7 +4,7 @@
 
 use super::pool;
 use crate::walk::Walk;
-use crate::{BinaryOp, Element, Layout, UnaryOp};
+use crate::{BinaryOp, Element, Layout, Result, UnaryOp};
 use std::ops::Range;
 
 /// Up to this many elements a plain loop beats the set-up of a vectorised one.
@@ -18,9 +18,14 @@ pub(crate) fn dense(l: &Layout) -> Option<Range<usize>> {
         .then(|| l.offset()..l.offset() + l.numel())
 }
 
-/// `f(x)` over the view `l` of `a`, written contiguously.
-pub(crate) fn map<T: Element, U: Element>(a: &[T], l: &Layout, f: impl Fn(T) -> U) -> Vec<U> {
-    let mut out = pool::take(l.numel());
+/// `f(x)` over the view `l` of `a`, written contiguously (an error when the output
+/// buffer cannot be allocated).
+pub(crate) fn map<T: Element, U: Element>(
+    a: &[T],
+    l: &Layout,
+    f: impl Fn(T) -> U,
+) -> Result<Vec<U>> {
+    let mut out = pool::take(l.numel())?;
     if let Some(r) = dense(l) {
         let a = &a[r];
         if a.len() <= SMALL {
@@ -28,7 +33,7 @@ pub(crate) fn map<T: Element, U: Element>(a: &[T], l: &Layout, f: impl Fn(T) -> 
         } else {
             out.extend(a.iter().map(|&x| f(x)));
         }
-        return out;
+        return Ok(out);
     }
     let walk = Walk::new(l.shape(), [l.strides()]);
     walk.for_each_run([l.offset()], |[o], len, [s]| {
@@ -38,7 +43,7 @@ pub(crate) fn map<T: Element, U: Element>(a: &[T], l: &Layout, f: impl Fn(T) -> 
             out.extend((0..len).map(|j| f(a[o + j * s])));
         }
     });
-    out
+    Ok(out)
 }
 
 /// `f(a, b)` over two views of one shape, written contiguously.
@@ -48,8 +53,8 @@ pub(crate) fn zip<T: Element>(
     b: &[T],
     lb: &Layout,
     f: impl Fn(T, T) -> T,
-) -> Vec<T> {
-    let mut out = pool::take(la.numel());
+) -> Result<Vec<T>> {
+    let mut out = pool::take(la.numel())?;
     if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
         let (a, b) = (&a[ra], &b[rb]);
         if a.len() <= SMALL {
@@ -57,7 +62,7 @@ pub(crate) fn zip<T: Element>(
         } else {
             out.extend(a.iter().zip(b).map(|(&x, &y)| f(x, y)));
         }
-        return out;
+        return Ok(out);
     }
     let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);
     walk.for_each_run(
@@ -80,7 +85,7 @@ pub(crate) fn zip<T: Element>(
             _ => out.extend((0..len).map(|j| f(a[oa + j * sa], b[ob + j * sb]))),
         },
     );
-    out
+    Ok(out)
 }
 
 /// `a[i] = f(a[i], b[i])` where `la` is contiguous.
@@ -159,7 +164,7 @@ fn mask<T: Element>(c: bool) -> T {
     if c { T::ONE } else { T::ZERO }
 }
 
-pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Vec<T> {
+pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
     match op {
         UnaryOp::Neg => map(a, l, |x| -x),
         UnaryOp::Exp => map(a, l, T::exp),
@@ -245,7 +250,7 @@ pub(crate) fn binary<T: Element>(
     b: &[T],
     lb: &Layout,
     op: BinaryOp,
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     dispatch_binary!(op, zip, a, la, b, lb)
 }
 
@@ -268,13 +273,13 @@ mod tests {
     fn unary_ops_match_std() {
         let l = Layout::contiguous(Shape::from([3]));
         let x = [-1.0f64, 0.5, 2.0];
-        let sig = unary(&x, &l, UnaryOp::Sigmoid);
+        let sig = unary(&x, &l, UnaryOp::Sigmoid).unwrap();
         for (s, v) in sig.iter().zip(x) {
             assert!((s - 1.0 / (1.0 + (-v).exp())).abs() < 1e-15);
         }
-        assert_eq!(unary(&x, &l, UnaryOp::Relu), vec![0.0, 0.5, 2.0]);
+        assert_eq!(unary(&x, &l, UnaryOp::Relu).unwrap(), vec![0.0, 0.5, 2.0]);
         assert_eq!(
-            unary(&x, &l, UnaryOp::PowScalar(3.0)),
+            unary(&x, &l, UnaryOp::PowScalar(3.0)).unwrap(),
             vec![-1.0, 0.125, 8.0]
         );
         // The derivative of gelu matches a central difference.

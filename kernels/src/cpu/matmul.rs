@@ -2,7 +2,7 @@
 //! column strides: transposed and broadcast operands are never copied first.
 
 use crate::walk::Walk;
-use crate::{Element, Layout};
+use crate::{Element, Layout, Result};
 
 /// `dims` is `(batch, m, k, n)` from `check::matmul_dims`, which checked that the
 /// two views agree (same batch axes, inner sizes) and that the result's size fits.
@@ -12,7 +12,7 @@ pub(crate) fn matmul<T: Element>(
     b: &[T],
     lb: &Layout,
     (batch, m, k, n): (usize, usize, usize, usize),
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     let r = la.rank();
     let batch_shape = &la.shape()[..r - 2];
     let total = batch * m * n;
@@ -20,7 +20,7 @@ pub(crate) fn matmul<T: Element>(
         return super::pool::filled(total, T::ZERO);
     }
     // Not zeroed first: gemm writes every element of each block (see below).
-    let mut out = super::pool::take::<T>(total);
+    let mut out = super::pool::take::<T>(total)?;
     let (a_rs, a_cs) = (la.strides()[r - 2] as isize, la.strides()[r - 1] as isize);
     let (b_rs, b_cs) = (lb.strides()[r - 2] as isize, lb.strides()[r - 1] as isize);
     let walk = Walk::new(
@@ -70,5 +70,5 @@ pub(crate) fn matmul<T: Element>(
     // false it sets alpha to 0 and stores without reading the destination), so the
     // blocks initialise elements 0..total.
     unsafe { out.set_len(total) };
-    out
+    Ok(out)
 }

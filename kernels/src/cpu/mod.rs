@@ -5,7 +5,7 @@ mod matmul;
 pub mod pool;
 mod reduce;
 
-use crate::check::{check_axes, check_fits, check_same_shape, matmul_dims};
+use crate::check::{check_axes, check_fits, check_numel, check_same_shape, matmul_dims};
 use crate::walk::Walk;
 use crate::{
     BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
@@ -73,11 +73,30 @@ impl CpuStorage {
     }
 
     /// The elements of the view `l`, in logical order, converted to `T`.
-    pub fn to_vec<T: CpuElement>(&self, l: &Layout) -> Vec<T> {
+    ///
+    /// An error when the view reaches past the buffer ([`KernelError::Layout`]) or
+    /// the result cannot be allocated ([`KernelError::OutOfMemory`]).
+    pub fn to_vec<T: CpuElement>(&self, l: &Layout) -> Result<Vec<T>> {
+        check_fits(self.len(), l)?;
         match self {
             CpuStorage::F32(v) => elementwise::map(v, l, |x| T::from_f64(x as f64)),
             CpuStorage::F64(v) => elementwise::map(v, l, T::from_f64),
         }
+    }
+
+    /// A buffer of `len` elements of `dtype`, element `i` being `f(i)` (converted
+    /// from `f64`, rounding to nearest for `f32`), computed in order from 0.
+    /// [`KernelError::OutOfMemory`] when the buffer cannot be allocated.
+    pub fn from_fn(len: usize, dtype: DType, f: impl FnMut(usize) -> f64) -> Result<Self> {
+        fn build<T: CpuElement>(len: usize, mut f: impl FnMut(usize) -> f64) -> Result<Vec<T>> {
+            let mut v = pool::take(len)?;
+            v.extend((0..len).map(|i| T::from_f64(f(i))));
+            Ok(v)
+        }
+        Ok(match dtype {
+            DType::F32 => CpuStorage::F32(build(len, f)?),
+            DType::F64 => CpuStorage::F64(build(len, f)?),
+        })
     }
 }
 
@@ -106,8 +125,8 @@ impl BackendStorage for CpuStorage {
     fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Self> {
         check_fits(self.len(), l)?;
         Ok(match self {
-            CpuStorage::F32(v) => CpuStorage::F32(elementwise::unary(v, l, op)),
-            CpuStorage::F64(v) => CpuStorage::F64(elementwise::unary(v, l, op)),
+            CpuStorage::F32(v) => CpuStorage::F32(elementwise::unary(v, l, op)?),
+            CpuStorage::F64(v) => CpuStorage::F64(elementwise::unary(v, l, op)?),
         })
     }
 
@@ -116,10 +135,10 @@ impl BackendStorage for CpuStorage {
         check_fits(rhs.len(), rl)?;
         Ok(match (self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(elementwise::binary(a, l, b, rl, op))
+                CpuStorage::F32(elementwise::binary(a, l, b, rl, op)?)
             }
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(elementwise::binary(a, l, b, rl, op))
+                CpuStorage::F64(elementwise::binary(a, l, b, rl, op)?)
             }
             _ => return Err(mismatch(self, rhs)),
         })
@@ -144,9 +163,10 @@ impl BackendStorage for CpuStorage {
     fn reduce(&self, l: &Layout, op: ReduceOp, axes: &[usize]) -> Result<Self> {
         check_fits(self.len(), l)?;
         check_axes(l, axes)?;
+        check_numel("reduce", l)?;
         Ok(match self {
-            CpuStorage::F32(v) => CpuStorage::F32(reduce::reduce(v, l, op, axes)),
-            CpuStorage::F64(v) => CpuStorage::F64(reduce::reduce(v, l, op, axes)),
+            CpuStorage::F32(v) => CpuStorage::F32(reduce::reduce(v, l, op, axes)?),
+            CpuStorage::F64(v) => CpuStorage::F64(reduce::reduce(v, l, op, axes)?),
         })
     }
 
@@ -156,10 +176,10 @@ impl BackendStorage for CpuStorage {
         let dims = matmul_dims(l, rl)?;
         Ok(match (self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(matmul::matmul(a, l, b, rl, dims))
+                CpuStorage::F32(matmul::matmul(a, l, b, rl, dims)?)
             }
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(matmul::matmul(a, l, b, rl, dims))
+                CpuStorage::F64(matmul::matmul(a, l, b, rl, dims)?)
             }
             _ => return Err(mismatch(self, rhs)),
         })
@@ -169,6 +189,7 @@ impl BackendStorage for CpuStorage {
         check_fits(self.len(), l)?;
         check_fits(dst.len(), dl)?;
         check_same_shape("copy", l, dl)?;
+        check_numel("copy", l)?;
         match (self, &mut *dst) {
             (CpuStorage::F32(s), CpuStorage::F32(d)) => copy_into(s, l, d, dl, accumulate),
             (CpuStorage::F64(s), CpuStorage::F64(d)) => copy_into(s, l, d, dl, accumulate),
@@ -178,25 +199,25 @@ impl BackendStorage for CpuStorage {
     }
 
     fn cast(&self, l: &Layout, dtype: DType) -> Result<Self> {
-        check_fits(self.len(), l)?;
         Ok(match dtype {
-            DType::F32 => CpuStorage::F32(self.to_vec(l)),
-            DType::F64 => CpuStorage::F64(self.to_vec(l)),
+            DType::F32 => CpuStorage::F32(self.to_vec(l)?),
+            DType::F64 => CpuStorage::F64(self.to_vec(l)?),
         })
     }
 
     fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Self> {
-        Ok(CpuStorage::filled(len, dtype, value))
+        CpuStorage::filled(len, dtype, value)
     }
 }
 
 impl CpuStorage {
-    /// A buffer of `len` elements, all `value`.
-    pub fn filled(len: usize, dtype: DType, value: f64) -> Self {
-        match dtype {
-            DType::F32 => CpuStorage::F32(pool::filled(len, value as f32)),
-            DType::F64 => CpuStorage::F64(pool::filled(len, value)),
-        }
+    /// A buffer of `len` elements, all `value`; [`KernelError::OutOfMemory`] when it
+    /// cannot be allocated.
+    pub fn filled(len: usize, dtype: DType, value: f64) -> Result<Self> {
+        Ok(match dtype {
+            DType::F32 => CpuStorage::F32(pool::filled(len, value as f32)?),
+            DType::F64 => CpuStorage::F64(pool::filled(len, value)?),
+        })
     }
 }
 
@@ -250,7 +271,7 @@ mod tests {
     #[test]
     fn reduce_to_broadcast_source() {
         // [4,3,5] of ones summed over axes 0 and 2 -> each entry 20.
-        let x = CpuStorage::filled(60, DType::F32, 1.0);
+        let x = CpuStorage::filled(60, DType::F32, 1.0).unwrap();
         let l = Layout::contiguous(Shape::from([4, 3, 5]));
         let s = x.reduce(&l, ReduceOp::Sum, &[0, 2]).unwrap();
         assert_eq!(s, cpu(&[20., 20., 20.]));
@@ -266,7 +287,8 @@ mod tests {
             cpu(&[1., 2., 3.])
         );
         assert_eq!(
-            x.reduce(&l.transpose(0, 1), ReduceOp::Sum, &[1]).unwrap(),
+            x.reduce(&l.transpose(0, 1).unwrap(), ReduceOp::Sum, &[1])
+                .unwrap(),
             cpu(&[5., 7., 9.])
         );
     }
@@ -280,7 +302,9 @@ mod tests {
         assert_eq!(a.matmul(&la, &b, &lb).unwrap(), cpu(&[4., 5., 10., 11.]));
         // (a^T)^T @ b through a transposed view of a stored as [3,2].
         let at = cpu(&[1., 4., 2., 5., 3., 6.]);
-        let lat = Layout::contiguous(Shape::from([3, 2])).transpose(0, 1);
+        let lat = Layout::contiguous(Shape::from([3, 2]))
+            .transpose(0, 1)
+            .unwrap();
         assert_eq!(at.matmul(&lat, &b, &lb).unwrap(), cpu(&[4., 5., 10., 11.]));
     }
 
@@ -289,7 +313,7 @@ mod tests {
         let src = cpu(&[1., 2., 3.]);
         let mut dst = cpu(&[0.]);
         let sl = Layout::contiguous(Shape::from([3]));
-        let dl = Layout::new(Shape::from([3]), &[0], 0);
+        let dl = Layout::new(Shape::from([3]), &[0], 0).unwrap();
         src.copy_into(&sl, &mut dst, &dl, true).unwrap();
         assert_eq!(dst, cpu(&[6.]));
     }
@@ -315,13 +339,81 @@ mod tests {
         // [2^32, 1] @ [1, 2^32], both broadcast from one element: 2^64 results.
         let huge = 1usize << 32;
         let (x, y) = (cpu(&[2.0]), cpu(&[3.0]));
-        let lx = Layout::new(Shape::from([huge, 1]), &[0, 0], 0);
-        let ly = Layout::new(Shape::from([1, huge]), &[0, 0], 0);
+        let lx = Layout::new(Shape::from([huge, 1]), &[0, 0], 0).unwrap();
+        let ly = Layout::new(Shape::from([1, huge]), &[0, 0], 0).unwrap();
         assert!(x.matmul(&lx, &y, &ly).is_err());
         // A view whose last index overflows usize: (3 - 1) * 2^63 wraps to 0.
-        let wrapping = Layout::new(Shape::from([2, 3]), &[1, 1 << 63], 0);
+        let wrapping = Layout::new(Shape::from([2, 3]), &[1, 1 << 63], 0).unwrap();
         assert!(a.matmul(&wrapping, &b, &c(&[3, 1])).is_err());
         assert!(a.unary(&wrapping, UnaryOp::Exp).is_err());
+    }
+
+    /// Item 12 (round 2): `to_vec` read the view without checking that it fits the
+    /// buffer (an index out of bounds).
+    #[test]
+    fn item12_cpu_to_vec_of_a_view_past_the_buffer_is_an_error() {
+        let x = cpu(&[1., 2.]);
+        let e = x
+            .to_vec::<f64>(&Layout::contiguous(Shape::from([3])))
+            .unwrap_err();
+        assert!(matches!(e, KernelError::Layout(_)), "{e}");
+        assert!(e.to_string().contains("buffer of 2 elements"), "{e}");
+        let strided = Layout::new(Shape::from([2]), &[2], 0).unwrap();
+        assert!(x.to_vec::<f32>(&strided).is_err());
+        assert_eq!(
+            x.to_vec::<f64>(&Layout::contiguous(Shape::from([2])))
+                .unwrap(),
+            [1.0, 2.0]
+        );
+    }
+
+    /// Item 10 (round 2): every output buffer of the CPU backend was allocated
+    /// infallibly, so a result too large for the machine aborted the process.
+    #[test]
+    fn item10_cpu_outputs_too_large_to_allocate_are_errors() {
+        let oom = |r: Result<CpuStorage>| match r {
+            Err(KernelError::OutOfMemory { bytes }) => bytes,
+            other => panic!("expected OutOfMemory, got {other:?}"),
+        };
+        // 2^46 f32 elements, 256 TiB: no machine running these tests has that.
+        let n = 1usize << 46;
+        assert_eq!(oom(CpuStorage::filled(n, DType::F32, 0.0)), 1 << 48);
+        assert_eq!(
+            oom(CpuStorage::from_fn(n, DType::F64, |i| i as f64)),
+            1 << 49
+        );
+        let one = cpu(&[1.0]);
+        assert_eq!(oom(one.filled_like(n, DType::F32, 1.0)), 1 << 48);
+        // [2^23, 1] + [1, 2^23], both broadcast from one element.
+        let side = 1usize << 23;
+        let row = Layout::new(Shape::from([side, side]), &[0, 0], 0).unwrap();
+        assert!(check_fits(1, &row).is_ok());
+        assert_eq!(oom(one.binary(&row, &one, &row, BinaryOp::Add)), 1 << 48);
+        assert_eq!(oom(one.unary(&row, UnaryOp::Exp)), 1 << 48);
+        assert_eq!(oom(one.cast(&row, DType::F64)), 1 << 49);
+        assert_eq!(oom(one.reduce(&row, ReduceOp::Max, &[])), 1 << 48);
+        let (a, b) = (
+            Layout::new(Shape::from([side, 1]), &[0, 0], 0).unwrap(),
+            Layout::new(Shape::from([1, side]), &[0, 0], 0).unwrap(),
+        );
+        assert_eq!(oom(one.matmul(&a, &one, &b)), 1 << 48);
+        assert!(one.to_vec::<f32>(&row).is_err());
+        // Sums over the broadcast axes need no large buffer and still work.
+        assert_eq!(
+            one.reduce(&row, ReduceOp::Sum, &[0, 1]).unwrap(),
+            cpu(&[(1u64 << 46) as f32])
+        );
+    }
+
+    /// A copy between broadcast views whose element count overflows `usize` is an
+    /// error (its walk could not count the elements).
+    #[test]
+    fn copies_of_views_whose_element_count_overflows_are_errors() {
+        let src = cpu(&[1.0]);
+        let mut dst = cpu(&[0.0]);
+        let huge = Layout::new(Shape::from([1 << 40, 1 << 40]), &[0, 0], 0).unwrap();
+        assert!(src.copy_into(&huge, &mut dst, &huge, true).is_err());
+        assert!(src.reduce(&huge, ReduceOp::Sum, &[0, 1]).is_err());
     }
 
     #[test]

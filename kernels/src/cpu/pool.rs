@@ -15,7 +15,7 @@
 //! says how much the calling thread holds; [`clear_cache`] frees it.
 
 use super::CpuStorage;
-use crate::Element;
+use crate::{Element, KernelError, Result};
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,7 +54,7 @@ impl<T> Buckets<T> {
     }
 
     /// Keeps `v`, or hands it back when there is no room for another capacity.
-    fn put(&mut self, v: Vec<T>) -> Result<(), Vec<T>> {
+    fn put(&mut self, v: Vec<T>) -> std::result::Result<(), Vec<T>> {
         let cap = v.capacity();
         if let Some((_, list)) = self.lists.iter_mut().find(|(c, _)| *c == cap) {
             list.push(v);
@@ -92,11 +92,12 @@ thread_local! {
 }
 
 /// An empty vector with room for `len` elements: a cached buffer of exactly that
-/// capacity when the thread has one, else a fresh allocation.
+/// capacity when the thread has one, else a fresh allocation ([`alloc`]); an error
+/// when the allocator cannot provide one.
 #[inline]
-pub(crate) fn take<T: Element>(len: usize) -> Vec<T> {
+pub(crate) fn take<T: Element>(len: usize) -> Result<Vec<T>> {
     if len == 0 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let mut slot: Option<Vec<T>> = None;
     let _ = CACHE.try_with(|c| {
@@ -117,17 +118,37 @@ pub(crate) fn take<T: Element>(len: usize) -> Vec<T> {
     match slot {
         Some(mut v) => {
             v.clear();
-            v
+            Ok(v)
         }
-        None => Vec::with_capacity(len),
+        None => alloc(len),
+    }
+}
+
+/// A fresh, empty vector with room for `len` elements, allocated fallibly: an
+/// allocation the system refuses (or a size in bytes past `isize::MAX`) is
+/// [`KernelError::OutOfMemory`], not an abort. Every CPU output buffer comes from
+/// here (through [`take`]).
+pub(crate) fn alloc<T>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    match v.try_reserve_exact(len) {
+        Ok(()) => Ok(v),
+        Err(_) => Err(out_of_memory::<T>(len)),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_memory<T>(len: usize) -> KernelError {
+    KernelError::OutOfMemory {
+        bytes: len.saturating_mul(size_of::<T>()),
     }
 }
 
 /// `len` copies of `value` in a buffer from [`take`].
-pub(crate) fn filled<T: Element>(len: usize, value: T) -> Vec<T> {
-    let mut v = take(len);
+pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<Vec<T>> {
+    let mut v = take(len)?;
     v.resize(len, value);
-    v
+    Ok(v)
 }
 
 fn keep<T>(v: Vec<T>, buckets: impl FnOnce(&mut Cache) -> &mut Buckets<T>) {
@@ -194,16 +215,16 @@ mod tests {
     #[test]
     fn a_recycled_buffer_is_handed_out_again_for_the_same_size() {
         clear_cache();
-        let v: Vec<f32> = filled(1000, 1.5);
+        let v: Vec<f32> = filled(1000, 1.5).unwrap();
         let p = v.as_ptr();
         recycle(CpuStorage::F32(v));
         assert_eq!(cached_bytes(), 4000);
-        let w: Vec<f32> = take(1000);
+        let w: Vec<f32> = take(1000).unwrap();
         assert_eq!((w.as_ptr(), w.len(), w.capacity()), (p, 0, 1000));
         assert_eq!(cached_bytes(), 0);
         // Another size or element type does not get it.
         recycle(CpuStorage::F32(w));
-        let (other_len, other_type) = (take::<f32>(999), take::<f64>(1000));
+        let (other_len, other_type) = (take::<f32>(999).unwrap(), take::<f64>(1000).unwrap());
         assert_ne!(other_len.as_ptr(), p);
         assert_ne!(other_type.as_ptr() as *const f32, p);
         assert_eq!(cached_bytes(), 4000);
@@ -215,7 +236,7 @@ mod tests {
     fn filled_buffers_never_show_old_values() {
         clear_cache();
         recycle(CpuStorage::F64(vec![7.0; 64]));
-        assert_eq!(filled(64, 0.0f64), vec![0.0; 64]);
+        assert_eq!(filled(64, 0.0f64).unwrap(), vec![0.0; 64]);
     }
 
     #[test]
@@ -229,5 +250,19 @@ mod tests {
         assert!(cached_bytes() <= limit);
         assert!(cached_bytes() >= 2 * big);
         clear_cache();
+    }
+
+    /// Item 10 (round 2): buffers were allocated with `Vec::with_capacity`, which
+    /// aborts the process when the allocator refuses; now the refusal is an error.
+    #[test]
+    fn item10_an_allocation_the_system_refuses_is_an_error() {
+        // 2^46 f32 = 256 TiB: more than this machine (or any test machine) has.
+        let e = take::<f32>(1 << 46).unwrap_err();
+        assert_eq!(e, KernelError::OutOfMemory { bytes: 1 << 48 });
+        assert!(e.to_string().contains("281474976710656 bytes"), "{e}");
+        assert!(filled::<f64>(1 << 45, 0.0).is_err());
+        // A size in bytes past isize::MAX is refused the same way (was a panic).
+        let e = alloc::<f64>(usize::MAX / 4).unwrap_err();
+        assert_eq!(e, KernelError::OutOfMemory { bytes: usize::MAX });
     }
 }

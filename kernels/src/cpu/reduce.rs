@@ -2,7 +2,7 @@
 
 use super::pool;
 use crate::walk::Walk;
-use crate::{Element, Layout, ReduceOp, Shape};
+use crate::{Element, Layout, ReduceOp, Result, Shape};
 
 /// Elements summed per block in `T` before the block total is added in `f64`:
 /// keeps long f32 sums accurate without giving up the vectorised inner loop.
@@ -49,12 +49,12 @@ fn reduce_with<T: Element>(
     init: T,
     combine: impl Fn(T, T) -> T,
     run: impl Fn(&[T], usize, usize, usize) -> T,
-) -> Vec<T> {
+) -> Result<Vec<T>> {
     let mut out_shape = l.shape().clone();
     for &ax in axes {
         out_shape.dims_mut()[ax] = 1;
     }
-    let mut out = pool::filled(out_shape.numel(), init);
+    let mut out = pool::filled(out_shape.numel(), init)?;
     let mut out_strides = out_shape.contiguous_strides();
     for &ax in axes {
         out_strides[ax] = 0;
@@ -75,19 +75,27 @@ fn reduce_with<T: Element>(
             }
         }
     });
-    out
+    Ok(out)
 }
 
-pub(crate) fn reduce<T: Element>(a: &[T], l: &Layout, op: ReduceOp, axes: &[usize]) -> Vec<T> {
+/// The caller checked that the view fits its buffer, that every axis is one of its
+/// axes, and that its element count does not overflow.
+pub(crate) fn reduce<T: Element>(
+    a: &[T],
+    l: &Layout,
+    op: ReduceOp,
+    axes: &[usize],
+) -> Result<Vec<T>> {
     match op {
         ReduceOp::Sum => {
             // Summing over an axis the input repeats (stride 0, a broadcast gradient)
             // adds the same values `n` times: sum the rest once and scale by `n`.
+            // (Saturating: with an axis of size 0 elsewhere the product of the
+            // others may overflow, and the sum is empty anyway.)
             let repeated: usize = axes
                 .iter()
                 .filter(|&&ax| l.strides()[ax] == 0)
-                .map(|&ax| l.shape()[ax])
-                .product();
+                .fold(1, |n, &ax| n.saturating_mul(l.shape()[ax]));
             if repeated > 1 {
                 let shape: Shape = (0..l.rank())
                     .map(|ax| {
@@ -98,11 +106,11 @@ pub(crate) fn reduce<T: Element>(a: &[T], l: &Layout, op: ReduceOp, axes: &[usiz
                         }
                     })
                     .collect();
-                let rest = Layout::new(shape, l.strides(), l.offset());
-                let mut out = sum(a, &rest, axes);
+                let rest = Layout::new(shape, l.strides(), l.offset())?;
+                let mut out = sum(a, &rest, axes)?;
                 let n = T::from_f64(repeated as f64);
                 out.iter_mut().for_each(|o| *o = *o * n);
-                return out;
+                return Ok(out);
             }
             sum(a, l, axes)
         }
@@ -115,7 +123,7 @@ pub(crate) fn reduce<T: Element>(a: &[T], l: &Layout, op: ReduceOp, axes: &[usiz
     }
 }
 
-fn sum<T: Element>(a: &[T], l: &Layout, axes: &[usize]) -> Vec<T> {
+fn sum<T: Element>(a: &[T], l: &Layout, axes: &[usize]) -> Result<Vec<T>> {
     reduce_with(
         a,
         l,
@@ -144,7 +152,8 @@ mod tests {
             &Layout::contiguous(Shape::from([n])),
             ReduceOp::Sum,
             &[0],
-        );
+        )
+        .unwrap();
         let exact = 0.1f32 as f64 * n as f64;
         assert!(
             ((s[0] as f64) - exact).abs() / exact < 1e-6,
@@ -161,15 +170,15 @@ mod tests {
             .broadcast_to(&Shape::from([2048, 3]))
             .unwrap();
         assert_eq!(
-            reduce(&v, &l, ReduceOp::Sum, &[0]),
+            reduce(&v, &l, ReduceOp::Sum, &[0]).unwrap(),
             vec![2048.0, 1024.0, -4096.0]
         );
         // A scalar broadcast to [4, 5] and summed over everything, or over one axis.
-        let l = Layout::new(Shape::from([4, 5]), &[0, 0], 1);
-        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[0, 1]), vec![10.0]);
-        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[1]), vec![2.5; 4]);
+        let l = Layout::new(Shape::from([4, 5]), &[0, 0], 1).unwrap();
+        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[0, 1]).unwrap(), vec![10.0]);
+        assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[1]).unwrap(), vec![2.5; 4]);
         // Max over a broadcast axis is unaffected.
-        assert_eq!(reduce(&v, &l, ReduceOp::Max, &[0]), vec![0.5; 5]);
+        assert_eq!(reduce(&v, &l, ReduceOp::Max, &[0]).unwrap(), vec![0.5; 5]);
     }
 
     #[test]
@@ -180,7 +189,8 @@ mod tests {
             &Layout::contiguous(Shape::from([3])),
             ReduceOp::Max,
             &[0],
-        );
+        )
+        .unwrap();
         assert!(s[0].is_nan());
     }
 }

@@ -218,10 +218,21 @@ impl CudaStorage {
             } else {
                 let s = self.slice::<T>()?;
                 let view = s.slice(l.offset()..l.offset() + n);
+                // The host buffer is allocated fallibly (`clone_dtoh` would abort
+                // when the host cannot hold it), then filled as `clone_dtoh` does.
+                let mut v = crate::cpu::pool::alloc::<T>(n)?;
+                // SAFETY: `v` has capacity n; the copy below writes all n elements
+                // before anything reads them (an error drops `v` without reading),
+                // exactly as cudarc's own `clone_dtoh` does.
+                #[allow(clippy::uninit_vec)]
+                unsafe {
+                    v.set_len(n)
+                };
                 self.device
                     .stream()
-                    .clone_dtoh(&view)
-                    .map_err(|e| driver_error("copy to the host", e))?
+                    .memcpy_dtoh(&view, &mut v)
+                    .map_err(|e| driver_error("copy to the host", e))?;
+                v
             };
             self.device.synchronize()?;
             Ok(T::cpu(v))
