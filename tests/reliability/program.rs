@@ -290,9 +290,9 @@ impl Machine {
     fn thread_exit_with_a_deep_graph(&mut self, r: &mut Reader) {
         let (b, depth) = (r.byte(), r.byte());
         let Some(x) = self.slot(b) else { return };
-        let depth = 1000 + 8 * depth as usize; // a recursive drop overflows 128 KiB
+        let depth = 600 + 4 * depth as usize; // a recursive drop overflows 64 KiB
         let handle = std::thread::Builder::new()
-            .stack_size(128 * 1024)
+            .stack_size(64 * 1024)
             .spawn(move || {
                 KEEP.with(|k| *k.borrow_mut() = Some(Tensor::scalar(0.0f32)));
                 let Ok(first) = x.exp() else { return };
