@@ -9,6 +9,7 @@
 pub mod anomaly;
 mod assign;
 mod backward;
+pub mod cases;
 pub mod compute;
 mod device;
 mod dot;
@@ -19,6 +20,7 @@ mod graph;
 pub mod memory;
 mod op;
 mod operators;
+pub mod primitives;
 pub mod random;
 mod registry;
 mod storage;
@@ -39,7 +41,6 @@ pub use op::{
     BackwardContext, BackwardFn, Differentiable, Grads, InputSpec, IntoGrad, OpEntry, Registration,
     apply, grad_if,
 };
-pub use operators::{StdOps, std_ops};
 pub use registry::{OpRegistry, registry};
 pub use storage::Storage;
 pub use tensor::{StorageRef, Tensor, TensorId, WeakTensor};

@@ -5,7 +5,6 @@ use crate::graph::{ComputationGraph, NodeInput};
 use crate::{Error, Result, Shape, Tensor};
 use smallvec::SmallVec;
 use std::any::Any;
-use std::cell::Cell;
 use std::panic::Location;
 
 /// Gradients returned by an op's backward: one slot per tensor input, in order;
@@ -234,10 +233,7 @@ pub fn grad_if(needed: bool, f: impl FnOnce() -> Result<Tensor>) -> Result<Optio
 /// `#[differentiable]` is a call of this.
 #[track_caller]
 pub fn apply<O: Differentiable>(op: O, inputs: &[&Tensor]) -> Result<Tensor> {
-    let location = match CALLER.try_with(Cell::take).ok().flatten() {
-        Some(operator_call) => operator_call,
-        None => Location::caller(),
-    };
+    let location = Location::caller();
     let entry = O::ENTRY;
     if inputs.len() != entry.inputs.len() {
         return Err(arity_error(entry.name, entry.inputs.len(), inputs.len()));
@@ -247,32 +243,6 @@ pub fn apply<O: Differentiable>(op: O, inputs: &[&Tensor]) -> Result<Tensor> {
         op.forward(inputs).map_err(|e| e.in_op(entry.name))?
     };
     Ok(ComputationGraph::record_at(op, inputs, output, location))
-}
-
-thread_local! {
-    /// Where the user wrote the operator (`&a * &b`) whose op `apply` runs next.
-    static CALLER: Cell<Option<&'static Location<'static>>> = const { Cell::new(None) };
-}
-
-/// Makes the next [`apply`] on this thread record `location` as its call site, until
-/// dropped. Operators call their op through a function pointer, which loses
-/// `#[track_caller]`'s location; they pass theirs this way.
-pub(crate) struct CallerGuard {
-    previous: Option<&'static Location<'static>>,
-}
-
-impl CallerGuard {
-    pub(crate) fn set(location: &'static Location<'static>) -> CallerGuard {
-        CallerGuard {
-            previous: CALLER.with(|c| c.replace(Some(location))),
-        }
-    }
-}
-
-impl Drop for CallerGuard {
-    fn drop(&mut self) {
-        let _ = CALLER.try_with(|c| c.set(self.previous));
-    }
 }
 
 /// The error for a registry call with the wrong number of inputs.

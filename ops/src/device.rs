@@ -45,7 +45,7 @@ pub mod transfer {
     pub fn check_cases() -> Vec<CheckCase> {
         let x = Rng::new(51)
             .uniform([2, 3], -1.0, 1.0, DType::F64)
-            .unwrap_or_else(|_| crate::cases::fallback(&[2, 3], 1.0));
+            .unwrap_or_else(|_| autograd_core::cases::fallback(&[2, 3], 1.0));
         // Onto the device the input already lives on (whichever that is), so the
         // case runs anywhere; the GPU tests cover the moves between devices.
         vec![CheckCase::new("to_device (same device)", vec![x], |x| {

@@ -30,7 +30,6 @@
 #![warn(missing_docs)]
 
 mod arith;
-mod cases;
 mod device;
 mod ext;
 mod linalg;
@@ -40,6 +39,7 @@ mod shape;
 mod unary;
 
 pub use arith::*;
+pub use autograd_core::primitives::*;
 pub use device::*;
 pub use ext::TensorExt;
 pub use linalg::*;
@@ -48,21 +48,7 @@ pub use reduce::*;
 pub use shape::*;
 pub use unary::*;
 
-use autograd_core::{Error, OpRegistry, Result, StdOps, registry};
-
-autograd_core::__private::inventory::submit! {
-    StdOps {
-        add,
-        sub,
-        mul,
-        div,
-        neg,
-        add_scalar,
-        mul_scalar,
-        div_scalar,
-        sum_to_shape: |x, shape| sum_to_shape(x, shape.clone()),
-    }
-}
+use autograd_core::{Error, OpRegistry, Result, registry};
 
 /// Every op this crate defines. [`init`] checks that all of them reached the
 /// registry; a test checks this list against the registry.
@@ -122,7 +108,6 @@ pub const STANDARD_OPS: &[&str] = &[
 /// a crate nobody references is not linked, and its registrations would vanish.
 pub fn init() -> Result<&'static OpRegistry> {
     let reg = registry()?;
-    autograd_core::std_ops()?;
     let missing: Vec<&str> = STANDARD_OPS
         .iter()
         .copied()

@@ -35,7 +35,7 @@ pub mod matmul {
         let mut rng = Rng::new(41);
         let mut t = |s: &[usize]| {
             rng.uniform(s, -1.0, 1.0, DType::F64)
-                .unwrap_or_else(|_| crate::cases::fallback(s, 0.0))
+                .unwrap_or_else(|_| autograd_core::cases::fallback(s, 0.0))
         };
         vec![
             CheckCase::new("matmul [2,3] @ [3,4]", vec![t(&[2, 3]), t(&[3, 4])], |x| {

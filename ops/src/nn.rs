@@ -1,7 +1,8 @@
 //! Neural-network ops: softmax, log-softmax and the usual losses.
 
 use crate::reduce::stable_max;
-use crate::{cases, exp, mul, mul_scalar, neg, sub, sum};
+use crate::{exp, mul, mul_scalar, neg, sub, sum};
+use autograd_core::cases;
 use autograd_core::{
     BinaryOp, CheckCase, Error, ReduceOp, Result, Tensor, UnaryOp, compute, grad_if,
 };

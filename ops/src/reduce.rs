@@ -1,7 +1,8 @@
 //! Reductions. Each takes one `axis` (negative counts from the end) and `keepdim`
 //! (keep the reduced axis with size 1); `sum_all` and `mean_all` reduce everything.
 
-use crate::{broadcast_to, cases, exp, mul, mul_scalar, reshape, sub};
+use crate::{broadcast_to, exp, mul, mul_scalar, reshape, sub};
+use autograd_core::cases;
 use autograd_core::{
     BinaryOp, CheckCase, DType, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
 };

@@ -1,7 +1,7 @@
 //! Ops that change shape. Forward passes are views of the input's storage where
 //! possible; the engine's central broadcast reduction is [`sum_to_shape`](mod@sum_to_shape).
 
-use crate::cases;
+use autograd_core::cases;
 use autograd_core::{CheckCase, Error, Result, Shape, Tensor, compute};
 use autograd_macros::differentiable;
 
@@ -38,74 +38,6 @@ pub mod reshape {
             "reshape [2,3] -> [3,2]",
             vec![input(21, &[2, 3])],
             |x| reshape(&x[0], Shape::from([3, 2])),
-        )]
-    }
-}
-
-/// `x` repeated along new leading axes and axes of size 1, to `shape`.
-#[differentiable(crate = ::autograd_core)]
-pub mod broadcast_to {
-    use super::*;
-
-    /// The target shape.
-    #[derive(Clone, Debug)]
-    pub struct BroadcastTo {
-        /// The target shape; `x`'s shape must broadcast to it.
-        pub shape: Shape,
-    }
-
-    /// A view with stride 0 on the repeated axes (nothing is copied). An error when
-    /// `x`'s shape does not broadcast to `shape`.
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        compute::broadcast_to(x, self.shape.clone())
-    }
-
-    /// `grad` summed over the repeated axes, back to `x`'s shape.
-    pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
-        sum_to_shape(grad, x_shape.clone())
-    }
-
-    /// Gradcheck input: a `[3, 1]` tensor broadcast to `[2, 3, 4]` (a new leading axis
-    /// and a stretched one).
-    pub fn check_cases() -> Vec<CheckCase> {
-        vec![CheckCase::new(
-            "broadcast_to [3,1] -> [2,3,4]",
-            vec![input(22, &[3, 1])],
-            |x| broadcast_to(&x[0], Shape::from([2, 3, 4])),
-        )]
-    }
-}
-
-/// Sums `x` down to `shape`, which must broadcast to `x`'s shape: the reduction the
-/// engine applies to every gradient of a broadcast input.
-#[differentiable(crate = ::autograd_core)]
-pub mod sum_to_shape {
-    use super::*;
-
-    /// The target shape.
-    #[derive(Clone, Debug)]
-    pub struct SumToShape {
-        /// The target shape; it must broadcast to `x`'s shape.
-        pub shape: Shape,
-    }
-
-    /// `x` summed over the axes that `shape` lacks or has as 1. An error when `shape`
-    /// does not broadcast to `x`'s shape.
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        compute::sum_to_shape(x, &self.shape)
-    }
-
-    /// `grad` broadcast back to `x`'s shape.
-    pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
-        broadcast_to(grad, x_shape.clone())
-    }
-
-    /// Gradcheck input: a `[4, 3, 5]` tensor summed to `[3, 1]`.
-    pub fn check_cases() -> Vec<CheckCase> {
-        vec![CheckCase::new(
-            "sum_to_shape [4,3,5] -> [3,1]",
-            vec![input(23, &[4, 3, 5])],
-            |x| sum_to_shape(&x[0], Shape::from([3, 1])),
         )]
     }
 }

@@ -1,6 +1,7 @@
 //! Elementwise functions of one tensor.
 
-use crate::{add, add_scalar, cases, div, mul, mul_scalar, neg};
+use crate::{add, add_scalar, div, mul, mul_scalar, neg};
+use autograd_core::cases;
 use autograd_core::{CheckCase, Result, Tensor, UnaryOp, compute, is_grad_enabled};
 use autograd_macros::differentiable;
 

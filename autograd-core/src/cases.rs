@@ -1,28 +1,31 @@
-//! Inputs for the check cases the ops supply to the registry-wide gradient checks.
+//! Building blocks for an op's `check_cases`: deterministic inputs, and cases for
+//! unary and elementwise binary functions (the registry-wide gradient checks run
+//! them for every op that supplies them).
 
-use autograd_core::{CheckCase, DType, Result, Tensor, random::Rng};
+use crate::random::Rng;
+use crate::{CheckCase, DType, Result, Tensor};
 
 /// A deterministic f64 tensor, uniform in `[lo, hi)`.
-pub(crate) fn uniform(seed: u64, shape: &[usize], lo: f64, hi: f64) -> Tensor {
+pub fn uniform(seed: u64, shape: &[usize], lo: f64, hi: f64) -> Tensor {
     Rng::new(seed)
         .uniform(shape, lo, hi, DType::F64)
         .unwrap_or_else(|_| fallback(shape, 0.0))
 }
 
 /// A tensor of the given values (a fixed f64 constant in the check cases).
-pub(crate) fn values(v: &[f64], shape: &[usize]) -> Tensor {
+pub fn values(v: &[f64], shape: &[usize]) -> Tensor {
     Tensor::from_slice(v, shape).unwrap_or_else(|_| fallback(shape, 0.0))
 }
 
 /// The input of a check case whose constructor failed (only out of memory, for
 /// these few elements): `value` everywhere, or a scalar if even that cannot be
 /// allocated, which the check then reports as a wrong shape; never a panic.
-pub(crate) fn fallback(shape: &[usize], value: f64) -> Tensor {
+pub fn fallback(shape: &[usize], value: f64) -> Tensor {
     Tensor::full(shape, value, DType::F64).unwrap_or_else(|_| Tensor::scalar(value))
 }
 
 /// One case for a function of one tensor.
-pub(crate) fn unary(
+pub fn unary(
     label: impl Into<String>,
     x: Tensor,
     f: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
@@ -32,7 +35,7 @@ pub(crate) fn unary(
 
 /// Cases for an elementwise binary op: same shapes, one operand broadcast, and both
 /// broadcast. `a` is drawn from `ra`, `b` from `rb`.
-pub(crate) fn binary(
+pub fn binary(
     name: &str,
     f: fn(&Tensor, &Tensor) -> Result<Tensor>,
     ra: (f64, f64),
