@@ -115,19 +115,14 @@ impl Tensor {
                     return source.copy_into(value.layout(), storage, &inner.layout, false);
                 }
                 // Shared: this handle becomes a new tensor with the new values.
-                let holds_slot = match &autograd {
-                    Autograd::Leaf(slot) if self.0.holds_slot => {
-                        slot.hold();
-                        true
-                    }
-                    _ => false,
-                };
+                // (Never the tensor owning a gradient slot: that one is a parameter,
+                // whose storage is a `Param` slot.)
                 *self = Tensor::from_inner(TensorInner {
                     id: crate::TensorId::next(),
                     storage: StorageSlot::Fixed(source),
                     layout: value.layout().clone(),
                     autograd,
-                    holds_slot,
+                    holds_slot: false,
                 });
                 Ok(())
             }

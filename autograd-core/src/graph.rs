@@ -15,49 +15,45 @@ use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-/// Where a leaf that requires grad accumulates its gradient. Shared by every handle
-/// of the leaf and by the nodes that consume it, so gradients reach whichever handle
-/// the caller holds.
+/// Where a leaf that requires grad accumulates its gradient. Shared by the leaf and
+/// by the nodes that consume it (and the copies of the leaf they save).
+///
+/// Ownership: the slot belongs to the one tensor the user holds. Every handle of a
+/// parameter is a clone of one `TensorInner` (the only one with
+/// `TensorInner::holds_slot`), so when that inner goes, nobody can read the
+/// gradient any more: the slot is orphaned and lets its gradient go. That also
+/// breaks the cycle a `create_graph` backward leaves (slot -> recorded gradient ->
+/// its nodes -> saved copies -> slot), which no reference count could.
 pub(crate) struct GradSlot {
     grad: Mutex<Option<Tensor>>,
-    /// Leaf tensors the user can read the gradient through (`TensorInner::holds_slot`;
-    /// the copies that nodes save do not count). At 0 nobody can read it any more,
-    /// and the slot lets it go.
-    handles: AtomicUsize,
+    /// Set once the tensor owning the slot is gone.
+    orphaned: AtomicBool,
 }
 
 impl GradSlot {
-    /// A slot held by one leaf tensor.
+    /// A slot owned by one leaf tensor.
     pub(crate) fn held() -> Arc<GradSlot> {
         Arc::new(GradSlot {
             grad: Mutex::new(None),
-            handles: AtomicUsize::new(1),
+            orphaned: AtomicBool::new(false),
         })
     }
 
-    /// One more leaf tensor holds the slot (one of them is alive while this runs).
-    pub(crate) fn hold(&self) {
-        self.handles.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// A leaf tensor holding the slot is gone; the last one clears the gradient,
-    /// which also breaks the cycle `backward(create_graph)` leaves (slot -> recorded
-    /// gradient -> its nodes -> slot). The count drops before the slot is locked, so
-    /// a pass that stores a gradient with the slot locked either stores it before
-    /// this clear or sees the slot orphaned.
+    /// The tensor owning the slot is gone: the gradient goes too. The flag is set
+    /// before the slot is locked, so a pass that stores a gradient with the slot
+    /// locked either stores it before this clear or sees the slot orphaned.
     pub(crate) fn release(&self) {
-        if self.handles.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.clear();
-        }
+        self.orphaned.store(true, Ordering::Release);
+        self.clear();
     }
 
-    /// True once no leaf tensor holds the slot: a gradient stored here could never
-    /// be read. Read it with the slot locked (see `release`).
+    /// True once the tensor owning the slot is gone: a gradient stored here could
+    /// never be read. Read it with the slot locked (see `release`).
     pub(crate) fn is_orphaned(&self) -> bool {
-        self.handles.load(Ordering::Acquire) == 0
+        self.orphaned.load(Ordering::Acquire)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Tensor>> {

@@ -145,7 +145,7 @@ pub(crate) struct TensorInner {
     pub(crate) storage: StorageSlot,
     pub(crate) layout: Layout,
     pub(crate) autograd: Autograd,
-    /// A leaf the user holds, counted in its slot's handles (false for the copies of
+    /// The leaf owning its gradient slot (see `GradSlot`; false for the copies of
     /// a leaf that nodes save: see [`Tensor::for_saving`]).
     pub(crate) holds_slot: bool,
 }
