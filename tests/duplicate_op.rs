@@ -25,7 +25,10 @@ fn an_op_name_defined_in_two_crates_is_an_error_naming_both() {
     assert_eq!(*name, "mul");
     let mut both = [*first, *second];
     both.sort();
-    assert_eq!(both, ["autograd_core::primitives::mul", "dup_op_crate::my_mul"]);
+    assert_eq!(
+        both,
+        ["autograd_core::primitives::mul", "dup_op_crate::my_mul"]
+    );
     let msg = err.to_string();
     assert!(
         msg.contains("autograd_core::primitives::mul") && msg.contains("dup_op_crate::my_mul"),

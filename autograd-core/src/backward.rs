@@ -502,13 +502,10 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         }
     }
     if grads.len() != node.inputs.len() {
-        return Err(Error::InvalidArgument {
+        return Err(Error::GradientCount {
             op: name,
-            msg: format!(
-                "backward returned {} gradients for {} inputs",
-                grads.len(),
-                node.inputs.len()
-            ),
+            expected: node.inputs.len(),
+            got: grads.len(),
         });
     }
     for (i, (input, slot)) in node.inputs.iter().zip(grads.iter_mut()).enumerate() {
@@ -517,15 +514,13 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         }
         let Some(grad) = slot else { continue };
         if grad.dtype() != input.dtype || grad.device() != input.device {
-            return Err(Error::InvalidArgument {
+            return Err(Error::GradientKind {
                 op: name,
-                msg: format!(
-                    "backward returned a {} gradient on {} for input {i}, which is {} on {}",
-                    grad.dtype(),
-                    grad.device(),
-                    input.dtype,
-                    input.device
-                ),
+                input: i,
+                dtype: input.dtype,
+                device: input.device,
+                got_dtype: grad.dtype(),
+                got_device: grad.device(),
             });
         }
         if grad.shape() != &input.shape {

@@ -100,9 +100,90 @@ pub enum Error {
         second: &'static str,
     },
 
-    /// The op registry holds nothing (or lacks the standard ops).
-    #[error("{0}")]
-    Registry(String),
+    /// The op registry holds nothing: no crate defining ops is linked.
+    #[error(
+        "the op registry is empty: no crate defining ops with #[differentiable] is linked; call \
+         `autograd::init()` (or reference your op crate) before using the registry"
+    )]
+    EmptyRegistry,
+
+    /// Standard ops are missing from the registry: the op library was not fully linked.
+    #[error(
+        "the op registry lacks standard ops {missing:?}: the op library was not fully linked; \
+         call `autograd::init()` at start-up"
+    )]
+    MissingStandardOps {
+        /// The names not registered.
+        missing: Vec<&'static str>,
+    },
+
+    /// An op called (through the registry or `ComputationGraph::record`) with the
+    /// wrong number of tensor inputs.
+    #[error("`{op}` takes {expected} tensor input{s}, got {got}", s = if *expected == 1 { "" } else { "s" })]
+    Arity {
+        /// The op.
+        op: &'static str,
+        /// Its number of tensor inputs.
+        expected: usize,
+        /// The number given.
+        got: usize,
+    },
+
+    /// An op's backward returned a number of gradients other than its inputs'.
+    #[error(
+        "backward of `{op}` returned {got} gradients for {expected} inputs; fix the op's backward"
+    )]
+    GradientCount {
+        /// The op whose backward is wrong.
+        op: &'static str,
+        /// Its number of tensor inputs.
+        expected: usize,
+        /// The number of gradients returned.
+        got: usize,
+    },
+
+    /// An op's backward returned a gradient of another dtype or device than its input.
+    #[error(
+        "backward of `{op}` returned a {got_dtype} gradient on {got_device} for input {input}, \
+         which is {dtype} on {device}; fix the op's backward"
+    )]
+    GradientKind {
+        /// The op whose backward is wrong.
+        op: &'static str,
+        /// Position of the input among the op's tensor inputs (from 0).
+        input: usize,
+        /// The input's dtype.
+        dtype: DType,
+        /// The input's device.
+        device: Device,
+        /// The gradient's dtype.
+        got_dtype: DType,
+        /// The gradient's device.
+        got_device: Device,
+    },
+
+    /// A backward read a tensor its node did not save (a hand-written
+    /// `Differentiable` impl whose entry's saved flags do not match what it reads).
+    #[error(
+        "backward of `{op}` reads {what}, which the graph did not save; declare it as a \
+         parameter of backward (the macro then saves it)"
+    )]
+    NotSaved {
+        /// The op whose backward read it.
+        op: &'static str,
+        /// `input N` or `the output`.
+        what: String,
+    },
+
+    /// A backward called with an op value of another type than its entry's (two ops
+    /// sharing one registry entry).
+    #[error(
+        "`{op}`: the recorded op value does not have this op's type (two ops share a registry entry)"
+    )]
+    WrongOpType {
+        /// The op.
+        op: &'static str,
+    },
 
     /// `backward()` on a tensor with more than one element and no seed gradient.
     #[error(
@@ -263,12 +344,14 @@ pub enum Error {
         reason: String,
     },
 
-    /// An error raised inside an op's forward or backward, with the op named.
+    /// An error raised inside an op's forward or backward, with the op named. The
+    /// error itself is its [`source`](std::error::Error::source) (and is shown too).
     #[error("in `{op}`: {source}")]
     InOp {
         /// The op in which the error happened.
         op: &'static str,
         /// The error itself.
+        #[source]
         source: Box<Error>,
     },
 
@@ -337,6 +420,11 @@ impl Error {
             | Error::ConcurrentBackward { op }
             | Error::ReentrantBackward { op }
             | Error::NotDifferentiable { op }
+            | Error::Arity { op, .. }
+            | Error::GradientCount { op, .. }
+            | Error::GradientKind { op, .. }
+            | Error::NotSaved { op, .. }
+            | Error::WrongOpType { op }
             | Error::BadGradient { op, .. }
             | Error::Anomaly { op, .. }
             | Error::OutOfMemory { op, .. }
@@ -367,12 +455,21 @@ impl Error {
         }
     }
 
-    /// The innermost error (through [`Error::InOp`] wrappers).
+    /// The innermost autograd error of the [`source`](std::error::Error::source)
+    /// chain (through [`Error::InOp`] wrappers).
     pub fn root_cause(&self) -> &Error {
-        match self {
-            Error::InOp { source, .. } => source.root_cause(),
-            e => e,
+        let mut e = self;
+        while let Some(source) = std::error::Error::source(e) {
+            // `InOp` holds its error boxed, and shows it as the box.
+            match source.downcast_ref::<Box<Error>>() {
+                Some(inner) => e = inner,
+                None => match source.downcast_ref::<Error>() {
+                    Some(inner) => e = inner,
+                    None => break,
+                },
+            }
         }
+        e
     }
 }
 

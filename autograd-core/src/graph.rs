@@ -220,14 +220,6 @@ thread_local! {
     static SPARE_NODES: RefCell<Vec<Arc<Node>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The queue used once a thread's own is gone (its thread-locals are being
-/// destroyed at thread exit, in an order nobody controls, e.g. after a user's
-/// `thread_local!` that holds a deep graph). Shared by such threads.
-static EXIT_QUEUE: Mutex<DropQueue> = Mutex::new(DropQueue {
-    pending: Vec::new(),
-    draining: false,
-});
-
 /// Drops a node handle without recursion: a chain of 10^6 nodes is released in a
 /// loop, not in 10^6 nested drop calls, whatever the state of the thread's
 /// thread-locals. The last handle's block is kept for reuse.
@@ -243,10 +235,10 @@ pub(crate) fn drop_node(node: Arc<Node>) {
         }
         Err(_) => false, // unreachable: the queue is never borrowed across a drop
     });
-    match queued {
-        Ok(true) => drain_thread_queue(),
-        Ok(false) if node.is_none() => {} // an outer call is draining the queue
-        _ => drain_exit_queue(node),
+    match (queued, node) {
+        (Ok(true), _) => drain_thread_queue(),
+        (_, None) => {} // an outer call is draining the queue
+        (_, Some(node)) => drain_at_exit(node),
     }
 }
 
@@ -279,43 +271,49 @@ fn drain_thread_queue() {
     }
 }
 
-/// [`drop_node`] when the thread's queue is gone: the node goes to the process-wide
-/// queue, which one thread at a time drains (the lock is not held while a node is
-/// released, so releases that queue more nodes do not deadlock).
-fn drain_exit_queue(node: Option<Arc<Node>>) {
-    fn lock() -> MutexGuard<'static, DropQueue> {
-        EXIT_QUEUE.lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    /// While [`drain_at_exit`] runs on this thread: the queue on its stack. A plain
+    /// pointer, so that this thread-local has no destructor and is there to the end
+    /// of the thread, after `QUEUE` is gone.
+    static EXIT_QUEUE: Cell<*mut Vec<Arc<Node>>> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// [`drop_node`] once the thread's `QUEUE` is gone (its thread-locals are being
+/// destroyed at thread exit, in an order nobody controls, e.g. after a user's
+/// `thread_local!` that holds a deep graph): the outermost call drains a queue on
+/// its own stack, and the calls nested in it (a released node dropping its inputs)
+/// add to that queue. The thread that drops a graph frees it before returning.
+fn drain_at_exit(node: Arc<Node>) {
+    let outer = EXIT_QUEUE.with(Cell::get);
+    if !outer.is_null() {
+        // SAFETY: `outer` points at the queue of the outermost `drain_at_exit` on this
+        // thread, which is running further up this stack (it clears the pointer
+        // before its queue goes), and no reference into that queue is live here: the
+        // outer loop holds none while a node is released.
+        unsafe { (*outer).push(node) };
+        return;
     }
-    {
-        let mut q = lock();
-        q.pending.extend(node);
-        if std::mem::replace(&mut q.draining, true) {
-            return; // another call (on this thread or another) is draining
-        }
-    }
-    struct ExitDraining;
-    impl Drop for ExitDraining {
+    let mut pending = vec![node];
+    let queue: *mut Vec<Arc<Node>> = &mut pending;
+    EXIT_QUEUE.with(|q| q.set(queue));
+    struct Clear;
+    impl Drop for Clear {
         fn drop(&mut self) {
-            lock().draining = false;
+            EXIT_QUEUE.with(|q| q.set(std::ptr::null_mut()));
         }
     }
-    let _draining = ExitDraining;
+    let clear = Clear;
     loop {
-        // Taken and checked under one lock, so that a node queued while this loop
-        // runs is either seen here or finds `draining` false and drains itself.
-        let next = {
-            let mut q = lock();
-            match q.pending.pop() {
-                Some(n) => n,
-                None => {
-                    q.draining = false;
-                    std::mem::forget(_draining);
-                    return;
-                }
-            }
-        };
-        retire_node(next);
+        // SAFETY: `queue` points at `pending`, alive until after this loop and not
+        // used directly meanwhile; the `&mut` taken here ends before `retire_node`
+        // runs (which may push through the pointer).
+        let next = unsafe { (*queue).pop() };
+        match next {
+            Some(node) => retire_node(node),
+            None => break,
+        }
     }
+    drop(clear);
 }
 
 /// Frees the calling thread's spare node blocks.

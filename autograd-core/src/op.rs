@@ -161,17 +161,20 @@ impl<'a> BackwardContext<'a> {
 
     /// Input `i` as saved by the forward pass.
     pub fn input(&self, i: usize) -> Result<&'a Tensor> {
-        self.saved.get(i).and_then(Option::as_ref).ok_or_else(|| Error::InvalidArgument {
-            op: self.op,
-            msg: format!("backward reads input {i}, which the graph did not save; declare it as a parameter of backward"),
-        })
+        self.saved
+            .get(i)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| Error::NotSaved {
+                op: self.op,
+                what: format!("input {i}"),
+            })
     }
 
     /// The op's output as computed by the forward pass.
     pub fn output(&self) -> Result<&'a Tensor> {
-        self.output.ok_or_else(|| Error::InvalidArgument {
+        self.output.ok_or_else(|| Error::NotSaved {
             op: self.op,
-            msg: "backward reads the output, which the graph did not save; declare `output: &Tensor` in backward".into(),
+            what: "the output".into(),
         })
     }
 
@@ -180,9 +183,10 @@ impl<'a> BackwardContext<'a> {
         self.inputs
             .get(i)
             .map(|n| &n.shape)
-            .ok_or_else(|| Error::InvalidArgument {
+            .ok_or_else(|| Error::Arity {
                 op: self.op,
-                msg: format!("has no input {i}"),
+                expected: self.inputs.len(),
+                got: i + 1,
             })
     }
 
@@ -248,23 +252,13 @@ pub fn apply<O: Differentiable>(op: O, inputs: &[&Tensor]) -> Result<Tensor> {
 /// The error for a registry call with the wrong number of inputs.
 #[doc(hidden)]
 pub fn arity_error(op: &'static str, expected: usize, got: usize) -> Error {
-    Error::InvalidArgument {
-        op,
-        msg: format!(
-            "takes {expected} tensor input{}, got {got}",
-            if expected == 1 { "" } else { "s" }
-        ),
-    }
+    Error::Arity { op, expected, got }
 }
 
 /// The error for a node whose recorded op value is not of the entry's type.
 #[doc(hidden)]
 pub fn wrong_op_type(op: &'static str) -> Error {
-    Error::InvalidArgument {
-        op,
-        msg: "the recorded op value does not have this op's type (two ops share a registry entry)"
-            .into(),
-    }
+    Error::WrongOpType { op }
 }
 
 /// Gradient slots from an array (generated code).

@@ -99,11 +99,7 @@ pub fn registry() -> Result<&'static OpRegistry> {
     let built = REGISTRY.get_or_init(|| {
         let reg = OpRegistry::build(inventory::iter::<Registration>.into_iter().map(|r| r.0))?;
         if reg.is_empty() {
-            return Err(Error::Registry(
-                "the op registry is empty: no crate defining ops with #[differentiable] is linked; \
-                 call `autograd::init()` (or reference your op crate) before using the registry"
-                    .into(),
-            ));
+            return Err(Error::EmptyRegistry);
         }
         Ok(reg)
     });

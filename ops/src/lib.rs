@@ -108,15 +108,13 @@ pub const STANDARD_OPS: &[&str] = &[
 /// a crate nobody references is not linked, and its registrations would vanish.
 pub fn init() -> Result<&'static OpRegistry> {
     let reg = registry()?;
-    let missing: Vec<&str> = STANDARD_OPS
+    let missing: Vec<&'static str> = STANDARD_OPS
         .iter()
         .copied()
         .filter(|n| !reg.contains(n))
         .collect();
     if !missing.is_empty() {
-        return Err(Error::Registry(format!(
-            "the op registry lacks standard ops {missing:?}: the op library was not fully linked"
-        )));
+        return Err(Error::MissingStandardOps { missing });
     }
     Ok(reg)
 }
