@@ -12,6 +12,7 @@
 mod ast;
 mod attr;
 mod expand;
+mod fallback;
 mod suggest;
 mod valid;
 
