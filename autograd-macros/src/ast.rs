@@ -639,4 +639,46 @@ mod tests {
         assert!(foreign_error_type(&ty(quote!(Result<Tensor, String>))).is_some());
         assert!(foreign_error_type(&ty(quote!(std::result::Result<Tensor, Box<dyn E>>))).is_some());
     }
+
+    #[test]
+    fn unqualified_tensor_skips_paths() {
+        assert!(unqualified_tensor(quote!(fn f(x: &Tensor) -> R)).is_some());
+        assert!(unqualified_tensor(quote!(fn f(x: &a::T) -> Result<Option<Tensor>>)).is_some());
+        assert!(
+            unqualified_tensor(quote!(fn f(x: &a::Tensor) -> ::a::Result<a::Tensor>)).is_none()
+        );
+        assert!(unqualified_tensor(quote!(fn f(x: &Tensorish) -> Result<T>)).is_none());
+    }
+
+    #[test]
+    fn backward_names_are_resolved_against_forward() {
+        let item: Item = syn::parse2(quote! { mod m {
+            use super::*;
+            pub fn backward(grad: &Tensor, b: &Tensor, a_shape: &Shape, output: &Tensor, needs: [bool; 2], c: &Tensor) -> Result<T> { .. }
+            pub fn forward(a: &Tensor, #[no_grad] b: &Tensor) -> Result<Tensor> { a }
+        } })
+        .unwrap();
+        let op = Op::from_syn(&item).unwrap();
+        let roles: Vec<Role> = op
+            .backward
+            .as_ref()
+            .unwrap()
+            .declared()
+            .map(|d| d.role)
+            .collect();
+        assert!(
+            roles
+                == [
+                    Role::Grad,
+                    Role::Input(1),
+                    Role::InputShape(0),
+                    Role::Output,
+                    Role::Needs,
+                    Role::Unknown
+                ]
+        );
+        let forward = op.forward.as_ref().unwrap();
+        let differentiable: Vec<bool> = forward.inputs().map(|i| i.differentiable).collect();
+        assert_eq!(differentiable, [true, false]);
+    }
 }

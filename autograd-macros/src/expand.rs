@@ -377,4 +377,26 @@ mod tests {
             "forward itself is left out: {out}"
         );
     }
+
+    #[test]
+    fn a_module_without_the_prelude_gets_it_in_the_fallback() {
+        let out = expand_str(
+            quote!(),
+            quote!(
+                mod softsign {
+                    pub fn forward(x: &Tensor) -> Result<Tensor> {
+                        x
+                    }
+                    pub fn backward(grad: &Tensor) -> Result<Tensor> {
+                        grad
+                    }
+                }
+            ),
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(
+            out.contains("mod softsign { use :: autograd :: prelude :: * ;"),
+            "{out}"
+        );
+    }
 }
