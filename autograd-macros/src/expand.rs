@@ -1,9 +1,11 @@
-//! Code generation: the op module as written (forward and backward kept side by
-//! side), plus its `Differentiable` impl, registry entry and typed function.
+//! Code generation from a validated op: the op module as written (forward and
+//! backward kept side by side), plus its `Differentiable` impl, registry entry and
+//! typed function. On an error, `fallback` expands instead.
 
-use crate::ast::OpModule;
+use crate::ast::{Op, Role};
 use crate::attr::{self, Args};
-use crate::valid::{self, BackwardArg, Model};
+use crate::fallback;
+use crate::valid::Valid;
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -21,98 +23,18 @@ pub(crate) fn differentiable(args: TokenStream, item: TokenStream) -> TokenStrea
             return quote!(#item #arg_error #e);
         }
     };
-    let original = quote!(#item);
-    let op = match OpModule::from_item(item) {
+    let op = match Op::from_syn(&item) {
         Ok(op) => op,
         Err(e) => {
             let e = e.to_compile_error();
-            return quote!(#original #e #arg_error);
+            return quote!(#item #e #arg_error);
         }
     };
-    match valid::validate(&op, &args) {
-        Ok(model) => {
-            let out = expand(&op, &model, &args);
-            quote!(#out #arg_error)
-        }
-        Err(e) => {
-            let rest = fallback(&op, &args);
-            let e = e.to_compile_error();
-            quote!(#rest #e #arg_error)
-        }
-    }
-}
-
-/// After an error: the module's other items, its parameter struct and, when
-/// forward's inputs are known, the op's function (which never runs: the crate does
-/// not compile), so that code using them reports no errors of its own.
-fn fallback(op: &OpModule, args: &Args) -> TokenStream {
-    let OpModule {
-        attrs,
-        vis,
-        ident,
-        others,
-        param_struct,
-        ..
-    } = op;
-    let krate = crate_path(args);
-    let p = quote!(#krate::__private);
-    let struct_item = match param_struct {
-        Some(s) => quote!(#s),
-        None => {
-            let s = crate::valid::camel_case(ident);
-            quote!(pub struct #s;)
-        }
+    let out = match op.validate(&args) {
+        Ok(valid) => expand(&valid, &args),
+        Err(e) => fallback::expand(&op, &args, e),
     };
-    let typed_fn = op.forward.as_ref().and_then(|f| {
-        let mut params: Vec<(&syn::Ident, &syn::Type)> = Vec::new();
-        for arg in &f.sig.inputs {
-            match arg {
-                FnArg::Receiver(_) => {}
-                FnArg::Typed(pt) => match &*pt.pat {
-                    syn::Pat::Ident(pi) => params.push((&pi.ident, &pt.ty)),
-                    _ => return None,
-                },
-            }
-        }
-        if let Some(syn::Fields::Named(named)) = param_struct.as_ref().map(|s| &s.fields) {
-            for field in &named.named {
-                params.push((field.ident.as_ref()?, &field.ty));
-            }
-        }
-        let unique = params
-            .iter()
-            .enumerate()
-            .all(|(k, (a, _))| params[..k].iter().all(|(b, _)| a != b));
-        if !unique {
-            return None;
-        }
-        let (names, types): (Vec<_>, Vec<_>) = params.into_iter().unzip();
-        let output = match &f.sig.output {
-            syn::ReturnType::Type(_, t) => quote!(#t),
-            syn::ReturnType::Default => quote!(#p::Result<#p::Tensor>),
-        };
-        Some(quote! {
-            #[allow(unused_variables, clippy::too_many_arguments)]
-            pub fn #ident(#(#names: #types),*) -> #output {
-                ::core::unreachable!("the op definition did not compile")
-            }
-        })
-    });
-    let reexport = typed_fn
-        .as_ref()
-        .map(|_| quote!(#vis use self::#ident::#ident;));
-    // forward and backward are left out, so imports and helpers only they used
-    // would be reported as unused: noise next to the real error.
-    quote! {
-        #(#attrs)*
-        #[allow(unused_imports, dead_code)]
-        #vis mod #ident {
-            #(#others)*
-            #struct_item
-            #typed_fn
-        }
-        #reexport
-    }
+    quote!(#out #arg_error)
 }
 
 /// The span of a function's return type (its name when it has none).
@@ -123,7 +45,7 @@ fn return_span(f: &ItemFn) -> Span {
     }
 }
 
-fn crate_path(args: &Args) -> syn::Path {
+pub(crate) fn crate_path(args: &Args) -> syn::Path {
     args.krate
         .clone()
         .unwrap_or_else(|| parse_quote!(::autograd))
@@ -140,21 +62,25 @@ fn cleaned(f: &ItemFn) -> ItemFn {
     f
 }
 
-fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
+fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
     let krate = crate_path(args);
     let p = quote!(#krate::__private);
-    let OpModule {
+    let Op {
         attrs,
         vis,
         ident,
         others,
         ..
-    } = op;
-    let s = &m.struct_ident;
-    let name = &m.name;
+    } = v.op;
+    let (forward, backward) = (v.forward, v.backward);
+    let s = &v.struct_ident;
+    let name = &v.name;
 
-    let struct_item = match &op.param_struct {
-        Some(def) => quote!(#def),
+    let struct_item = match &v.op.params {
+        Some(def) => {
+            let def = def.original;
+            quote!(#def)
+        }
         None => {
             let doc = format!("The `{name}` op (no parameters).");
             quote! {
@@ -165,25 +91,26 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
         }
     };
 
-    let forward = op.forward.as_ref().map(cleaned);
-    let backward = op.backward.as_ref().map(cleaned);
     let (mut free_fns, mut methods) = (Vec::new(), Vec::new());
-    for (f, takes_self) in [(forward, m.forward_self), (backward, m.backward_self)] {
-        if let Some(f) = f {
-            if takes_self {
-                methods.push(f)
-            } else {
-                free_fns.push(f)
-            }
+    for (f, takes_self) in [
+        (forward.original, forward.takes_self()),
+        (backward.original, backward.takes_self()),
+    ] {
+        if takes_self {
+            methods.push(cleaned(f))
+        } else {
+            free_fns.push(cleaned(f))
         }
     }
     let methods = (!methods.is_empty()).then(|| quote!(impl #s { #(#methods)* }));
-    let check_cases = &op.check_cases;
+    let check_cases = v.op.check_cases.as_ref().map(|c| c.original);
 
     // The typed function users call.
-    let input_idents: Vec<_> = m.inputs.iter().map(|i| &i.ident).collect();
-    let field_idents: Vec<_> = m.fields.iter().map(|(f, _)| f).collect();
-    let field_types: Vec<_> = m.fields.iter().map(|(_, t)| t).collect();
+    let inputs: Vec<_> = forward.inputs().collect();
+    let fields = v.op.params.iter().flat_map(|p| &p.fields);
+    let input_idents: Vec<_> = inputs.iter().map(|i| i.ident).collect();
+    let field_idents: Vec<_> = fields.clone().map(|f| f.ident).collect();
+    let field_types: Vec<_> = fields.map(|f| f.ty).collect();
     let fn_doc = format!(
         "Applies the `{name}` op; the call is recorded for backward when a differentiable input requires grad."
     );
@@ -199,43 +126,38 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
     // Differentiable::forward: unpack the input slice.
     // Spanned at the user's return type: a type error (a foreign `Result` alias)
     // points there rather than at the attribute.
-    let forward_span = op
-        .forward
-        .as_ref()
-        .map_or_else(Span::call_site, return_span);
-    let call_forward = if m.forward_self {
+    let forward_span = return_span(forward.original);
+    let call_forward = if forward.takes_self() {
         quote_spanned!(forward_span=> #s::forward(self, #(#input_idents),*))
     } else {
         quote_spanned!(forward_span=> forward(#(#input_idents),*))
     };
-    let arity = m.inputs.len();
+    let arity = inputs.len();
 
     // Differentiable::backward: pass what backward declared, spread its gradients
     // over the input positions.
-    let diff_positions: Vec<usize> = m
-        .inputs
+    let diff_positions: Vec<usize> = inputs
         .iter()
         .enumerate()
         .filter(|(_, i)| i.differentiable)
         .map(|(k, _)| k)
         .collect();
-    let backward_args = m.backward_args.iter().map(|a| match a {
-        BackwardArg::Grad => quote!(ctx.grad()),
-        BackwardArg::Input(pos) => quote!(ctx.input(#pos)?),
-        BackwardArg::InputShape(pos) => quote!(ctx.input_shape(#pos)?),
-        BackwardArg::Output => quote!(ctx.output()?),
-        BackwardArg::Needs => quote!(ctx.needs_at([#(#diff_positions),*])),
+    // Validation leaves no `Role::Unknown`.
+    let backward_args = backward.declared().map(|d| match d.role {
+        Role::Grad => quote!(ctx.grad()),
+        Role::Input(pos) => quote!(ctx.input(#pos)?),
+        Role::InputShape(pos) => quote!(ctx.input_shape(#pos)?),
+        Role::Output => quote!(ctx.output()?),
+        Role::Needs => quote!(ctx.needs_at([#(#diff_positions),*])),
+        Role::Unknown => quote!(::core::unreachable!()),
     });
-    let backward_span = op
-        .backward
-        .as_ref()
-        .map_or_else(Span::call_site, return_span);
-    let call_backward = if m.backward_self {
+    let backward_span = return_span(backward.original);
+    let call_backward = if backward.takes_self() {
         quote_spanned!(backward_span=> #s::backward(op, #(#backward_args),*))
     } else {
         quote_spanned!(backward_span=> backward(#(#backward_args),*))
     };
-    let op_param = if m.backward_self {
+    let op_param = if backward.takes_self() {
         quote!(op)
     } else {
         quote!(_op)
@@ -243,13 +165,13 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
     let grad_vars: Vec<_> = (0..diff_positions.len())
         .map(|k| format_ident!("__g{}", k))
         .collect();
-    let unpack = if m.grad_tuple {
+    let unpack = if backward.returns_tuple() {
         quote_spanned!(backward_span=> let (#(#grad_vars,)*) = #call_backward?;)
     } else {
         quote_spanned!(backward_span=> let #(#grad_vars)* = #call_backward?;)
     };
     let mut next_var = grad_vars.iter();
-    let slots = m.inputs.iter().map(|i| {
+    let slots = inputs.iter().map(|i| {
         if i.differentiable {
             let v = next_var.next();
             quote!(#p::IntoGrad::into_grad(#v))
@@ -258,13 +180,14 @@ fn expand(op: &OpModule, m: &Model, args: &Args) -> TokenStream {
         }
     });
 
-    let specs = m.inputs.iter().map(|i| {
-        let (iname, d, saved) = (i.ident.to_string(), i.differentiable, i.saved);
+    let specs = inputs.iter().enumerate().map(|(pos, i)| {
+        let (iname, d) = (i.ident.to_string(), i.differentiable);
+        let saved = backward.declares(Role::Input(pos));
         quote!(#p::InputSpec { name: #iname, differentiable: #d, saved: #saved })
     });
-    let saves_output = m.saves_output;
-    let param_names = m.fields.iter().map(|(f, _)| f.to_string());
-    let check = if m.has_check_cases {
+    let saves_output = backward.declares(Role::Output);
+    let param_names = field_idents.iter().map(|f| f.to_string());
+    let check = if check_cases.is_some() {
         quote!(::core::option::Option::Some(check_cases))
     } else {
         quote!(::core::option::Option::None)
@@ -365,6 +288,7 @@ mod tests {
             quote!(),
             quote! {
                 pub mod mul {
+                    use super::*;
                     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> { todo() }
                     pub fn backward(grad: &Tensor, a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> { (a, b, grad) }
                 }
@@ -380,6 +304,7 @@ mod tests {
             quote!(),
             quote! {
                 pub mod add {
+                    use super::*;
                     pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> { todo() }
                     pub fn backward(grad: &Tensor) -> Result<(Tensor, Tensor)> { grad }
                 }
@@ -398,6 +323,7 @@ mod tests {
             quote!(crate = ::autograd_core),
             quote! {
                 mod exp {
+                    use super::*;
                     fn forward(x: &Tensor) -> Result<Tensor> { x }
                     fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> { grad * output }
                 }
@@ -413,6 +339,7 @@ mod tests {
             quote!(),
             quote!(
                 mod bad {
+                    use super::*;
                     pub struct Keep;
                     fn helper() {}
                 }
@@ -429,6 +356,7 @@ mod tests {
             quote!(),
             quote!(
                 mod scale {
+                    use super::*;
                     pub struct Scale {
                         pub k: f64,
                     }
@@ -447,6 +375,28 @@ mod tests {
         assert!(
             !out.contains("fn forward"),
             "forward itself is left out: {out}"
+        );
+    }
+
+    #[test]
+    fn a_module_without_the_prelude_gets_it_in_the_fallback() {
+        let out = expand_str(
+            quote!(),
+            quote!(
+                mod softsign {
+                    pub fn forward(x: &Tensor) -> Result<Tensor> {
+                        x
+                    }
+                    pub fn backward(grad: &Tensor) -> Result<Tensor> {
+                        grad
+                    }
+                }
+            ),
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(
+            out.contains("mod softsign { use :: autograd :: prelude :: * ;"),
+            "{out}"
         );
     }
 }

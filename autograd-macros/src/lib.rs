@@ -2,16 +2,26 @@
 //! side by side, and get its registration, saved-tensor flags and typed function
 //! generated. Use it through the `autograd` crate, which re-exports it.
 //!
-//! Stages, one per file: `attr` (the attribute's arguments) → `ast` (the op module
-//! taken apart, syn nodes kept for spans) → `valid` (semantic checks, every error on
-//! the user's tokens, all reported together) → `expand` (the generated code, or on
-//! error the user's items and a stand-in function so that nothing else breaks).
+//! Stages, one per file, as in thiserror's implementation:
+//!
+//! - `attr`: the attribute's arguments (`name = "..."`, `crate = path`).
+//! - `ast`: the op module as a typed tree whose nodes borrow their syn nodes, so that
+//!   errors point at the user's tokens: `Op`, its `Params` struct, `Forward` with
+//!   its `Input`s, `Backward` with what it `Declared` (and the `Role` of each name),
+//!   `CheckCases`, and the other items.
+//! - `valid`: semantic checks, one `validate` per node; every error on the user's
+//!   tokens, all reported together. An op that passes is a `Valid` tree.
+//! - `expand`: the generated code, read off the `Valid` tree.
+//! - `fallback`: on error, the errors with the user's items and a stand-in function,
+//!   so that nothing else breaks.
+//! - `suggest`: the did-you-mean names of the messages.
 
 #![warn(missing_docs)]
 
 mod ast;
 mod attr;
 mod expand;
+mod fallback;
 mod suggest;
 mod valid;
 
@@ -87,7 +97,9 @@ use proc_macro::TokenStream;
 ///   function and are read through `&self`. The struct must be `Send + Sync`.
 /// - Optionally `fn check_cases() -> Vec<CheckCase>`: inputs to gradient-check the
 ///   op at, found through the registry.
-/// - Any other items (imports, helpers, constants), kept as written.
+/// - Any other items (imports, helpers, constants), kept as written. The op's items
+///   are resolved inside the module, which does not see the imports around it:
+///   import what they use there (`use autograd::prelude::*;`, or `use super::*;`).
 ///
 /// # What is generated
 ///
