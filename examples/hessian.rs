@@ -77,7 +77,7 @@ fn shifted(params: &[Tensor], v: &[Tensor], s: f64) -> Result<Vec<Tensor>> {
         .zip(v)
         .map(|(p, d)| {
             let step = compute::unary(d, UnaryOp::MulScalar(s))?;
-            Ok(no_grad(|| p + &step)?.set_requires_grad(true))
+            Ok(no_grad(|| p + &step)?.with_requires_grad(true))
         })
         .collect()
 }
@@ -93,7 +93,7 @@ fn main() -> Result<()> {
         .map(|s| {
             Ok(rng
                 .normal(*s, 0.0, 0.7, DType::F64)?
-                .set_requires_grad(true))
+                .with_requires_grad(true))
         })
         .collect::<Result<_>>()?;
     let v: Vec<Tensor> = shapes

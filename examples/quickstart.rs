@@ -73,14 +73,14 @@ fn main() -> Result<()> {
     let hidden = 32;
     let mut w1 = rng
         .normal([1, hidden], 0.0, 1.5, DType::F32)?
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let mut b1 = rng
         .normal([hidden], 0.0, 0.5, DType::F32)?
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let mut w2 = rng
         .normal([hidden, 1], 0.0, 0.3, DType::F32)?
-        .set_requires_grad(true);
-    let mut b2 = Tensor::zeros([1], DType::F32)?.set_requires_grad(true);
+        .with_requires_grad(true);
+    let mut b2 = Tensor::zeros([1], DType::F32)?.with_requires_grad(true);
 
     let mut opt = Sgd::new(0.05);
     let mut first_loss = None;

@@ -105,7 +105,7 @@ fn main() -> Result<()> {
     );
 
     // The example's own op, used once.
-    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], [3, 1])?.set_requires_grad(true);
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], [3, 1])?.with_requires_grad(true);
     let index = Tensor::from_vec(vec![2.0f64, 2.0], [2])?;
     scaled_gather(&x, &index, 10.0)?.sum_all()?.backward()?;
     println!(

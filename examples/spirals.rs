@@ -70,7 +70,7 @@ impl Mlp {
                     (1.0 / fan_in as f64).sqrt(),
                     DType::F32,
                 )?
-                .set_requires_grad(true))
+                .with_requires_grad(true))
         };
         let (w1, w2, w3) = (
             weight(2, HIDDEN)?,
@@ -78,7 +78,7 @@ impl Mlp {
             weight(HIDDEN, 2)?,
         );
         let bias = |n: usize| -> Result<Tensor> {
-            Ok(Tensor::zeros([n], DType::F32)?.set_requires_grad(true))
+            Ok(Tensor::zeros([n], DType::F32)?.with_requires_grad(true))
         };
         Ok(Mlp {
             w1,

@@ -42,7 +42,7 @@
 //!
 //! fn main() -> Result<()> {
 //!     autograd::init()?;
-//!     let x = Tensor::scalar(2.0f32).set_requires_grad(true);
+//!     let x = Tensor::scalar(2.0f32).with_requires_grad(true);
 //!     let y = cube(&x)?;
 //!     y.backward()?;
 //!     assert_eq!(y.to_scalar::<f32>()?, 8.0);
@@ -91,7 +91,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.set_requires_grad(true);
+//! let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.with_requires_grad(true);
 //! let y = scale_by(&x, 3.0)?;
 //! assert_eq!(y.grad_fn().unwrap().saved_bytes(), 0);
 //! y.sum_all()?.backward()?;
@@ -103,7 +103,7 @@
 //! # Recording
 //!
 //! A call records a node only when some differentiable input requires grad (a leaf
-//! marked with [`Tensor::set_requires_grad`], or a result computed from one) and
+//! marked with [`Tensor::with_requires_grad`], or a result computed from one) and
 //! recording is on; inside [`no_grad`] nothing is recorded. Each result points at
 //! the node that produced it ([`Tensor::grad_fn`]), each node at its inputs' nodes,
 //! so a graph lives exactly as long as some tensor computed from it.
@@ -116,7 +116,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let w = Tensor::ones([2, 3], DType::F32)?.set_requires_grad(true);
+//! let w = Tensor::ones([2, 3], DType::F32)?.with_requires_grad(true);
 //! let x = Tensor::ones([4, 2], DType::F32)?; // a constant: no gradient, no node
 //!
 //! let y = x.matmul(&w)?.relu()?;
@@ -154,7 +154,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+//! let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
 //! let y = x.pow_scalar(3.0)?.sum_all()?; // y = Σ x³
 //!
 //! let keep = BackwardOptions::default().create_graph(true);
@@ -192,7 +192,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let x = Tensor::ones([1000], DType::F32)?.set_requires_grad(true);
+//! let x = Tensor::ones([1000], DType::F32)?.with_requires_grad(true);
 //! let before = memory::thread_stats(Device::Cpu).live_bytes;
 //! let loss = {
 //!     let y = (&x * &x)?; // mul's backward reads both inputs: saves x (4000 bytes, once)
@@ -262,7 +262,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let x = Tensor::from_slice(&[0.0f64, 4.0], [2])?.set_requires_grad(true);
+//! let x = Tensor::from_slice(&[0.0f64, 4.0], [2])?.with_requires_grad(true);
 //! let y = x.sqrt()?.sum_all()?; // d sqrt(x)/dx = 1 / (2 sqrt(x)) is infinite at 0
 //! let _anomaly = autograd::anomaly::enable(); // this thread, until dropped
 //! let err = y.backward().unwrap_err();
@@ -283,10 +283,21 @@
 
 pub mod optim;
 
-pub use autograd_core::*;
+// The crate root shows what a user needs; the ops are under `ops`, and the machinery
+// the macro's generated code refers to under the hidden `__private`.
+pub use autograd_core::{
+    BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, ComputationGraph, DType,
+    Device, Differentiable, Element, Error, GradcheckOptions, GradcheckReport, Grads, InputSpec,
+    Layout, NoGradGuard, NodeInputRef, NodeRef, OpEntry, OpRegistry, ReduceOp, Result, Shape,
+    Storage, StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, enable_grad, grad,
+    grad_if, gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
+};
+pub use autograd_core::{anomaly, cases, compute, memory, random};
 pub use autograd_macros::differentiable;
 pub use autograd_ops as ops;
-pub use autograd_ops::*;
+
+#[doc(hidden)]
+pub use autograd_core::__private;
 
 /// The code blocks of README.md, compiled and run as doctests so the tour stays true.
 #[cfg(doctest)]

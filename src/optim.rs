@@ -20,7 +20,7 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let mut w = Tensor::from_slice(&[3.0f32, -2.0], [2])?.set_requires_grad(true);
+//! let mut w = Tensor::from_slice(&[3.0f32, -2.0], [2])?.with_requires_grad(true);
 //! let mut opt = Adam::new(0.1);
 //! for _ in 0..100 {
 //!     let loss = w.square()?.sum_all()?; // minimum at w = 0

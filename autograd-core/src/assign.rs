@@ -1,7 +1,7 @@
 //! Replacing a leaf's values: the one mutation tensors allow, for optimizers.
 //!
 //! Tensors are otherwise immutable handles. A parameter (a leaf made with
-//! `set_requires_grad(true)`) is one tensor however many handles hold it: an update
+//! `with_requires_grad(true)`) is one tensor however many handles hold it: an update
 //! through one handle is seen through every clone, as in PyTorch. A recorded graph
 //! never sees an update: the copies it saved for its backward hold the buffer they
 //! saved, so backward computes with the values the forward pass saw.
@@ -20,7 +20,7 @@ impl Tensor {
     /// (only its values are taken).
     ///
     /// - A parameter (a leaf that requires grad, made with
-    ///   [`Tensor::set_requires_grad`]) is updated for every handle: clones taken
+    ///   [`Tensor::with_requires_grad`]) is updated for every handle: clones taken
     ///   before or after the call read the new values. The values are written into
     ///   the existing buffer when nothing else holds it (no allocation); otherwise the
     ///   parameter moves to a new buffer, and what held the old one keeps it: the
@@ -40,7 +40,7 @@ impl Tensor {
     ///
     /// ```
     /// # use autograd_core::{DType, Tensor};
-    /// let mut w = Tensor::zeros([2], DType::F32)?.set_requires_grad(true);
+    /// let mut w = Tensor::zeros([2], DType::F32)?.with_requires_grad(true);
     /// let model_copy = w.clone(); // a second handle of the same parameter
     /// w.set_data(&Tensor::from_slice(&[1.0f32, 2.0], [2])?)?;
     /// assert_eq!(model_copy.to_vec::<f32>()?, [1.0, 2.0]);

@@ -302,7 +302,7 @@ pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
 /// use autograd::prelude::*;
 /// # fn main() -> Result<()> {
 /// autograd::init()?;
-/// let x = Tensor::scalar(3.0f64).set_requires_grad(true);
+/// let x = Tensor::scalar(3.0f64).with_requires_grad(true);
 /// let y = ((&x * &x) * &x)?; // x³
 /// let opts = BackwardOptions::default().create_graph(true);
 /// let dy = grad(&y, &[&x], opts)?.remove(0).expect("y depends on x");
@@ -584,7 +584,7 @@ impl Tensor {
     /// use autograd::prelude::*;
     /// # fn main() -> Result<()> {
     /// autograd::init()?;
-    /// let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?.set_requires_grad(true);
+    /// let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?.with_requires_grad(true);
     /// let y = x.square()?.sum_all()?; // y = Σ x²
     /// y.backward()?;
     /// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [2.0, 4.0, 6.0]); // dy/dx = 2x
@@ -624,7 +624,7 @@ mod tests {
     fn seed_a_leaf_with_itself(create_graph: bool) -> Result<isize> {
         let before = memory::thread_stats(Device::Cpu).live_bytes;
         {
-            let z = Tensor::full([1000], 1.5, DType::F64)?.set_requires_grad(true);
+            let z = Tensor::full([1000], 1.5, DType::F64)?.with_requires_grad(true);
             let opts = BackwardOptions::default()
                 .create_graph(create_graph)
                 .seed(z.clone());

@@ -198,7 +198,7 @@ pub enum Error {
     /// `backward()` on a tensor that does not require grad.
     #[error(
         "backward from a tensor that does not require grad: no input of the computation that produced it \
-         requires grad (mark a leaf with `.set_requires_grad(true)`), or it was computed under `no_grad`"
+         requires grad (mark a leaf with `.with_requires_grad(true)`), or it was computed under `no_grad`"
     )]
     NoGradRoot,
 

@@ -72,7 +72,7 @@ impl Drop for NoGradGuard {
 ///
 /// ```
 /// # use autograd_core::{no_grad, Tensor};
-/// let x = Tensor::scalar(2.0f32).set_requires_grad(true);
+/// let x = Tensor::scalar(2.0f32).with_requires_grad(true);
 /// let y = no_grad(|| x.detach());
 /// assert!(!y.requires_grad());
 /// ```

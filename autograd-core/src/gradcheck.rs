@@ -116,7 +116,7 @@ pub fn gradcheck(
     let xs: Vec<Tensor> = inputs
         .iter()
         .zip(differentiable.iter().chain(std::iter::repeat(&false)))
-        .map(|(x, &d)| Ok(compute::cast(&x.detach(), DType::F64)?.set_requires_grad(d)))
+        .map(|(x, &d)| Ok(compute::cast(&x.detach(), DType::F64)?.with_requires_grad(d)))
         .collect::<Result<_>>()?;
     let y = enable_grad(|| f(&xs))?;
     let r = projection(&y)?;
@@ -215,7 +215,7 @@ pub fn gradgradcheck(
                     .enumerate()
                     .map(|(j, x)| {
                         if differentiable.get(j).copied().unwrap_or(false) && !x.requires_grad() {
-                            x.detach().set_requires_grad(true)
+                            x.detach().with_requires_grad(true)
                         } else {
                             x.clone()
                         }

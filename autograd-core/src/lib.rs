@@ -37,10 +37,7 @@ pub use gradcheck::{
     CheckCase, CheckFn, GradcheckOptions, GradcheckReport, gradcheck, gradgradcheck,
 };
 pub use graph::{ComputationGraph, NodeInputRef, NodeRef};
-pub use op::{
-    BackwardContext, BackwardFn, Differentiable, Grads, InputSpec, IntoGrad, OpEntry, Registration,
-    apply, grad_if,
-};
+pub use op::{BackwardContext, Differentiable, Grads, InputSpec, OpEntry, grad_if};
 pub use registry::{OpRegistry, registry};
 pub use storage::Storage;
 pub use tensor::{StorageRef, Tensor, TensorId, WeakTensor};
@@ -50,8 +47,9 @@ pub use tensor::{StorageRef, Tensor, TensorId, WeakTensor};
 pub mod __private {
     pub use crate::gradcheck::CheckCase;
     pub use crate::op::{
-        BackwardContext, Differentiable, Grads, InputSpec, IntoGrad, OpEntry, ParamField,
-        ParamOther, ParamTensors, Registration, apply, arity_error, grads, wrong_op_type,
+        BackwardContext, BackwardFn, Differentiable, Grads, InputSpec, IntoGrad, OpEntry,
+        ParamField, ParamOther, ParamTensors, Registration, apply, arity_error, grads,
+        wrong_op_type,
     };
     pub use crate::{Error, Result, Tensor};
     pub use inventory;

@@ -70,7 +70,7 @@ pub(crate) enum Autograd {
 pub(crate) enum StorageSlot {
     /// Every tensor's but a parameter's: the same buffer for the tensor's whole life.
     Fixed(Arc<Storage>),
-    /// A parameter's (a leaf made with `set_requires_grad(true)`): every handle of the
+    /// A parameter's (a leaf made with `with_requires_grad(true)`): every handle of the
     /// tensor shares this slot, so [`Tensor::set_data`] updates the values seen
     /// through all of them. Copies saved by recorded graphs hold the buffer itself
     /// (a `Fixed` slot), so they keep the values they saved.
@@ -505,7 +505,7 @@ impl Tensor {
 
     // ----- autograd -----
 
-    /// True for a leaf marked with [`Tensor::set_requires_grad`] and for every op
+    /// True for a leaf marked with [`Tensor::with_requires_grad`] and for every op
     /// output computed (outside `no_grad`) from such tensors.
     pub fn requires_grad(&self) -> bool {
         !matches!(self.0.autograd, Autograd::None)
@@ -516,10 +516,14 @@ impl Tensor {
         !matches!(self.0.autograd, Autograd::Interior(_))
     }
 
-    /// Marks a leaf as requiring (or not) a gradient and returns it. The id stays when
-    /// this is the only handle; otherwise the result is a new leaf over the same storage.
-    /// On an op output, `true` changes nothing and `false` is [`Tensor::detach`].
-    pub fn set_requires_grad(self, requires: bool) -> Tensor {
+    /// This tensor, consumed, as a leaf that requires (or not) a gradient: with `true`,
+    /// a parameter (see [`Tensor::set_data`]). The id stays when this is the only
+    /// handle; otherwise the result is a new leaf over the same storage. On an op
+    /// output, `true` changes nothing and `false` is [`Tensor::detach`].
+    ///
+    /// (A builder, not a setter: it takes the tensor and returns it, as in
+    /// `Tensor::from_vec(..)?.with_requires_grad(true)`.)
+    pub fn with_requires_grad(self, requires: bool) -> Tensor {
         match (&self.0.autograd, requires) {
             (Autograd::Interior(_), true) | (Autograd::Leaf(_), true) | (Autograd::None, false) => {
                 self

@@ -59,7 +59,7 @@ use proc_macro::TokenStream;
 ///
 /// # fn main() -> Result<()> {
 /// let registry = autograd::init()?;
-/// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], [2, 2])?.set_requires_grad(true);
+/// let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0], [2, 2])?.with_requires_grad(true);
 /// let w = Tensor::from_vec(vec![0.5f64, -1.0], [2])?;
 /// let y = weighted_sum(&x, &w, -1)?;
 /// assert_eq!(y.to_vec::<f64>()?, vec![-1.5, -2.5]);

@@ -68,8 +68,8 @@ pub const W1_NODES: usize = 2 * W1_STEPS + 1;
 impl W1 {
     pub fn new() -> Result<W1> {
         Ok(W1 {
-            a: Tensor::from_vec(vec![0.999f32], [1])?.set_requires_grad(true),
-            b: Tensor::from_vec(vec![0.001f32], [1])?.set_requires_grad(true),
+            a: Tensor::from_vec(vec![0.999f32], [1])?.with_requires_grad(true),
+            b: Tensor::from_vec(vec![0.001f32], [1])?.with_requires_grad(true),
             y0: Tensor::from_vec(vec![1.0f32], [1])?,
         })
     }
@@ -125,10 +125,10 @@ impl W2 {
         Ok(W2 {
             x: uniform(&mut rng, &[W2_BATCH, W2_IN])?,
             t: uniform(&mut rng, &[W2_BATCH, W2_OUT])?,
-            w1: uniform(&mut rng, &[W2_IN, W2_HIDDEN])?.set_requires_grad(true),
-            b1: uniform(&mut rng, &[W2_HIDDEN])?.set_requires_grad(true),
-            w2: uniform(&mut rng, &[W2_HIDDEN, W2_OUT])?.set_requires_grad(true),
-            b2: uniform(&mut rng, &[W2_OUT])?.set_requires_grad(true),
+            w1: uniform(&mut rng, &[W2_IN, W2_HIDDEN])?.with_requires_grad(true),
+            b1: uniform(&mut rng, &[W2_HIDDEN])?.with_requires_grad(true),
+            w2: uniform(&mut rng, &[W2_HIDDEN, W2_OUT])?.with_requires_grad(true),
+            b2: uniform(&mut rng, &[W2_OUT])?.with_requires_grad(true),
         })
     }
 
@@ -243,7 +243,7 @@ impl W3 {
     pub fn new() -> Result<W3> {
         let mut rng = Rng::new(SEED);
         Ok(W3 {
-            x: uniform(&mut rng, &[W3_LEN])?.set_requires_grad(true),
+            x: uniform(&mut rng, &[W3_LEN])?.with_requires_grad(true),
             a: uniform(&mut rng, &[W3_LEN])?,
         })
     }
@@ -279,8 +279,8 @@ impl W4 {
     pub fn new() -> Result<W4> {
         let mut rng = Rng::new(SEED);
         Ok(W4 {
-            x: uniform(&mut rng, &[W4_ROWS, W4_COLS])?.set_requires_grad(true),
-            b: uniform(&mut rng, &[W4_COLS])?.set_requires_grad(true),
+            x: uniform(&mut rng, &[W4_ROWS, W4_COLS])?.with_requires_grad(true),
+            b: uniform(&mut rng, &[W4_COLS])?.with_requires_grad(true),
         })
     }
 
@@ -328,7 +328,7 @@ pub enum Chain {
 impl W5 {
     pub fn new() -> Result<W5> {
         Ok(W5 {
-            x: uniform(&mut Rng::new(SEED), &[W5_LEN])?.set_requires_grad(true),
+            x: uniform(&mut Rng::new(SEED), &[W5_LEN])?.with_requires_grad(true),
         })
     }
 

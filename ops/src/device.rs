@@ -63,7 +63,7 @@ pub mod transfer {
 /// use autograd_ops::TensorExt;
 /// # fn main() -> Result<()> {
 /// autograd_ops::init()?;
-/// let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.set_requires_grad(true);
+/// let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.with_requires_grad(true);
 /// match x.to_device(Device::Cuda(0)) {
 ///     Ok(on_gpu) => {
 ///         on_gpu.sum_all()?.backward()?;

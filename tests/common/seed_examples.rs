@@ -7,7 +7,7 @@ use autograd::{ComputationGraph, compute, ops};
 
 /// A tensor moved to `d`, requiring grad when `grad` is set.
 fn on(t: Tensor, d: Device, grad: bool) -> Result<Tensor> {
-    Ok(compute::to_device(&t, d)?.set_requires_grad(grad))
+    Ok(compute::to_device(&t, d)?.with_requires_grad(grad))
 }
 
 fn scalar(v: f32, d: Device) -> Result<Tensor> {

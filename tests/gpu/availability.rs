@@ -6,7 +6,7 @@ use autograd::{compute, memory, ops};
 #[test]
 fn asking_for_a_gpu_is_an_error_where_there_is_none_never_a_panic() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3])?.with_requires_grad(true);
     let gpu = Device::Cuda(0);
     match x.to(gpu) {
         Ok(on_gpu) => {

@@ -36,7 +36,7 @@ fn forward_and_backward_stay_on_the_device() -> Result<()> {
     let d = crate::gpu();
     let mut rng = Rng::new(5);
     let w = compute::to_device(&rng.uniform([4, 3], -1.0, 1.0, DType::F32)?, d)?
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let x = compute::to_device(&rng.uniform([5, 4], -1.0, 1.0, DType::F32)?, d)?;
     let y = ops::relu(&ops::matmul(&x, &w)?)?;
     let loss = ops::sum_all(&ops::exp(&y)?)?;
@@ -48,7 +48,7 @@ fn forward_and_backward_stay_on_the_device() -> Result<()> {
     let g = w.grad().expect("gradient");
     assert_eq!(g.device(), d);
     // The same computation on the CPU gives the same gradient.
-    let wc = compute::to_device(&w, Device::Cpu)?.set_requires_grad(true);
+    let wc = compute::to_device(&w, Device::Cpu)?.with_requires_grad(true);
     let xc = compute::to_device(&x, Device::Cpu)?;
     ops::sum_all(&ops::exp(&ops::relu(&ops::matmul(&xc, &wc)?)?)?)?.backward()?;
     crate::compare(
@@ -66,7 +66,7 @@ fn forward_and_backward_stay_on_the_device() -> Result<()> {
 fn gradients_cross_devices_through_to_device() -> Result<()> {
     let d = crate::gpu();
     // A CPU leaf, used on the GPU: its gradient arrives on the CPU.
-    let x = Tensor::from_slice(&[1.0f64, -2.0, 3.0], [3])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f64, -2.0, 3.0], [3])?.with_requires_grad(true);
     let on_gpu = x.to(d)?;
     assert_eq!(on_gpu.device(), d);
     let back = (&on_gpu * &on_gpu)?.to(Device::Cpu)?;
@@ -76,7 +76,7 @@ fn gradients_cross_devices_through_to_device() -> Result<()> {
     assert_eq!(g.to_vec::<f64>()?, vec![2.0, -4.0, 6.0]);
     // Second order through the transfer: d²/dx² sum(x³) = 6x, on the GPU.
     let x =
-        compute::to_device(&Tensor::from_slice(&[1.0f64, 2.0], [2])?, d)?.set_requires_grad(true);
+        compute::to_device(&Tensor::from_slice(&[1.0f64, 2.0], [2])?, d)?.with_requires_grad(true);
     let y = ops::sum_all(&(&(&x * &x)? * &x)?)?;
     let g = autograd::grad(&y, &[&x], BackwardOptions::default().create_graph(true))?;
     let g = g[0].clone().unwrap();
@@ -109,7 +109,7 @@ fn device_memory_is_accounted_from_allocation_to_last_drop() -> Result<()> {
     // W5's add chain on the GPU: y = x + x + ... (50 adds) keeps two tensors alive
     // at a time, saving nothing for backward.
     let n = 1 << 20;
-    let x = compute::to_device(&Tensor::ones([n], DType::F32)?, d)?.set_requires_grad(true);
+    let x = compute::to_device(&Tensor::ones([n], DType::F32)?, d)?.with_requires_grad(true);
     memory::reset_thread_peak(d);
     let base = memory::thread_stats(d).live_bytes;
     let mut y = x.clone();

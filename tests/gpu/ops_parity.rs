@@ -17,7 +17,7 @@ fn run(case: &CheckCase, inputs: &[Tensor], mask: &[bool], device: Device) -> Re
         .map(|(x, &m)| {
             let x = compute::to_device(x, device)?;
             Ok(if m {
-                x.detach().set_requires_grad(true)
+                x.detach().with_requires_grad(true)
             } else {
                 x
             })

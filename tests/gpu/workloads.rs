@@ -43,7 +43,7 @@ impl W2 {
         let p = |t: &Tensor| -> Result<Tensor> {
             Ok(compute::to_device(t, device)?
                 .detach()
-                .set_requires_grad(true))
+                .with_requires_grad(true))
         };
         Ok(W2 {
             x: c(&self.x)?,
@@ -100,7 +100,7 @@ impl W3 {
         Ok(W3 {
             x: compute::to_device(&self.x, device)?
                 .detach()
-                .set_requires_grad(true),
+                .with_requires_grad(true),
             a: compute::to_device(&self.a, device)?,
         })
     }

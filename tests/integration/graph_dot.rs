@@ -18,11 +18,11 @@ fn mlp_loss() -> Result<Mlp> {
     let targets = Tensor::from_slice(&[0.0f64, 1.0, 2.0, 1.0, 0.0], [5])?;
     let w1 = rng
         .normal([2, 4], 0.0, 1.0, DType::F64)?
-        .set_requires_grad(true);
-    let b1 = Tensor::zeros([4], DType::F64)?.set_requires_grad(true);
+        .with_requires_grad(true);
+    let b1 = Tensor::zeros([4], DType::F64)?.with_requires_grad(true);
     let w2 = rng
         .normal([4, 3], 0.0, 1.0, DType::F64)?
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let h = (x.matmul(&w1)? + &b1)?.tanh()?;
     let data_loss = h.matmul(&w2)?.cross_entropy(&targets)?;
     let penalty = (w1.square()?.sum_all()? * 0.01)?;
@@ -167,7 +167,7 @@ fn after_backward_nodes_show_their_saved_tensors_released() -> Result<()> {
 #[test]
 fn names_are_escaped_and_an_unrecorded_result_gives_an_empty_graph() -> Result<()> {
     crate::init();
-    let w = Tensor::ones([2], DType::F32)?.set_requires_grad(true);
+    let w = Tensor::ones([2], DType::F32)?.with_requires_grad(true);
     let y = ops::exp(&w)?;
     let dot = ComputationGraph::of(&[&y]).to_dot_labeled(&[("w \"quoted\" \\ x", &w)]);
     assert!(

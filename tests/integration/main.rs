@@ -24,7 +24,7 @@ pub fn init() {
 pub fn leaf(v: &[f64], shape: &[usize]) -> autograd::Tensor {
     autograd::Tensor::from_slice(v, shape)
         .unwrap()
-        .set_requires_grad(true)
+        .with_requires_grad(true)
 }
 
 /// The gradient accumulated into `t`, as f64 values.

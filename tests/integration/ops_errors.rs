@@ -6,7 +6,7 @@ use autograd::prelude::*;
 fn t(shape: &[usize]) -> Tensor {
     Tensor::zeros(shape, DType::F64)
         .unwrap()
-        .set_requires_grad(true)
+        .with_requires_grad(true)
 }
 
 /// The error's message, checked to name `op` and every string in `mentions`.

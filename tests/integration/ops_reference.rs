@@ -166,7 +166,7 @@ fn replay(dtype: DType, rtol: f64, atol: f64) {
             let d = input["differentiable"].as_bool().expect("flag");
             let t = compute::cast(&tensor_of(input), dtype)
                 .unwrap()
-                .set_requires_grad(d);
+                .with_requires_grad(d);
             if d {
                 wrt.push(n.clone());
             }

@@ -71,7 +71,7 @@ fn run_case_with(case: &CheckCase, dtype: DType, create_graph: bool) -> Result<E
         .inputs
         .iter()
         .zip(&mask)
-        .map(|(x, &d)| Ok(compute::cast(x, dtype)?.set_requires_grad(d)))
+        .map(|(x, &d)| Ok(compute::cast(x, dtype)?.with_requires_grad(d)))
         .collect::<Result<_>>()?;
     let y = (case.run)(&xs)?;
     assert_eq!(y.dtype(), dtype, "{}: output dtype", case.label);

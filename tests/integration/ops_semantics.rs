@@ -207,7 +207,7 @@ fn pow_differentiates_base_and_exponent() -> Result<()> {
 #[test]
 fn ops_keep_the_dtype_of_their_inputs() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[0.5f32, 1.5, -0.25, 2.0], [2, 2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[0.5f32, 1.5, -0.25, 2.0], [2, 2])?.with_requires_grad(true);
     let t = Tensor::from_slice(&[1.0f32, 0.0], [2])?;
     let loss = (x.gelu()?.softmax(-1)?.cross_entropy(&t)? + x.mean_all()?)?;
     assert_eq!(loss.dtype(), DType::F32);

@@ -19,7 +19,7 @@ fn buffer(t: &Tensor) -> *const Storage {
 fn param(values: &[f64]) -> Tensor {
     Tensor::from_slice(values, [values.len()])
         .unwrap()
-        .set_requires_grad(true)
+        .with_requires_grad(true)
 }
 
 fn assert_close(got: &[f64], want: &[f64]) {
@@ -91,7 +91,7 @@ fn set_data_never_changes_what_a_recorded_graph_saved() -> Result<()> {
 fn set_data_works_on_constants_and_takes_only_the_values() -> Result<()> {
     crate::init();
     let mut c = Tensor::zeros([2], DType::F32)?;
-    let source = Tensor::ones([2], DType::F32)?.set_requires_grad(true);
+    let source = Tensor::ones([2], DType::F32)?.with_requires_grad(true);
     let recorded = ops::mul_scalar(&source, 2.0)?;
     c.set_data(&recorded)?;
     assert_eq!(c.to_vec::<f32>()?, [2.0, 2.0]);
@@ -304,8 +304,8 @@ fn training_steps_update_parameters_in_their_own_buffers() -> Result<()> {
     // step writes into the buffers they already have.
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?;
     let targets = Tensor::from_slice(&[0.0f32, 1.0, 1.0], [3])?;
-    let mut w = Tensor::from_slice(&[0.1f32, -0.2, 0.3, 0.4], [2, 2])?.set_requires_grad(true);
-    let mut b = Tensor::zeros([2], DType::F32)?.set_requires_grad(true);
+    let mut w = Tensor::from_slice(&[0.1f32, -0.2, 0.3, 0.4], [2, 2])?.with_requires_grad(true);
+    let mut b = Tensor::zeros([2], DType::F32)?.with_requires_grad(true);
     let buffers = [buffer(&w), buffer(&b)];
     let mut opt = Adam::new(0.05);
     let mut losses = Vec::new();

@@ -8,8 +8,8 @@ use autograd::{ComputationGraph, ops};
 #[test]
 fn add_saves_nothing_mul_saves_its_inputs_until_backward() -> Result<()> {
     crate::init();
-    let x = Tensor::ones([500, 8], DType::F32)?.set_requires_grad(true);
-    let y = Tensor::ones([500, 8], DType::F32)?.set_requires_grad(true);
+    let x = Tensor::ones([500, 8], DType::F32)?.with_requires_grad(true);
+    let y = Tensor::ones([500, 8], DType::F32)?.with_requires_grad(true);
     let s = (&x + &y)?;
     let p = (&x * &y)?;
     let (add, mul) = (s.grad_fn().unwrap(), p.grad_fn().unwrap());
@@ -41,7 +41,7 @@ fn nothing_is_saved_when_no_input_needs_a_gradient() -> Result<()> {
 #[test]
 fn exp_saves_its_output_not_its_input() -> Result<()> {
     crate::init();
-    let x = Tensor::ones([3], DType::F64)?.set_requires_grad(true);
+    let x = Tensor::ones([3], DType::F64)?.with_requires_grad(true);
     let y = ops::exp(&x)?;
     let node = y.grad_fn().unwrap();
     assert_eq!(node.entry().saved_names(), ["output"]);
@@ -52,7 +52,7 @@ fn exp_saves_its_output_not_its_input() -> Result<()> {
 #[test]
 fn storage_returns_to_baseline_after_backward_and_drop() -> Result<()> {
     crate::init();
-    let x = Tensor::ones([1024], DType::F32)?.set_requires_grad(true);
+    let x = Tensor::ones([1024], DType::F32)?.with_requires_grad(true);
     let baseline = thread_stats(Device::Cpu).live_bytes;
     {
         let mut y = x.clone();
@@ -75,7 +75,7 @@ fn add_chain_keeps_memory_flat_mul_chain_keeps_what_it_must() -> Result<()> {
     crate::init();
     const N: usize = 1 << 16; // 256 KiB per f32 tensor
     let tensor_bytes = (N * 4) as isize;
-    let x = Tensor::ones([N], DType::F32)?.set_requires_grad(true);
+    let x = Tensor::ones([N], DType::F32)?.with_requires_grad(true);
     for (op, expect_saved) in [("add", 0isize), ("mul", 20)] {
         autograd::memory::reset_thread_peak(Device::Cpu);
         let base = thread_stats(Device::Cpu).live_bytes;

@@ -67,7 +67,7 @@ fn clones_keep_a_tensor_alive_through_reuse() -> Result<()> {
 #[test]
 fn a_held_gradient_is_not_changed_by_later_accumulation() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f64, -2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f64, -2.0], [2])?.with_requires_grad(true);
     ops::sum_all(&(&x * 3.0)?)?.backward()?;
     let first = x.grad().expect("gradient");
     // A second backward accumulates into x's gradient; the handle taken before
@@ -81,7 +81,7 @@ fn a_held_gradient_is_not_changed_by_later_accumulation() -> Result<()> {
 #[test]
 fn square_through_mul_of_one_tensor_gets_both_contributions() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.5f64, -0.5, 2.0], [3])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.5f64, -0.5, 2.0], [3])?.with_requires_grad(true);
     let y = (&x * &x)?;
     let g = autograd::grad(&ops::sum_all(&y)?, &[&x], BackwardOptions::default())?;
     assert_eq!(
@@ -110,7 +110,7 @@ fn square_through_mul_of_one_tensor_gets_both_contributions() -> Result<()> {
 #[test]
 fn a_node_handle_survives_the_release_of_its_graph() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.with_requires_grad(true);
     let y = ops::exp(&x)?;
     let node = y.grad_fn().expect("recorded");
     let out = y.id();
@@ -130,7 +130,7 @@ fn a_node_handle_survives_the_release_of_its_graph() -> Result<()> {
 #[test]
 fn storage_accounting_is_exact_through_reuse() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f32; 256], [256])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f32; 256], [256])?.with_requires_grad(true);
     let before = memory::thread_stats(Device::Cpu).live_bytes;
     for _ in 0..10 {
         let y = ((&x * &x)? + &x)?;

@@ -118,7 +118,7 @@ fn item10_random_tensors_too_large_are_errors() -> Result<()> {
 #[test]
 fn item10_pad_too_large_is_an_error() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.with_requires_grad(true);
     let before = live_bytes();
     let r = x.pad(0, 1 << 40, 0);
     let (_, shape, bytes) = out_of_memory(r.clone());
@@ -135,7 +135,7 @@ fn item10_pad_too_large_is_an_error() -> Result<()> {
 #[test]
 fn item10_broadcast_add_too_large_is_an_error() -> Result<()> {
     crate::init();
-    let a = Tensor::zeros([1 << 20, 1], DType::F32)?.set_requires_grad(true);
+    let a = Tensor::zeros([1 << 20, 1], DType::F32)?.with_requires_grad(true);
     let b = Tensor::zeros([1, 1 << 20], DType::F32)?;
     let before = live_bytes();
     // [2^20, 1] + [1, 2^20]: 2^40 results.

@@ -106,7 +106,7 @@ fn recorded_nodes_hold_exactly_the_flagged_tensors() {
         let inputs: Vec<Tensor> = case
             .inputs
             .iter()
-            .map(|t| t.detach().set_requires_grad(true))
+            .map(|t| t.detach().with_requires_grad(true))
             .collect();
         let out = (case.run)(&inputs).unwrap();
         let graph = ComputationGraph::of(&[&out]);

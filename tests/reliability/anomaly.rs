@@ -10,7 +10,7 @@ use autograd::prelude::*;
 fn at_zero() -> Tensor {
     Tensor::from_slice(&[0.0f64, 4.0], [2])
         .unwrap()
-        .set_requires_grad(true)
+        .with_requires_grad(true)
 }
 
 fn here(line: u32) -> String {
@@ -64,7 +64,7 @@ fn reports_a_method_call_and_an_operator_at_the_callers_line() -> Result<()> {
     let _on = anomaly::enable();
 
     // sqrt(-1) is NaN in the forward pass; its backward turns it into a NaN gradient.
-    let x = Tensor::from_slice(&[-1.0f64], [1])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[-1.0f64], [1])?.with_requires_grad(true);
     let line = line!() + 1;
     let y = x.sqrt()?.sum_all()?;
     let err = y.backward().unwrap_err();
@@ -74,8 +74,8 @@ fn reports_a_method_call_and_an_operator_at_the_callers_line() -> Result<()> {
     );
 
     // 0 / 0: the divisor's gradient -g a / b^2 is NaN. Reported for input 1 of `/`.
-    let a = Tensor::from_slice(&[0.0f64], [1])?.set_requires_grad(true);
-    let b = Tensor::from_slice(&[0.0f64], [1])?.set_requires_grad(true);
+    let a = Tensor::from_slice(&[0.0f64], [1])?.with_requires_grad(true);
+    let b = Tensor::from_slice(&[0.0f64], [1])?.with_requires_grad(true);
     let line = line!() + 1;
     let q = (&a / &b)?;
     let err = ops::sum_all(&q)?.backward().unwrap_err();
@@ -128,7 +128,7 @@ fn the_guard_is_scoped_to_its_thread_and_its_lifetime() -> Result<()> {
 fn finite_gradients_pass_unchanged_with_anomaly_mode_on() -> Result<()> {
     crate::init();
     let run = || -> Result<Vec<f64>> {
-        let x = Tensor::from_slice(&[0.5f64, 1.5, 3.0], [3])?.set_requires_grad(true);
+        let x = Tensor::from_slice(&[0.5f64, 1.5, 3.0], [3])?.with_requires_grad(true);
         ops::sum_all(&(ops::log(&x)? * ops::sqrt(&x)?)?)?.backward()?;
         x.grad().unwrap().to_vec::<f64>()
     };

@@ -17,7 +17,7 @@ fn leaf(n: usize, seed: u64) -> Tensor {
     Rng::new(seed)
         .uniform([n], 0.5, 1.5, DType::F64)
         .unwrap()
-        .set_requires_grad(true)
+        .with_requires_grad(true)
 }
 
 /// A graph with shared subexpressions, broadcasting, reductions, saved inputs and a
@@ -221,7 +221,7 @@ fn backward_stopped_by_anomaly_mode_leaves_nothing() -> Result<()> {
     crate::init();
     let baseline = live();
     for round in 0..ROUNDS {
-        let x = Tensor::from_slice(&[0.0f64, round as f64 + 1.0], [2])?.set_requires_grad(true);
+        let x = Tensor::from_slice(&[0.0f64, round as f64 + 1.0], [2])?.with_requires_grad(true);
         let other = ops::sum_all(&ops::exp(&x)?)?;
         let loss = (ops::sum_all(&ops::sqrt(&x)?)? + other)?;
         let err = {

@@ -185,7 +185,7 @@ impl Machine {
             .expect("broadcast to a new leading axis"),
             _ => t,
         };
-        self.keep(t.set_requires_grad(flags & 0x20 != 0 || flags & 0x40 != 0));
+        self.keep(t.with_requires_grad(flags & 0x20 != 0 || flags & 0x40 != 0));
     }
 
     fn backward(&mut self, r: &mut Reader) {

@@ -640,7 +640,7 @@ fn tensor(i: &Input, dtype: DType) -> Result<Tensor> {
             compute::narrow(&contiguous(&base)?, *axis, *before, i.nd.dims[*axis])?
         }
     };
-    Ok(t.set_requires_grad(i.differentiable))
+    Ok(t.with_requires_grad(i.differentiable))
 }
 
 fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
@@ -1012,7 +1012,7 @@ fn nan_and_infinity_propagate_as_ieee_says() -> Result<()> {
     let nan = f64::NAN;
     let inf = f64::INFINITY;
     let values = [nan, inf, -inf, 0.0, -0.0];
-    let x = Tensor::from_slice(&values, [5])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&values, [5])?.with_requires_grad(true);
     let same = |got: Vec<f64>, want: &[f64]| {
         got.len() == want.len()
             && got.iter().zip(want).all(|(g, w)| {

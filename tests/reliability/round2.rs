@@ -28,11 +28,11 @@ fn item1_thread_exit_with_a_deep_graph_in_a_user_thread_local() {
         .spawn(|| {
             KEEP.with(|k| *k.borrow_mut() = Some(Tensor::scalar(0.0f32))); // user TLS first
             let first = Tensor::scalar(1.0f64)
-                .set_requires_grad(true)
+                .with_requires_grad(true)
                 .exp()
                 .unwrap();
             drop(first); // library TLS after
-            let mut y = Tensor::scalar(0.0f64).set_requires_grad(true);
+            let mut y = Tensor::scalar(0.0f64).with_requires_grad(true);
             for _ in 0..100_000 {
                 y = y.add_scalar(1.0).unwrap();
             }
@@ -79,7 +79,7 @@ fn item3_a_panic_while_dropping_a_graph_does_not_leak_later_graphs() {
     crate::init();
     let x = Tensor::from_slice(&[1.0f64; 100], [100])
         .unwrap()
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let y = panicking_param(&x, PanicsOnDrop(true)).unwrap();
     let z = y.exp().unwrap();
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop((y, z))));
@@ -103,7 +103,7 @@ fn item3_a_panic_while_dropping_a_graph_does_not_leak_later_graphs() {
 fn item2_an_update_is_seen_through_every_clone_of_a_parameter() -> Result<()> {
     use autograd::optim::{Optimizer, Sgd};
     crate::init();
-    let w = Tensor::from_slice(&[3.0f64, -2.0], [2])?.set_requires_grad(true);
+    let w = Tensor::from_slice(&[3.0f64, -2.0], [2])?.with_requires_grad(true);
     let mut params = [w.clone()];
     let mut opt = Sgd::new(0.1);
     for _ in 0..10 {
@@ -127,7 +127,7 @@ fn item2_an_update_is_seen_through_every_clone_of_a_parameter() -> Result<()> {
 #[test]
 fn item2_a_product_with_an_earlier_clone_has_the_right_gradient() -> Result<()> {
     crate::init();
-    let mut w = Tensor::scalar(3.0f64).set_requires_grad(true);
+    let mut w = Tensor::scalar(3.0f64).with_requires_grad(true);
     let w_prev = w.clone();
     w.set_data(&Tensor::scalar(5.0f64))?;
     assert_eq!(w_prev.to_scalar::<f64>()?, 5.0, "a clone sees the update");
@@ -136,8 +136,8 @@ fn item2_a_product_with_an_earlier_clone_has_the_right_gradient() -> Result<()> 
 
     // Two tensors with the same values but different ids are two inputs: the
     // gradient of `a * b` is b for a and a for b.
-    let a = Tensor::scalar(3.0f64).set_requires_grad(true);
-    let b = a.detach().set_requires_grad(true); // same buffer, new id
+    let a = Tensor::scalar(3.0f64).with_requires_grad(true);
+    let b = a.detach().with_requires_grad(true); // same buffer, new id
     assert!(a.same_values_as(&b) && a.id() != b.id());
     (&a * &b)?.backward()?;
     assert_eq!(a.grad().unwrap().to_scalar::<f64>()?, 3.0);
@@ -149,7 +149,7 @@ fn item2_a_product_with_an_earlier_clone_has_the_right_gradient() -> Result<()> 
 #[test]
 fn item2_a_graph_recorded_before_an_update_keeps_its_saved_values() -> Result<()> {
     crate::init();
-    let mut w = Tensor::from_slice(&[1.0f64, -2.0], [2])?.set_requires_grad(true);
+    let mut w = Tensor::from_slice(&[1.0f64, -2.0], [2])?.with_requires_grad(true);
     let model = w.clone();
     let y = (&model * &model)?.sum_all()?; // mul saves w
     w.set_data(&Tensor::from_slice(&[100.0f64, 100.0], [2])?)?;
@@ -166,7 +166,7 @@ fn item2_a_parameter_listed_twice_in_one_step_is_updated_once() -> Result<()> {
     use autograd::optim::{Adam, Optimizer, Sgd};
     crate::init();
     fn run(twice: bool, adam: bool) -> Result<Vec<f64>> {
-        let w = Tensor::from_slice(&[1.0f64, -1.0], [2])?.set_requires_grad(true);
+        let w = Tensor::from_slice(&[1.0f64, -1.0], [2])?.with_requires_grad(true);
         let mut sgd = Sgd::new(0.1).momentum(0.9);
         let mut adam_opt = Adam::new(0.1);
         for _ in 0..3 {
@@ -197,7 +197,7 @@ fn item2_a_parameter_listed_twice_in_one_step_is_updated_once() -> Result<()> {
 fn item5_sgd_momentum_does_not_keep_a_create_graph_gradient_graph() -> Result<()> {
     use autograd::optim::{Optimizer, Sgd};
     crate::init();
-    let mut w = Tensor::from_slice(&[1.0f64; 1000], [1000])?.set_requires_grad(true);
+    let mut w = Tensor::from_slice(&[1.0f64; 1000], [1000])?.with_requires_grad(true);
     let mut opt = Sgd::new(0.1).momentum(0.9);
     let y = w.pow_scalar(3.0)?.sum_all()?;
     y.backward_with(BackwardOptions::default().create_graph(true))?;
@@ -220,11 +220,11 @@ fn item17_adam_frees_the_moments_of_dropped_parameters() -> Result<()> {
     let baseline = live();
     let mut opt = Adam::new(0.01);
     for _ in 0..100 {
-        let mut p = Tensor::from_slice(&[1.0f64; 1000], [1000])?.set_requires_grad(true);
+        let mut p = Tensor::from_slice(&[1.0f64; 1000], [1000])?.with_requires_grad(true);
         p.square()?.sum_all()?.backward()?;
         opt.step(&mut [&mut p])?;
     } // each parameter dropped here
-    let mut last = Tensor::from_slice(&[1.0f64; 10], [10])?.set_requires_grad(true);
+    let mut last = Tensor::from_slice(&[1.0f64; 10], [10])?.with_requires_grad(true);
     last.square()?.sum_all()?.backward()?;
     opt.step(&mut [&mut last])?;
     assert_eq!(opt.state_len(), 1, "moments of dropped parameters are kept");
@@ -264,7 +264,7 @@ fn item4_create_graph_with_an_op_parameter_holding_the_leaf_does_not_leak() -> R
     crate::init();
     let baseline = live();
     {
-        let w = Tensor::from_slice(&[1.5f64; 1000], [1000])?.set_requires_grad(true);
+        let w = Tensor::from_slice(&[1.5f64; 1000], [1000])?.with_requires_grad(true);
         let y = scale_by_param(&w, w.clone())?.sum_all()?;
         y.backward_with(BackwardOptions::default().create_graph(true))?;
         let want = 1.5f64.exp() * 1.5;
@@ -288,7 +288,7 @@ fn item4_create_graph_with_an_op_parameter_holding_the_leaf_does_not_leak() -> R
 #[test]
 fn item6_a_gradient_handle_is_a_snapshot() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
     x.square()?.sum_all()?.backward()?;
     let first = x.grad().unwrap();
     x.square()?.sum_all()?.backward()?;
@@ -321,7 +321,7 @@ mod wrong_grad_shape {
 #[test]
 fn item7_a_backward_returning_a_wrong_shape_is_an_error() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?.with_requires_grad(true);
     let err = wrong_grad_shape(&x)?.sum_all()?.backward().unwrap_err();
     assert!(
         matches!(
@@ -371,7 +371,7 @@ mod unrecorded_backward {
 #[test]
 fn item8_second_order_through_an_unrecorded_backward_is_an_error() -> Result<()> {
     crate::init();
-    let x = Tensor::scalar(2.0f64).set_requires_grad(true);
+    let x = Tensor::scalar(2.0f64).with_requires_grad(true);
     let y = unrecorded_backward(&x)?;
     let opts = BackwardOptions::default().create_graph(true);
     let dy = grad(&y, &[&x], opts)?.remove(0).unwrap();
@@ -444,7 +444,7 @@ fn item13_no_grad_guards_dropped_out_of_order_restore_recording() -> Result<()> 
     assert!(!is_grad_enabled(), "a guard is still live");
     drop(second);
     assert!(is_grad_enabled(), "recording is back on");
-    let x = Tensor::scalar(1.0f64).set_requires_grad(true);
+    let x = Tensor::scalar(1.0f64).with_requires_grad(true);
     x.exp()?.backward()?;
     assert!(x.grad().is_some());
     Ok(())
@@ -476,7 +476,7 @@ mod reentrant {
 #[test]
 fn item15_a_backward_started_inside_a_backward_says_so() -> Result<()> {
     crate::init();
-    let x = Tensor::scalar(1.0f64).set_requires_grad(true);
+    let x = Tensor::scalar(1.0f64).with_requires_grad(true);
     let root = reentrant(&x)?.exp()?.sum_all()?;
     ROOT.with(|r| *r.borrow_mut() = Some(root.clone()));
     let err = root
@@ -499,7 +499,7 @@ fn item15_a_backward_started_inside_a_backward_says_so() -> Result<()> {
 #[test]
 fn item15_non_scalar_root_recommends_sum_all() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
     let err = x.exp()?.backward().unwrap_err();
     assert!(err.to_string().contains(".sum_all()"), "{err}");
     Ok(())
@@ -508,7 +508,7 @@ fn item15_non_scalar_root_recommends_sum_all() -> Result<()> {
 #[test]
 fn item15_a_second_backward_through_nodes_that_saved_nothing_works() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
     let y = x.add_scalar(1.0)?.mul_scalar(3.0)?.sum_all()?;
     y.backward()?;
     y.backward()?; // nothing was released: nothing was saved
@@ -526,8 +526,8 @@ fn item15_a_second_backward_through_nodes_that_saved_nothing_works() -> Result<(
 #[test]
 fn item16_grad_of_an_unused_input_is_an_error_unless_allowed() -> Result<()> {
     crate::init();
-    let x = Tensor::scalar(2.0f64).set_requires_grad(true);
-    let unused = Tensor::scalar(5.0f64).set_requires_grad(true);
+    let x = Tensor::scalar(2.0f64).with_requires_grad(true);
+    let unused = Tensor::scalar(5.0f64).with_requires_grad(true);
     let constant = Tensor::scalar(1.0f64);
     let y = x.square()?;
     let err = grad(
@@ -570,7 +570,7 @@ fn item14_dividing_by_a_scalar_is_a_true_division() -> Result<()> {
     let want: Vec<f32> = values.iter().map(|v| v / 10.0).collect();
     assert_eq!(by_scalar, want);
     // Recorded, with the gradient 1/c.
-    let w = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let w = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
     (&w / 4.0)?.sum_all()?.backward()?;
     assert_eq!(w.grad().unwrap().to_vec::<f64>()?, [0.25, 0.25]);
     assert_eq!(

@@ -23,13 +23,13 @@ fn graph_gradients(seed: u64) -> Result<Vec<Vec<f64>>> {
     let mut rng = Rng::new(seed);
     let x = rng
         .normal([4, 5], 0.0, 1.0, DType::F64)?
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let w = rng
         .normal([5, 3], 0.0, 1.0, DType::F64)?
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let b = rng
         .normal([3], 0.0, 1.0, DType::F64)?
-        .set_requires_grad(true);
+        .with_requires_grad(true);
     let targets = Tensor::from_slice(&[(seed % 3) as f64, 1.0, 0.0, 2.0], [4])?;
     let h = ops::tanh(&(x.matmul(&w)? + &b)?)?;
     let loss = (ops::cross_entropy(&h, &targets)? + ops::mean_all(&ops::square(&h)?)?)?;
@@ -74,7 +74,7 @@ fn four_threads_times_100_graphs_match_one_thread_bit_for_bit() -> Result<()> {
 #[test]
 fn a_graph_built_on_one_thread_is_differentiated_on_another() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[0.5f64, -1.0, 2.0], [3])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[0.5f64, -1.0, 2.0], [3])?.with_requires_grad(true);
     let loss = ops::sum_all(&(ops::sin(&x)? * &x)?)?;
     let handle = loss.clone();
     thread::spawn(move || handle.backward())
@@ -93,7 +93,7 @@ fn graphs_sharing_only_a_leaf_differentiate_concurrently() -> Result<()> {
     crate::init();
     const THREADS: usize = 4;
     const GRAPHS: usize = 100;
-    let w = Tensor::zeros([3], DType::F64)?.set_requires_grad(true);
+    let w = Tensor::zeros([3], DType::F64)?.with_requires_grad(true);
     let start = Arc::new(Barrier::new(THREADS));
     let workers: Vec<_> = (0..THREADS)
         .map(|t| {
@@ -156,7 +156,7 @@ mod gate {
 fn a_second_pass_reaching_a_claimed_node_fails_without_touching_the_first() -> Result<()> {
     crate::init();
     let values = [0.25f64, -0.5];
-    let x = Tensor::from_slice(&values, [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&values, [2])?.with_requires_grad(true);
     let state = Arc::new(GateState {
         reached: Barrier::new(2),
         release: Barrier::new(2),
@@ -196,7 +196,7 @@ fn a_second_pass_reaching_a_claimed_node_fails_without_touching_the_first() -> R
 #[test]
 fn a_pass_reaching_a_node_whose_backward_is_running_fails() -> Result<()> {
     crate::init();
-    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
     let state = Arc::new(GateState {
         reached: Barrier::new(2),
         release: Barrier::new(2),

@@ -54,7 +54,7 @@ mod quarter {
 fn main() -> Result<()> {
     let reg = framework::init()?;
     assert!(reg.contains("halve") && reg.contains("quarter"));
-    let x = Tensor::scalar(8.0f64).set_requires_grad(true);
+    let x = Tensor::scalar(8.0f64).with_requires_grad(true);
     let y = quarter(&halve(&x)?)?;
     assert_eq!(y.to_scalar::<f64>()?, 1.0);
     y.backward()?;

@@ -51,7 +51,7 @@ pub mod masked_scale {
 
 fn main() -> Result<()> {
     let registry = autograd::init()?;
-    let x = Tensor::from_vec(vec![1.0f64, 2.0], [2])?.set_requires_grad(true);
+    let x = Tensor::from_vec(vec![1.0f64, 2.0], [2])?.with_requires_grad(true);
     let mask = Tensor::from_vec(vec![1.0f64, 0.0], [2])?;
     let y = masked_scale(&double(&x)?, &mask, 0.5)?;
     y.sum_all()?.backward()?;

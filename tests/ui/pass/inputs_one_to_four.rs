@@ -74,7 +74,7 @@ mod dot2 {
 }
 
 fn leaf(v: f64) -> Tensor {
-    Tensor::scalar(v).set_requires_grad(true)
+    Tensor::scalar(v).with_requires_grad(true)
 }
 
 fn grad_of(t: &Tensor) -> f64 {

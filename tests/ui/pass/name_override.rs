@@ -30,7 +30,7 @@ fn main() -> Result<()> {
         entry.module_path
     );
 
-    let x = Tensor::scalar(1.0f64).set_requires_grad(true);
+    let x = Tensor::scalar(1.0f64).with_requires_grad(true);
     let y = softsign(&x)?;
     assert_eq!(y.grad_fn().unwrap().op_name(), "mylib.softsign");
     assert_eq!(y.to_scalar::<f64>()?, 0.5);

@@ -37,8 +37,8 @@ mod masked {
 fn main() -> Result<()> {
     let reg = autograd::init()?;
     let x =
-        Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?.set_requires_grad(true);
-    let index = Tensor::from_vec(vec![2.0f64, 0.0, 2.0], [3])?.set_requires_grad(true);
+        Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?.with_requires_grad(true);
+    let index = Tensor::from_vec(vec![2.0f64, 0.0, 2.0], [3])?.with_requires_grad(true);
 
     let y = gather_rows(&x, &index)?;
     assert_eq!(y.to_vec::<f64>()?, vec![5.0, 6.0, 1.0, 2.0, 5.0, 6.0]);
@@ -54,8 +54,8 @@ fn main() -> Result<()> {
         "a #[no_grad] input gets no gradient"
     );
 
-    let mask = Tensor::from_vec(vec![1.0f64, 0.0], [2])?.set_requires_grad(true);
-    let v = Tensor::from_vec(vec![3.0f64, 4.0], [2])?.set_requires_grad(true);
+    let mask = Tensor::from_vec(vec![1.0f64, 0.0], [2])?.with_requires_grad(true);
+    let v = Tensor::from_vec(vec![3.0f64, 4.0], [2])?.with_requires_grad(true);
     masked(&mask, &v)?.sum_all()?.backward()?;
     assert_eq!(v.grad().unwrap().to_vec::<f64>()?, vec![1.0, 0.0]);
     assert!(mask.grad().is_none());

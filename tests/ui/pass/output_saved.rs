@@ -53,7 +53,7 @@ fn check(f: fn(&Tensor) -> Result<Tensor>, name: &str, x0: f64, expected: f64) -
     assert!(entry.saves_output, "{name} saves its output");
     assert_eq!(entry.saved_names(), vec!["output"]);
 
-    let x = Tensor::scalar(x0).set_requires_grad(true);
+    let x = Tensor::scalar(x0).with_requires_grad(true);
     let y = f(&x)?;
     let node = y.grad_fn().expect("recorded");
     assert_eq!(

@@ -49,7 +49,7 @@ mod view_as {
 fn main() -> Result<()> {
     let reg = autograd::init()?;
     let x =
-        Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?.set_requires_grad(true);
+        Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?.with_requires_grad(true);
 
     let y = scaled_sum(&x, 1, 0.5)?;
     assert_eq!(y.to_vec::<f64>()?, vec![3.0, 7.5]);
