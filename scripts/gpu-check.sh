@@ -108,7 +108,7 @@ run() {
     "$bin/nvrtc" --nocapture || status=1
     echo "== kernels: every CUDA primitive against the CPU"
     "$bin/cuda_backend" --ignored --test-threads=2 || status=1
-    echo "== every registered op (forward and backward), seed examples, engine, W2/W3 parity"
+    echo "== every registered op (forward and backward), worked examples, engine, W2/W3 parity"
     "$bin/gpu" --include-ignored --test-threads=2 || status=1
 
     echo "== W2 and W3 at GPU sizes: autograd"

@@ -146,7 +146,7 @@ impl NodeState {
     }
 }
 
-/// A recorded op call (the seed's `GraphNode`).
+/// A recorded op call: its op, an edge per input, what it saved for backward.
 pub(crate) struct Node {
     /// Creation order: a node's inputs always have smaller numbers, so visiting in
     /// decreasing order visits every node after all of its consumers.

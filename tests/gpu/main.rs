@@ -1,5 +1,5 @@
 //! The whole stack on a CUDA GPU: every registered op forward and backward
-//! against the CPU, the seed's worked examples, the engine's device rules, memory
+//! against the CPU, the worked examples of reverse-mode accumulation, the engine's device rules, memory
 //! accounting, and workloads W2 and W3.
 //!
 //! Everything that needs a GPU is `#[ignore]`d: run it with

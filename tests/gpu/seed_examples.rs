@@ -1,9 +1,9 @@
-//! The seed chapters' worked numbers on the GPU: the same tests the CPU runs
-//! (`tests/common/seed_examples.rs`), with every gradient checked to stay on the device.
+//! The worked examples of reverse-mode accumulation on the GPU: the same tests the
+//! CPU runs (`tests/common/worked_examples.rs`), with every gradient checked to stay on the device.
 
 use autograd::prelude::*;
 
-#[path = "../common/seed_examples.rs"]
+#[path = "../common/worked_examples.rs"]
 mod seed;
 
 #[test]

@@ -1,4 +1,4 @@
-//! Integration tests of the whole stack: the seed chapters' worked numbers, the
+//! Integration tests of the whole stack: the worked examples of reverse-mode accumulation, the
 //! engine's semantics, pruning, gradient checks through the registry.
 
 mod engine;
@@ -13,7 +13,7 @@ mod registry;
 mod reuse;
 mod round2_sizes;
 mod saved_flags;
-mod seed_examples;
+mod worked_examples;
 
 /// Every test calls this first: links the op library and checks the registry.
 pub fn init() {

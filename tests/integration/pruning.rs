@@ -16,7 +16,7 @@ fn add_saves_nothing_mul_saves_its_inputs_until_backward() -> Result<()> {
     assert_eq!(add.saved_tensor_count(), 0);
     assert_eq!(add.saved_bytes(), 0);
     assert_eq!(mul.saved_tensor_count(), 2);
-    assert_eq!(mul.saved_bytes(), 2 * 500 * 8 * 4); // the seed's 16,000 bytes per input
+    assert_eq!(mul.saved_bytes(), 2 * 500 * 8 * 4); // 16,000 bytes per input, as worked out by hand
     ops::sum_all(&(&s + &p)?)?.backward()?;
     assert!(add.is_consumed() && mul.is_consumed());
     assert_eq!(

@@ -1,9 +1,9 @@
-//! The seed chapters' worked numbers on the CPU (written once in
-//! `tests/common/seed_examples.rs`, run on the GPU by `tests/gpu`).
+//! The worked examples of reverse-mode accumulation on the CPU (written once in
+//! `tests/common/worked_examples.rs`, run on the GPU by `tests/gpu`).
 
 use autograd::prelude::*;
 
-#[path = "../common/seed_examples.rs"]
+#[path = "../common/worked_examples.rs"]
 mod seed;
 
 const CPU: Device = Device::Cpu;

@@ -1,5 +1,6 @@
-//! The numbers worked by hand in the seed chapters (15 and 17), written once and run
-//! on every device: the integration tests call these on the CPU, the GPU tests on
+//! The worked examples of reverse-mode accumulation (a function of two scalars,
+//! broadcast addition, reductions, a residual connection, pruning of dead branches),
+//! their numbers computed by hand, written once and run on every device: the integration tests call these on the CPU, the GPU tests on
 //! `Device::Cuda(0)`. Every gradient must stay on the device it was computed on.
 
 use autograd::prelude::*;
@@ -21,7 +22,7 @@ fn grad_of<T: autograd::Element>(t: &Tensor, d: Device) -> Vec<T> {
     g.to_vec::<T>().unwrap()
 }
 
-/// w = x*y + x at x=3, y=4: w = 15, dw/dx = y + 1 = 5, dw/dy = x = 3 (Ch. 17 table).
+/// w = x*y + x at x=3, y=4: w = 15, dw/dx = y + 1 = 5, dw/dy = x = 3 (the worked table of reverse-mode accumulation).
 pub fn w_equals_x_times_y_plus_x(d: Device) -> Result<()> {
     let (x, y) = (scalar(3.0, d)?, scalar(4.0, d)?);
     let w = (&x * &y + &x)?;
