@@ -467,7 +467,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         inputs: &node.inputs,
     };
     let recorded_before = crate::graph::recorded_calls();
-    let mut grads = (node.entry.backward)(&*node.params, &ctx).map_err(|e| match e {
+    let mut grads = node.op.backward(&ctx).map_err(|e| match e {
         Error::NotDifferentiable { .. } => e,
         e => e.in_op(name),
     })?;

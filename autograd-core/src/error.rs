@@ -175,16 +175,6 @@ pub enum Error {
         what: String,
     },
 
-    /// A backward called with an op value of another type than its entry's (two ops
-    /// sharing one registry entry).
-    #[error(
-        "`{op}`: the recorded op value does not have this op's type (two ops share a registry entry)"
-    )]
-    WrongOpType {
-        /// The op.
-        op: &'static str,
-    },
-
     /// `backward()` on a tensor with more than one element and no seed gradient.
     #[error(
         "backward from a tensor of shape {shape} needs a seed gradient of that shape: reduce it to a \
@@ -424,7 +414,6 @@ impl Error {
             | Error::GradientCount { op, .. }
             | Error::GradientKind { op, .. }
             | Error::NotSaved { op, .. }
-            | Error::WrongOpType { op }
             | Error::BadGradient { op, .. }
             | Error::Anomaly { op, .. }
             | Error::OutOfMemory { op, .. }

@@ -6,12 +6,11 @@
 //! forgets what nothing can reach any more. [`ComputationGraph`] collects the nodes
 //! behind some tensors for inspection and export.
 
-use crate::op::{Differentiable, OpEntry};
+use crate::op::{BackwardContext, Differentiable, OpEntry, RecordedOp};
 use crate::storage::Storage;
 use crate::tensor::{Autograd, TensorId};
 use crate::{DType, Device, Layout, Shape, Tensor};
 use smallvec::SmallVec;
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;
 use std::panic::Location;
@@ -152,8 +151,8 @@ pub(crate) struct Node {
     /// decreasing order visits every node after all of its consumers.
     pub(crate) seq: u64,
     pub(crate) entry: &'static OpEntry,
-    /// The op value itself (its non-tensor parameters).
-    pub(crate) params: Box<dyn Any + Send + Sync>,
+    /// The op value itself (its non-tensor parameters), which runs the backward.
+    pub(crate) op: Box<dyn RecordedOp>,
     pub(crate) inputs: SmallVec<[NodeInput; 2]>,
     pub(crate) output_id: TensorId,
     pub(crate) output_shape: Shape,
@@ -189,7 +188,7 @@ impl Node {
             state.grad.take(),
         );
         drop((saved, output, grad));
-        self.params = Box::new(());
+        self.op = Box::new(Released);
     }
 }
 
@@ -360,14 +359,20 @@ struct NotDifferentiable {
     op: &'static str,
 }
 
-fn not_differentiable_backward(
-    params: &(dyn Any + Send + Sync),
-    _: &crate::op::BackwardContext<'_>,
-) -> crate::Result<crate::op::Grads> {
-    let op = params
-        .downcast_ref::<NotDifferentiable>()
-        .map_or("an op", |p| p.op);
-    Err(crate::Error::NotDifferentiable { op })
+impl RecordedOp for NotDifferentiable {
+    fn backward(&self, _: &BackwardContext<'_>) -> crate::Result<crate::op::Grads> {
+        Err(crate::Error::NotDifferentiable { op: self.op })
+    }
+}
+
+/// What a released node holds in place of its op.
+struct Released;
+
+impl RecordedOp for Released {
+    fn backward(&self, ctx: &BackwardContext<'_>) -> crate::Result<crate::op::Grads> {
+        // Unreachable: a released node is in no graph (its block waits for reuse).
+        Err(crate::Error::GraphConsumed { op: ctx.op })
+    }
 }
 
 /// Not registered: only the engine records it.
@@ -381,7 +386,6 @@ static NOT_DIFFERENTIABLE: OpEntry = OpEntry {
     }],
     saves_output: false,
     params: &["op"],
-    backward: not_differentiable_backward,
     check_cases: None,
 };
 
@@ -389,8 +393,8 @@ static NOT_DIFFERENTIABLE: OpEntry = OpEntry {
 /// `anchor` (one of the tensors that backward read) requires grad, as a tensor whose
 /// own backward fails with [`crate::Error::NotDifferentiable`] naming the op.
 pub(crate) fn record_not_differentiable(node: &Node, anchor: &Tensor, grad: Tensor) -> Tensor {
-    let params = Box::new(NotDifferentiable { op: node.name() });
-    record_node(&NOT_DIFFERENTIABLE, params, &[anchor], grad, node.location)
+    let op = Box::new(NotDifferentiable { op: node.name() });
+    record_node(&NOT_DIFFERENTIABLE, op, &[anchor], grad, node.location)
 }
 
 /// Records one op call: the node keeps an edge per input, the inputs the op's
@@ -398,7 +402,7 @@ pub(crate) fn record_not_differentiable(node: &Node, anchor: &Tensor, grad: Tens
 /// The caller has checked that some differentiable input requires grad.
 pub(crate) fn record_node(
     entry: &'static OpEntry,
-    params: Box<dyn Any + Send + Sync>,
+    op: Box<dyn RecordedOp>,
     inputs: &[&Tensor],
     output: Tensor,
     location: &'static Location<'static>,
@@ -414,12 +418,12 @@ pub(crate) fn record_node(
     };
     // Filled in place: a released node holds nothing, a fresh one is empty.
     match Arc::get_mut(&mut node) {
-        Some(n) => n.fill(entry, params, inputs, &output, location),
+        Some(n) => n.fill(entry, op, inputs, &output, location),
         None => {
             // Unreachable in practice (spare and fresh nodes have one handle); build
             // the node afresh rather than fail.
             let mut fresh = Node::empty(entry, location);
-            fresh.fill(entry, params, inputs, &output, location);
+            fresh.fill(entry, op, inputs, &output, location);
             node = Arc::new(fresh);
         }
     }
@@ -431,7 +435,7 @@ impl Node {
         Node {
             seq: 0,
             entry,
-            params: Box::new(()),
+            op: Box::new(Released),
             inputs: SmallVec::new(),
             output_id: TensorId::NONE,
             output_shape: Shape::scalar(),
@@ -450,14 +454,14 @@ impl Node {
     fn fill(
         &mut self,
         entry: &'static OpEntry,
-        params: Box<dyn Any + Send + Sync>,
+        op: Box<dyn RecordedOp>,
         inputs: &[&Tensor],
         output: &Tensor,
         location: &'static Location<'static>,
     ) {
         self.seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
         self.entry = entry;
-        self.params = params;
+        self.op = op;
         self.output_id = output.id();
         self.output_shape = output.shape().clone();
         self.location = location;

@@ -47,9 +47,8 @@ pub use tensor::{StorageRef, Tensor, TensorId, WeakTensor};
 pub mod __private {
     pub use crate::gradcheck::CheckCase;
     pub use crate::op::{
-        BackwardContext, BackwardFn, Differentiable, Grads, InputSpec, IntoGrad, OpEntry,
-        ParamField, ParamOther, ParamTensors, Registration, apply, arity_error, grads,
-        wrong_op_type,
+        BackwardContext, Differentiable, Grads, InputSpec, IntoGrad, OpEntry, ParamField,
+        ParamOther, ParamTensors, Registration, apply, arity_error, grads,
     };
     pub use crate::{Error, Result, Tensor};
     pub use inventory;

@@ -237,8 +237,7 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                 }
 
                 /// backward with what it declared, its gradients spread over the
-                /// input positions. Shared by the impl and the type-erased entry, so
-                /// that a bound the op struct misses is reported once, at the impl.
+                /// input positions.
                 fn __autograd_backward_of(
                     #op_param: &#s,
                     ctx: &#p::BackwardContext<'_>,
@@ -247,23 +246,12 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                     ::core::result::Result::Ok(#p::grads([#(#slots),*]))
                 }
 
-                fn __autograd_backward(
-                    op: &(dyn ::core::any::Any + ::core::marker::Send + ::core::marker::Sync),
-                    ctx: &#p::BackwardContext<'_>,
-                ) -> #p::Result<#p::Grads> {
-                    match op.downcast_ref::<#s>() {
-                        ::core::option::Option::Some(op) => __autograd_backward_of(op, ctx),
-                        ::core::option::Option::None => ::core::result::Result::Err(#p::wrong_op_type(#name)),
-                    }
-                }
-
                 static #entry: #p::OpEntry = #p::OpEntry {
                     name: #name,
                     module_path: ::core::module_path!(),
                     inputs: &[#(#specs),*],
                     saves_output: #saves_output,
                     params: &[#(#param_names),*],
-                    backward: __autograd_backward,
                     check_cases: #check,
                 };
 

@@ -41,19 +41,12 @@ fn unknown_op_is_an_error_listing_known_ops() {
 
 #[test]
 fn duplicate_names_are_rejected_naming_both_definitions() {
-    fn no_backward(
-        _: &(dyn std::any::Any + Send + Sync),
-        _: &autograd::BackwardContext<'_>,
-    ) -> autograd::Result<autograd::Grads> {
-        Ok(Default::default())
-    }
     static A: OpEntry = OpEntry {
         name: "twice",
         module_path: "crate_a::ops",
         inputs: &[],
         saves_output: false,
         params: &[],
-        backward: no_backward,
         check_cases: None,
     };
     static B: OpEntry = OpEntry {
