@@ -6,7 +6,7 @@
 //! the device the operands live on. View functions (`reshape` of a contiguous
 //! tensor, `transpose`, `broadcast_to`, `narrow`, ...) share the input's storage.
 
-pub use crate::device::to_device;
+pub use crate::transfer::to_device;
 use crate::{DType, Error, Result, Shape, Tensor};
 use autograd_kernels::{BinaryOp, Layout, ReduceOp, UnaryOp, broadcast_shapes};
 
@@ -36,29 +36,7 @@ fn given_axis(dim: usize) -> isize {
     isize::try_from(dim).unwrap_or(isize::MAX)
 }
 
-/// Checks that a tensor of `shape` and `dtype` can exist: its size in bytes fits in
-/// `isize::MAX`, as every Rust allocation must, and so does the product of its
-/// non-zero sizes (an empty tensor's strides are computed from them too). Every
-/// shape that comes from an argument rather than from an existing tensor is checked
-/// here before anything is computed from it, so no view or result ever has a size
-/// that overflows (an error, where allocating it would panic or abort).
-pub fn check_size(op: &'static str, shape: &Shape, dtype: DType) -> Result<()> {
-    let bytes = shape
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d.max(1)))
-        .and_then(|n| n.checked_mul(dtype.size_in_bytes()));
-    match bytes {
-        Some(b) if b <= isize::MAX as usize => Ok(()),
-        _ => Err(Error::Shape {
-            op,
-            msg: format!(
-                "a {dtype} tensor of shape {shape} would take more bytes than any buffer can \
-                 hold ({} max); check the sizes passed to the op",
-                isize::MAX
-            ),
-        }),
-    }
-}
+pub use crate::storage::check_size;
 
 fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.device() != b.device() {

@@ -1,17 +1,10 @@
-//! Devices, and moving tensors between them.
+//! Devices: where a tensor's buffer lives.
 
-#[cfg(feature = "cuda")]
-use crate::Layout;
-use crate::storage::{Storage, StorageData};
-use crate::{Error, Result, Tensor};
-use autograd_kernels::BackendStorage;
-#[cfg(feature = "cuda")]
-use autograd_kernels::KernelError;
-#[cfg(feature = "cuda")]
-use autograd_kernels::cuda::{CudaDevice, CudaStorage};
 use std::fmt;
-#[cfg(feature = "cuda")]
-use std::sync::Arc;
+
+/// CUDA devices the process keeps separate memory counts for (higher ordinals share
+/// the last count).
+pub(crate) const MAX_CUDA_DEVICES: usize = 16;
 
 /// Where a tensor's storage lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -38,7 +31,7 @@ impl Device {
     pub(crate) fn slot(self) -> usize {
         match self {
             Device::Cpu => 0,
-            Device::Cuda(n) => 1 + n.min(crate::memory::MAX_CUDA_DEVICES - 1),
+            Device::Cuda(n) => 1 + n.min(MAX_CUDA_DEVICES - 1),
         }
     }
 }
@@ -73,81 +66,4 @@ impl Device {
         #[cfg(not(feature = "cuda"))]
         0
     }
-
-    /// Waits until the work queued on this device has finished, reporting any
-    /// error a kernel ran into. Ops on a GPU return before their kernels finish;
-    /// reading a tensor waits anyway, so this is for timing. Nothing to wait for on
-    /// the CPU.
-    pub fn synchronize(self) -> Result<()> {
-        match self {
-            Device::Cpu => Ok(()),
-            #[cfg(feature = "cuda")]
-            Device::Cuda(n) => Ok(cuda_device(n)?.synchronize()?),
-            #[cfg(not(feature = "cuda"))]
-            Device::Cuda(n) => Err(not_compiled(n)),
-        }
-    }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn not_compiled(ordinal: usize) -> Error {
-    Error::CudaUnavailable {
-        ordinal,
-        reason: "this build has no CUDA support (the `cuda` feature of the autograd crates is off)"
-            .into(),
-    }
-}
-
-/// The CUDA device `ordinal`, opened at the first call; its absence is
-/// [`Error::CudaUnavailable`].
-#[cfg(feature = "cuda")]
-fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>> {
-    autograd_kernels::cuda::device(ordinal).map_err(|e| match e {
-        KernelError::CudaUnavailable { ordinal, reason } => {
-            Error::CudaUnavailable { ordinal, reason }
-        }
-        e => Error::Kernel(e),
-    })
-}
-
-/// `x`'s values on `device`, as a new tensor outside any graph (unrecorded: the
-/// differentiable form is the standard op `to_device`). `x` itself when it already
-/// lives there. A strided view arrives contiguous. Between two GPUs the copy goes
-/// through the host.
-pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
-    if x.device() == device {
-        return Ok(x.clone());
-    }
-    // A buffer that cannot be allocated (on the host or the device) is named with
-    // the tensor it was for.
-    let err = |on: Device| move |e| Error::from_kernel(e, "to_device", x.shape(), x.dtype(), on);
-    let storage = match (x.storage().data(), device) {
-        (StorageData::Cpu(s), Device::Cpu) => {
-            // Unreachable (same device), but cheap to handle.
-            Storage::cpu(s.cast(x.layout(), x.dtype()).map_err(err(Device::Cpu))?)
-        }
-        #[cfg(feature = "cuda")]
-        (StorageData::Cpu(s), Device::Cuda(n)) => {
-            let dev = cuda_device(n)?;
-            let data = CudaStorage::from_cpu(&dev, s, x.layout()).map_err(err(device))?;
-            Storage::new(StorageData::Cuda(data), device)
-        }
-        #[cfg(feature = "cuda")]
-        (StorageData::Cuda(s), Device::Cpu) => {
-            Storage::cpu(s.to_cpu(x.layout()).map_err(err(Device::Cpu))?)
-        }
-        #[cfg(feature = "cuda")]
-        (StorageData::Cuda(s), Device::Cuda(n)) => {
-            let dev = cuda_device(n)?;
-            let host = s.to_cpu(x.layout()).map_err(err(Device::Cpu))?;
-            let dense = Layout::contiguous(x.shape().clone());
-            Storage::new(
-                StorageData::Cuda(CudaStorage::from_cpu(&dev, &host, &dense).map_err(err(device))?),
-                device,
-            )
-        }
-        #[cfg(not(feature = "cuda"))]
-        (_, Device::Cuda(n)) => return Err(not_compiled(n)),
-    };
-    Ok(Tensor::from_storage(storage, x.shape().clone()))
 }

@@ -1,44 +1,10 @@
 //! Gradient checking: backward against central finite differences, in f64.
 
 use crate::backward::{BackwardOptions, grad};
-use crate::{DType, Error, Result, Tensor, compute, enable_grad, no_grad};
+use crate::{CheckCase, DType, Error, Result, Tensor, compute, enable_grad, no_grad};
 
-/// A function of some tensors, as checked by [`gradcheck`].
-pub type CheckFn = Box<dyn Fn(&[Tensor]) -> Result<Tensor> + Send + Sync>;
-
-/// A function of some tensors to check, with the inputs to check it at.
-pub struct CheckCase {
-    /// Shown when the check fails.
-    pub label: String,
-    /// The point the derivatives are checked at, one tensor per argument of `run`.
-    pub inputs: Vec<Tensor>,
-    /// Which inputs get perturbed and compared (`None`: all of them).
-    pub differentiable: Option<Vec<bool>>,
-    /// The function checked; it must be built from recorded ops.
-    pub run: CheckFn,
-}
-
+/// Running a case (the case itself belongs to the op contract, in `op.rs`).
 impl CheckCase {
-    /// A case that checks `run` at `inputs`, every input differentiable.
-    pub fn new(
-        label: impl Into<String>,
-        inputs: Vec<Tensor>,
-        run: impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
-    ) -> Self {
-        CheckCase {
-            label: label.into(),
-            inputs,
-            differentiable: None,
-            run: Box::new(run),
-        }
-    }
-
-    /// Marks which inputs are differentiable (an index tensor is not).
-    pub fn differentiable(mut self, mask: Vec<bool>) -> Self {
-        self.differentiable = Some(mask);
-        self
-    }
-
     /// Runs [`gradcheck`] on this case.
     pub fn check(&self, opts: &GradcheckOptions) -> Result<GradcheckReport> {
         gradcheck(&self.label, &*self.run, &self.inputs, &self.mask(), opts)
@@ -47,13 +13,6 @@ impl CheckCase {
     /// Runs [`gradgradcheck`] on this case.
     pub fn check_second_order(&self, opts: &GradcheckOptions) -> Result<GradcheckReport> {
         gradgradcheck(&self.label, &*self.run, &self.inputs, &self.mask(), opts)
-    }
-
-    /// Which inputs are differentiable, one flag per input.
-    fn mask(&self) -> Vec<bool> {
-        self.differentiable
-            .clone()
-            .unwrap_or_else(|| vec![true; self.inputs.len()])
     }
 }
 

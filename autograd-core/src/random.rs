@@ -2,7 +2,7 @@
 //! the same seed gives the same tensors on every machine.
 
 use crate::storage::Storage;
-use crate::{DType, Device, Error, Result, Shape, Tensor, compute};
+use crate::{DType, Device, Error, Result, Shape, Tensor};
 use autograd_kernels::cpu::CpuStorage;
 
 /// SplitMix64: fast, tiny, and good enough for weights and test inputs.
@@ -84,7 +84,7 @@ impl Rng {
         dtype: DType,
         mut draw: impl FnMut(&mut Rng) -> f64,
     ) -> Result<Tensor> {
-        compute::check_size(op, &shape, dtype)?;
+        crate::storage::check_size(op, &shape, dtype)?;
         let data = CpuStorage::from_fn(shape.numel(), dtype, |_| draw(self))
             .map_err(|e| Error::from_kernel(e, op, &shape, dtype, Device::Cpu))?;
         Ok(Tensor::from_storage(Storage::cpu(data), shape))

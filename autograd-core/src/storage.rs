@@ -2,7 +2,8 @@
 //! of the device it lives on, and counted in [`crate::memory`] from allocation to
 //! the drop of its last handle.
 
-use crate::{DType, Device, Error, Result, Shape, memory};
+use crate::accounting as memory;
+use crate::{DType, Device, Error, Result, Shape};
 use autograd_kernels::cpu::{self, CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 use autograd_kernels::cuda::CudaStorage;
@@ -276,5 +277,29 @@ impl Storage {
                     .map_err(host)
             }
         }
+    }
+}
+
+/// Checks that a tensor of `shape` and `dtype` can exist: its size in bytes fits in
+/// `isize::MAX`, as every Rust allocation must, and so does the product of its
+/// non-zero sizes (an empty tensor's strides are computed from them too). Every
+/// shape that comes from an argument rather than from an existing tensor is checked
+/// here before anything is computed from it, so no view or result ever has a size
+/// that overflows (an error, where allocating it would panic or abort).
+pub fn check_size(op: &'static str, shape: &Shape, dtype: DType) -> Result<()> {
+    let bytes = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d.max(1)))
+        .and_then(|n| n.checked_mul(dtype.size_in_bytes()));
+    match bytes {
+        Some(b) if b <= isize::MAX as usize => Ok(()),
+        _ => Err(Error::Shape {
+            op,
+            msg: format!(
+                "a {dtype} tensor of shape {shape} would take more bytes than any buffer can \
+                 hold ({} max); check the sizes passed to the op",
+                isize::MAX
+            ),
+        }),
     }
 }

@@ -307,7 +307,7 @@ impl Tensor {
     /// ```
     pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
-        crate::compute::check_size("from_vec", &shape, T::DTYPE)?;
+        crate::storage::check_size("from_vec", &shape, T::DTYPE)?;
         if data.len() != shape.numel() {
             return Err(Error::InvalidArgument {
                 op: "from_vec",
@@ -367,7 +367,7 @@ impl Tensor {
 
     /// A CPU tensor of `shape`, every element `value`, made by the constructor `op`.
     fn filled(op: &'static str, shape: Shape, value: f64, dtype: DType) -> Result<Tensor> {
-        crate::compute::check_size(op, &shape, dtype)?;
+        crate::storage::check_size(op, &shape, dtype)?;
         let data = CpuStorage::filled(shape.numel(), dtype, value)
             .map_err(|e| Error::from_kernel(e, op, &shape, dtype, Device::Cpu))?;
         Ok(Tensor::from_storage(Storage::cpu(data), shape))
@@ -376,7 +376,7 @@ impl Tensor {
     /// A tensor of `shape` filled with `value`, with this tensor's dtype and device.
     pub fn full_like_shape(&self, shape: impl Into<Shape>, value: f64) -> Result<Tensor> {
         let shape = shape.into();
-        crate::compute::check_size("full_like_shape", &shape, self.dtype())?;
+        crate::storage::check_size("full_like_shape", &shape, self.dtype())?;
         let storage = self
             .storage()
             .filled_like("full_like_shape", &shape, self.dtype(), value)?;
@@ -402,7 +402,7 @@ impl Tensor {
     pub fn arange(n: usize, dtype: DType) -> Result<Tensor> {
         const OP: &str = "Tensor::arange";
         let shape = Shape::from([n]);
-        crate::compute::check_size(OP, &shape, dtype)?;
+        crate::storage::check_size(OP, &shape, dtype)?;
         // Built in `dtype` directly; each value goes through f64 as it always has.
         let data = CpuStorage::from_fn(n, dtype, |i| i as f64)
             .map_err(|e| Error::from_kernel(e, OP, &shape, dtype, Device::Cpu))?;

@@ -8,10 +8,10 @@
 //! can each observe their own graphs exactly.
 
 use crate::Device;
+use crate::device::MAX_CUDA_DEVICES;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub(crate) const MAX_CUDA_DEVICES: usize = 16;
 const SLOTS: usize = 1 + MAX_CUDA_DEVICES;
 
 /// Live and peak bytes of tensor storage.
@@ -117,25 +117,4 @@ pub fn reset_thread_peak(device: Device) {
         let (live, peak) = &l[device.slot()];
         peak.set(live.get());
     });
-}
-
-/// Bytes of freed CPU buffers the calling thread keeps for reuse. They are not
-/// tensor storage (not in [`stats`] or [`thread_stats`]); a later tensor of the same
-/// size takes one instead of asking the system allocator for fresh pages.
-pub fn cpu_cache_bytes() -> usize {
-    autograd_kernels::cpu::pool::cached_bytes()
-}
-
-/// Frees what the calling thread keeps for reuse: cached CPU buffers and the spare
-/// blocks of released tensors and graph nodes.
-pub fn clear_cpu_cache() {
-    autograd_kernels::cpu::pool::clear_cache();
-    crate::tensor::clear_spares();
-    crate::graph::clear_spare_nodes();
-}
-
-/// Sets how many bytes of freed CPU buffers each thread may keep for reuse (default
-/// 256 MiB; 0 turns the cache off).
-pub fn set_cpu_cache_limit(bytes: usize) {
-    autograd_kernels::cpu::pool::set_cache_limit(bytes);
 }
