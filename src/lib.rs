@@ -172,9 +172,14 @@
 //! # }
 //! ```
 //!
-//! Parameters are updated with [`optim`] (or by hand with [`Tensor::set_data`]),
-//! which keeps each parameter's identity and gradient slot and never writes into a
-//! buffer a recorded graph saved.
+//! Parameters are updated with [`optim`] (or by hand with [`Tensor::set_data`]).
+//! A parameter (a leaf made with `with_requires_grad(true)`) is one tensor however
+//! many handles hold it, as in PyTorch: an update through one handle is seen through
+//! every clone (a model and its optimizer can each keep one), with the same id and
+//! gradient slot. A graph recorded before the update keeps the values it saved: the
+//! update never writes into a buffer a recorded graph holds. A handle returned by
+//! [`Tensor::grad`] is a snapshot: later backward passes accumulate into a new
+//! tensor, so call `grad()` again to read the sum.
 //!
 //! # Memory
 //!
