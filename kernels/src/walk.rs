@@ -26,7 +26,8 @@ impl<const K: usize> Walk<K> {
             let mergeable = match out_shape.last() {
                 Some(_) => (0..K).all(|k| {
                     let prev = *out_strides[k].last().unwrap();
-                    prev == strides[k][axis] * d
+                    // Checked: an empty view's strides can be anything.
+                    strides[k][axis].checked_mul(d) == Some(prev)
                 }),
                 None => false,
             };

@@ -5,7 +5,9 @@ mod matmul;
 pub mod pool;
 mod reduce;
 
-use crate::check::{check_axes, check_fits, check_numel, check_same_shape, matmul_dims};
+use crate::check::{
+    check_axes, check_fits, check_numel, check_same_shape, check_writes_once, matmul_dims,
+};
 use crate::walk::Walk;
 use crate::{
     BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
@@ -189,6 +191,7 @@ impl BackendStorage for CpuStorage {
         check_fits(self.len(), l)?;
         check_fits(dst.len(), dl)?;
         check_same_shape("copy", l, dl)?;
+        check_writes_once(dl, accumulate)?;
         check_numel("copy", l)?;
         match (self, &mut *dst) {
             (CpuStorage::F32(s), CpuStorage::F32(d)) => copy_into(s, l, d, dl, accumulate),
