@@ -163,6 +163,8 @@ fn symbol(handle: *mut c_void, name: &str) -> std::result::Result<*mut c_void, S
     }
 }
 
+// The transmutes' target types are the fields of `Api` they initialise.
+#[allow(clippy::missing_transmute_annotations)]
 fn api() -> std::result::Result<&'static Api, String> {
     static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
     API.get_or_init(|| {
