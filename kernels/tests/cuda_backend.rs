@@ -3,7 +3,10 @@
 //! broadcast views, reductions large enough to be split, every matmul layout.
 //!
 //! Needs a GPU: `#[ignore]`d, run by `scripts/gpu-check.sh run` (or
-//! `cargo test -p autograd-kernels --test cuda_backend -- --ignored`).
+//! `cargo test -p autograd-kernels --test cuda_backend -- --ignored`). CI runs them
+//! on the emulated device (`--features cuda-emulator -- --include-ignored`, see
+//! `autograd_kernels::cuda::emu`, whose doc lists what emulation cannot see), where
+//! the largest reductions are cut to keep the run short.
 
 #![cfg(feature = "cuda")]
 

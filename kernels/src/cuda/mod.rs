@@ -7,6 +7,11 @@
 //! stream-ordered allocations (`cuMemAllocAsync` where the device supports memory
 //! pools), freed on the device's stream when the last handle goes.
 //!
+//! Every call that reaches the device goes through one small trait
+//! (`driver::Driver`): cudarc on a GPU (`real.rs`), and with the test-only feature
+//! `cuda-emulator` a host emulator ([`emu`]) that runs the same `.cu` sources, so
+//! that CI tests this backend's own launch code without a GPU.
+//!
 //! cudarc loads the driver, NVRTC and cuBLAS at run time; [`device`] checks that
 //! they are there before the first call that needs them and returns
 //! [`KernelError::CudaUnavailable`] where they (or the GPU) are not.
