@@ -34,7 +34,7 @@ build() {
     {
         cargo test --release --no-run --message-format=json -p autograd --test gpu
         cargo test --release --no-run --message-format=json -p autograd-kernels \
-            --test cuda_backend --test nvrtc
+            --test cuda_backend --test cuda_defects --test nvrtc
     } | python3 -c '
 import json, sys
 for line in sys.stdin:
@@ -51,7 +51,7 @@ for line in sys.stdin:
     rm -f "$list"
     cargo build --release --example gpu_workloads
     cp target/release/examples/gpu_workloads "$out/bin/"
-    for b in gpu cuda_backend nvrtc gpu_workloads; do
+    for b in gpu cuda_backend cuda_defects nvrtc gpu_workloads; do
         [ -x "$out/bin/$b" ] || { echo "gpu-check build: $b was not built" >&2; exit 1; }
         # Debug info is most of their size; the run needs none of it.
         if command -v strip >/dev/null; then strip --strip-debug "$out/bin/$b"; fi
@@ -108,6 +108,8 @@ run() {
     "$bin/nvrtc" --nocapture || status=1
     echo "== kernels: every CUDA primitive against the CPU"
     "$bin/cuda_backend" --ignored --test-threads=2 || status=1
+    echo "== the review's defects, on the real device"
+    "$bin/cuda_defects" --include-ignored || status=1
     echo "== every registered op (forward and backward), worked examples, engine, W2/W3 parity"
     "$bin/gpu" --include-ignored --test-threads=2 || status=1
 

@@ -51,6 +51,29 @@ pub(crate) fn check_same_shape(what: &str, a: &Layout, b: &Layout) -> Result<()>
     }
 }
 
+/// `Ok` unless a copy that does not accumulate (`accumulate` false) would write
+/// some element of the destination view `dl` more than once: an axis of size > 1
+/// with stride 0 (a broadcast view). Which write wins would be a race on a GPU
+/// and an accident of the loop order on the CPU, so both backends refuse it;
+/// accumulating copies add every write up and are fine.
+pub(crate) fn check_writes_once(dl: &Layout, accumulate: bool) -> Result<()> {
+    let repeated = dl
+        .shape()
+        .iter()
+        .zip(dl.strides())
+        .any(|(&d, &s)| d > 1 && s == 0);
+    if accumulate || !repeated || dl.shape().contains(&0) {
+        return Ok(());
+    }
+    Err(KernelError::Layout(format!(
+        "copy_into without accumulation into a view with repeated elements (shape {:?}, \
+         strides {:?}): the copies would race for them; accumulate, or copy into a view \
+         without stride-0 axes",
+        dl.shape(),
+        dl.strides()
+    )))
+}
+
 /// `Ok` when every reduced axis is an axis of `l`.
 pub(crate) fn check_axes(l: &Layout, axes: &[usize]) -> Result<()> {
     match axes.iter().find(|&&a| a >= l.rank()) {

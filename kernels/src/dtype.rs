@@ -82,6 +82,10 @@ pub trait Element:
     fn powf(self, e: Self) -> Self;
     /// True for NaN, which max/min reductions propagate.
     fn is_nan(self) -> bool;
+    /// True for negative values, -0 included (the sign bit).
+    fn is_sign_negative(self) -> bool {
+        self.to_f64().is_sign_negative()
+    }
 }
 
 macro_rules! impl_element {

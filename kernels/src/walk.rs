@@ -26,7 +26,8 @@ impl<const K: usize> Walk<K> {
             let mergeable = match out_shape.last() {
                 Some(_) => (0..K).all(|k| {
                     let prev = *out_strides[k].last().unwrap();
-                    prev == strides[k][axis] * d
+                    // Checked: an empty view's strides can be anything.
+                    strides[k][axis].checked_mul(d) == Some(prev)
                 }),
                 None => false,
             };
@@ -128,5 +129,14 @@ mod tests {
             }
         });
         assert_eq!(seen, vec![0, 2, 4, 1, 3, 5]);
+    }
+
+    #[test]
+    fn empty_views_with_huge_strides_merge_without_overflow() {
+        let w = Walk::new(&[0, 1 << 40], [&[1 << 60, 1 << 60]]);
+        assert!(w.shape.contains(&0));
+        let mut runs = 0;
+        w.for_each_run([0], |_, _, _| runs += 1);
+        assert_eq!(runs, 0);
     }
 }

@@ -6,6 +6,14 @@
 //! `cargo test --release --test gpu -- --ignored` on a machine with a GPU, or with
 //! `scripts/gpu-check.sh`. The one test that runs everywhere checks that asking
 //! for a GPU where there is none is an error, not a crash.
+//!
+//! CI runs all of them on the emulated device: `cargo test --features
+//! cuda-emulator --test gpu -- --include-ignored` (`Device::Cuda(0)` is then a host
+//! emulation running the backend's own launch code and .cu kernels; the W2/W3
+//! "GPU sizes" are cut there). What emulation cannot see (lost updates between
+//! threads running at once, the memory model, CUDA's math accuracy and FMA
+//! contraction, sizes of 2^31 and beyond) is listed in
+//! `kernels/src/cuda/emu/mod.rs` and still needs a real GPU.
 
 mod availability;
 mod engine;

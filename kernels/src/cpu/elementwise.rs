@@ -215,14 +215,27 @@ pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<
     }
 }
 
+/// NaN-propagating maximum; of two equal values the positive zero (max(-0, +0)
+/// is +0 in either order), so the result never depends on the order the backends
+/// combine in: reductions use it too, and the CUDA kernels the same rule
+/// (common.cuh, `m_max`).
 #[inline(always)]
-fn maximum<T: Element>(a: T, b: T) -> T {
-    if a.is_nan() || a > b { a } else { b }
+pub(super) fn maximum<T: Element>(a: T, b: T) -> T {
+    if a.is_nan() || a > b || (a == b && b.is_sign_negative()) {
+        a
+    } else {
+        b
+    }
 }
 
+/// NaN-propagating minimum; of two equal values the negative zero.
 #[inline(always)]
-fn minimum<T: Element>(a: T, b: T) -> T {
-    if a.is_nan() || a < b { a } else { b }
+pub(super) fn minimum<T: Element>(a: T, b: T) -> T {
+    if a.is_nan() || a < b || (a == b && a.is_sign_negative()) {
+        a
+    } else {
+        b
+    }
 }
 
 macro_rules! dispatch_binary {

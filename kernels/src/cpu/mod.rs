@@ -5,7 +5,9 @@ mod matmul;
 pub mod pool;
 mod reduce;
 
-use crate::check::{check_axes, check_fits, check_numel, check_same_shape, matmul_dims};
+use crate::check::{
+    check_axes, check_fits, check_numel, check_same_shape, check_writes_once, matmul_dims,
+};
 use crate::walk::Walk;
 use crate::{
     BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
@@ -189,6 +191,7 @@ impl BackendStorage for CpuStorage {
         check_fits(self.len(), l)?;
         check_fits(dst.len(), dl)?;
         check_same_shape("copy", l, dl)?;
+        check_writes_once(dl, accumulate)?;
         check_numel("copy", l)?;
         match (self, &mut *dst) {
             (CpuStorage::F32(s), CpuStorage::F32(d)) => copy_into(s, l, d, dl, accumulate),
@@ -423,5 +426,81 @@ mod tests {
         assert!(a.reduce(&l, ReduceOp::Sum, &[1]).is_err());
         assert!(a.reduce(&l, ReduceOp::Max, &[0, 3]).is_err());
         assert_eq!(a.reduce(&l, ReduceOp::Sum, &[0]).unwrap(), cpu(&[6.]));
+    }
+}
+
+#[cfg(test)]
+mod issue_tests {
+    use super::*;
+    use crate::{BinaryOp, Shape};
+
+    #[test]
+    fn copy_into_without_accumulation_into_repeated_elements_is_a_layout_error() {
+        let src = CpuStorage::F32(vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let sl = Layout::contiguous(Shape::from([2, 3]));
+        let mut dst = CpuStorage::F32(vec![0.0; 3]);
+        // Both rows of the source land on the same three elements.
+        let dl = Layout::new(Shape::from([2, 3]), &[0, 1], 0).unwrap();
+        let e = src.copy_into(&sl, &mut dst, &dl, false).unwrap_err();
+        assert!(matches!(e, KernelError::Layout(_)), "{e:?}");
+        assert!(e.to_string().contains("repeated elements"), "{e}");
+        assert_eq!(
+            dst.to_vec::<f32>(&Layout::contiguous(Shape::from([3])))
+                .unwrap(),
+            vec![0.0; 3]
+        );
+        // Accumulating adds every write up: allowed.
+        src.copy_into(&sl, &mut dst, &dl, true).unwrap();
+        assert_eq!(
+            dst.to_vec::<f32>(&Layout::contiguous(Shape::from([3])))
+                .unwrap(),
+            vec![5.0, 7.0, 9.0]
+        );
+        // A broadcast axis of size 1 repeats nothing.
+        let one = Layout::new(Shape::from([1, 3]), &[0, 1], 0).unwrap();
+        let s1 = Layout::contiguous(Shape::from([1, 3]));
+        src.copy_into(&s1, &mut dst, &one, false).unwrap();
+    }
+
+    #[test]
+    fn an_empty_view_with_huge_strides_does_not_overflow() {
+        // Shape [0, 2^40] with strides [2^60, 2^60]: merging the axes would multiply
+        // 2^60 by 2^40.
+        let l = Layout::new(Shape::from([0, 1 << 40]), &[1 << 60, 1 << 60], 0).unwrap();
+        let x = CpuStorage::F64(vec![1.0]);
+        assert_eq!(x.unary(&l, UnaryOp::Exp).unwrap().len(), 0);
+        assert_eq!(x.binary(&l, &x, &l, BinaryOp::Add).unwrap().len(), 0);
+        let mut d = CpuStorage::F64(vec![1.0]);
+        x.copy_into(&l, &mut d, &l, true).unwrap();
+        assert_eq!(x.cast(&l, DType::F32).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn max_and_min_break_signed_zero_ties_the_same_way_in_any_order() {
+        let l = Layout::contiguous(Shape::from([2]));
+        let bits = |s: &CpuStorage| -> Vec<u64> {
+            s.to_vec::<f64>(&Layout::contiguous(Shape::from([s.len()])))
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        for v in [vec![0.0f64, -0.0], vec![-0.0, 0.0]] {
+            for s in [
+                CpuStorage::F64(v.clone()),
+                CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
+            ] {
+                let max = s.reduce(&l, ReduceOp::Max, &[0]).unwrap();
+                let min = s.reduce(&l, ReduceOp::Min, &[0]).unwrap();
+                assert_eq!(bits(&max), vec![0.0f64.to_bits()], "max of {v:?}");
+                assert_eq!(bits(&min), vec![(-0.0f64).to_bits()], "min of {v:?}");
+                let a = Layout::new(Shape::from([1]), &[1], 0).unwrap();
+                let b = Layout::new(Shape::from([1]), &[1], 1).unwrap();
+                let mx = s.binary(&a, &s, &b, BinaryOp::Maximum).unwrap();
+                let mn = s.binary(&a, &s, &b, BinaryOp::Minimum).unwrap();
+                assert_eq!(bits(&mx), vec![0.0f64.to_bits()], "maximum of {v:?}");
+                assert_eq!(bits(&mn), vec![(-0.0f64).to_bits()], "minimum of {v:?}");
+            }
+        }
     }
 }

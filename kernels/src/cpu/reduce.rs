@@ -34,12 +34,12 @@ fn sum_unit_stride<T: Element>(s: &[T]) -> T {
 
 #[inline(always)]
 fn max<T: Element>(a: T, b: T) -> T {
-    if a.is_nan() || a >= b { a } else { b }
+    super::elementwise::maximum(a, b)
 }
 
 #[inline(always)]
 fn min<T: Element>(a: T, b: T) -> T {
-    if a.is_nan() || a <= b { a } else { b }
+    super::elementwise::minimum(a, b)
 }
 
 fn reduce_with<T: Element>(

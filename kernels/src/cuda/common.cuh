@@ -9,7 +9,7 @@
 
 typedef unsigned long long u64;
 
-#define MAX_DIMS 12
+#define MAX_DIMS 16
 
 struct Index1 {
     u64 rank;
@@ -97,11 +97,18 @@ __device__ __forceinline__ double m_pow(double x, double y) { return pow(x, y); 
 __device__ __forceinline__ float m_inf(float) { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double m_inf(double) { return __longlong_as_double(0x7ff0000000000000LL); }
 
-// NaN-propagating maximum and minimum, as on the CPU.
+// NaN-propagating maximum and minimum, as on the CPU (cpu/elementwise.rs): of two
+// equal values, max takes the positive zero and min the negative one, whatever
+// their order, so a reduction's result does not depend on its combining order.
+// (1 / x < 0 tells -0 from +0 without signbit; it is only reached on ties.)
 template <typename T>
-__device__ __forceinline__ T m_max(T a, T b) { return (a != a || a > b) ? a : b; }
+__device__ __forceinline__ T m_max(T a, T b) {
+    return (a != a || a > b || (a == b && (T)1 / b < (T)0)) ? a : b;
+}
 template <typename T>
-__device__ __forceinline__ T m_min(T a, T b) { return (a != a || a < b) ? a : b; }
+__device__ __forceinline__ T m_min(T a, T b) {
+    return (a != a || a < b || (a == b && (T)1 / a < (T)0)) ? a : b;
+}
 
 // Instantiates a macro once per element type: MACRO(suffix, type).
 #define FOR_EACH_DTYPE(MACRO, ...) \

@@ -1,33 +1,26 @@
 //! CUDA devices: opened once per ordinal and kept for the life of the process.
 //!
-//! Every library is checked for before the first cudarc call that would load it
-//! (cudarc panics when a library is missing): on a machine without a driver or a
-//! GPU, opening a device is an error value. Each device has one stream; every
-//! kernel, copy, cuBLAS call and free of that device is ordered on it, so
-//! no cross-stream synchronisation (and no per-buffer event) is needed. Compiled
-//! modules and looked-up kernels are cached per device.
+//! Opening a device checks that the libraries it needs are there first: on a
+//! machine without a driver or a GPU, opening a device is an error value. Looked-up
+//! kernels are cached per device. The device calls themselves go through the
+//! [`Driver`] trait (`super::driver`): cudarc on a GPU, the host emulator with the
+//! test-only `cuda-emulator` feature.
 
-use super::compile::{self, Module, Output};
+use super::Drv;
+use super::compile::Module;
+use super::driver::Driver;
 use crate::{KernelError, Result};
-use cudarc::cublas::CudaBlas;
-use cudarc::driver::sys::CUdevice_attribute;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// One GPU: its context, its stream, and the kernels loaded on it so far.
+/// One GPU: its driver handle and the kernels loaded on it so far.
 pub struct CudaDevice {
     ordinal: usize,
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+    pub(crate) driver: Drv,
     name: String,
     compute_capability: (i32, i32),
     multiprocessors: usize,
-    modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
-    functions: Mutex<HashMap<String, CudaFunction>>,
-    /// Created at the first matrix product; the lock also serialises cuBLAS calls
-    /// (a handle is not to be used by two threads at once).
-    blas: Mutex<Option<CudaBlas>>,
+    functions: Mutex<HashMap<String, <Drv as Driver>::Func>>,
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -45,31 +38,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-pub(crate) fn driver_error(what: &str, e: DriverError) -> KernelError {
-    KernelError::Device(format!("CUDA driver error in {what}: {e:?}"))
-}
-
 /// True when the CUDA driver library (libcuda) can be loaded. Says nothing about
-/// whether a GPU is present; [`device_count`] does.
+/// whether a GPU is present; [`device_count`] does. (On the emulated device:
+/// whether the emulator library loads.)
 pub fn driver_available() -> bool {
-    // SAFETY: only tries to dlopen the library under its known names.
-    unsafe { cudarc::driver::sys::is_culib_present() }
+    #[cfg(not(feature = "cuda-emulator"))]
+    return super::real::driver_available();
+    #[cfg(feature = "cuda-emulator")]
+    return Drv::check_libraries().is_ok();
 }
 
 /// True when cuBLAS can be loaded (needed for matrix products only).
 pub fn cublas_available() -> bool {
-    // SAFETY: as above.
-    unsafe { cudarc::cublas::sys::is_culib_present() }
+    #[cfg(not(feature = "cuda-emulator"))]
+    return super::real::cublas_available();
+    #[cfg(feature = "cuda-emulator")]
+    return Drv::check_libraries().is_ok();
 }
 
 /// Number of CUDA devices (0 without a driver, or when the driver finds none).
 pub fn device_count() -> usize {
-    if !driver_available() {
-        return 0;
-    }
-    CudaContext::device_count()
-        .map(|n| n.max(0) as usize)
-        .unwrap_or(0)
+    Drv::device_count()
 }
 
 /// True when CUDA device `ordinal` can be opened (driver, NVRTC and the GPU present).
@@ -82,68 +71,34 @@ static DEVICES: Mutex<Vec<(usize, Arc<CudaDevice>)>> = Mutex::new(Vec::new());
 /// The device with this ordinal, opened at the first call.
 pub fn device(ordinal: usize) -> Result<Arc<CudaDevice>> {
     let unavailable = |reason: String| KernelError::CudaUnavailable { ordinal, reason };
-    if !driver_available() {
-        return Err(unavailable(
-            "the NVIDIA driver library (libcuda.so) was not found; this machine has no \
-             usable NVIDIA driver"
-                .into(),
-        ));
-    }
-    if !compile::nvrtc_available() {
-        return Err(unavailable(
-            "the NVRTC library (libnvrtc.so) was not found; install the CUDA toolkit or \
-             `pip install nvidia-cuda-nvrtc` and add its lib folder to LD_LIBRARY_PATH"
-                .into(),
-        ));
-    }
+    Drv::check_libraries().map_err(unavailable)?;
     let mut devices = lock(&DEVICES);
     if let Some((_, d)) = devices.iter().find(|(o, _)| *o == ordinal) {
         return Ok(d.clone());
     }
-    let count = CudaContext::device_count()
-        .map_err(|e| unavailable(format!("the CUDA driver did not initialise ({e:?})")))?;
-    if ordinal >= count.max(0) as usize {
+    let count = Drv::device_count();
+    if ordinal >= count {
         return Err(unavailable(format!(
             "this machine has {count} CUDA device(s) (ordinals 0..{count})"
         )));
     }
-    let d = CudaDevice::open(ordinal).map_err(|e| unavailable(e.to_string()))?;
+    let d = CudaDevice::open(ordinal).map_err(unavailable)?;
     let d = Arc::new(d);
     devices.push((ordinal, d.clone()));
     Ok(d)
 }
 
 impl CudaDevice {
-    fn open(ordinal: usize) -> Result<CudaDevice> {
-        let ctx = CudaContext::new(ordinal).map_err(|e| driver_error("cuCtx create", e))?;
-        // SAFETY: set before any buffer exists. Every buffer of this device is
-        // allocated, used and freed on the single stream below, in stream order, so
-        // the per-buffer events cudarc would otherwise record are not needed.
-        unsafe { ctx.disable_event_tracking() };
-        let stream = ctx
-            .new_stream()
-            .map_err(|e| driver_error("cuStreamCreate", e))?;
-        let compute_capability = ctx
-            .compute_capability()
-            .map_err(|e| driver_error("compute capability", e))?;
-        let multiprocessors = ctx
-            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| driver_error("multiprocessor count", e))?
-            .max(1) as usize;
-        let name = ctx.name().unwrap_or_else(|_| "unknown".into());
-        if ctx.has_async_alloc() {
-            keep_freed_memory_pooled(&ctx)?;
-        }
+    fn open(ordinal: usize) -> std::result::Result<CudaDevice, String> {
+        let driver = Drv::open(ordinal)?;
+        keep_freed_memory_pooled(&driver).map_err(|e| e.to_string())?;
         Ok(CudaDevice {
             ordinal,
-            ctx,
-            stream,
-            name,
-            compute_capability,
-            multiprocessors,
-            modules: Mutex::new(HashMap::new()),
+            name: driver.name(),
+            compute_capability: driver.compute_capability(),
+            multiprocessors: driver.multiprocessors().max(1),
+            driver,
             functions: Mutex::new(HashMap::new()),
-            blas: Mutex::new(None),
         })
     }
 
@@ -167,79 +122,42 @@ impl CudaDevice {
         self.multiprocessors
     }
 
-    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
+    /// Makes the device's context current on the calling thread. The driver calls
+    /// that do not bind it themselves (loading a kernel, cuBLAS, a free) need it.
+    pub(crate) fn bind(&self) -> Result<()> {
+        self.driver.bind()
     }
 
     /// Waits until all work queued on this device has finished, and reports any
     /// error a kernel or an asynchronous free ran into.
     pub fn synchronize(&self) -> Result<()> {
-        self.stream
-            .synchronize()
-            .map_err(|e| driver_error("cuStreamSynchronize", e))?;
-        self.ctx
-            .check_err()
-            .map_err(|e| driver_error("an earlier asynchronous call", e))
+        self.driver.synchronize()
     }
 
     /// Free and total device memory in bytes, as the driver sees them.
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        self.ctx
-            .mem_get_info()
-            .map_err(|e| driver_error("cuMemGetInfo", e))
+        self.driver.memory_info()
+    }
+
+    /// Returns the memory the device's pool keeps from freed tensors to the
+    /// device (after the work queued so far), for cuBLAS, other libraries and
+    /// other processes. Allocation does this by itself, once, when the device is
+    /// out of memory.
+    pub fn trim_memory(&self) -> Result<()> {
+        self.driver.trim()
     }
 
     /// The kernel `name` of `module`, compiling and loading the module at its first use.
-    pub(crate) fn function(&self, module: Module, name: &str) -> Result<CudaFunction> {
+    pub(crate) fn function(&self, module: Module, name: &str) -> Result<<Drv as Driver>::Func> {
+        // cuModuleGetFunction (and loading the module) need the context bound on
+        // this thread, and this may be the thread's first call.
+        self.bind()?;
         if let Some(f) = lock(&self.functions).get(name) {
             return Ok(f.clone());
         }
-        let m = self.module(module)?;
-        let f = m.load_function(name).map_err(|e| {
-            KernelError::Device(format!(
-                "kernel `{name}` is not in {} ({e:?})",
-                module.file()
-            ))
-        })?;
+        let f = self.driver.load_function(module, name)?;
         lock(&self.functions).insert(name.to_string(), f.clone());
         Ok(f)
-    }
-
-    fn module(&self, module: Module) -> Result<Arc<CudaModule>> {
-        let mut modules = lock(&self.modules);
-        if let Some(m) = modules.get(&module) {
-            return Ok(m.clone());
-        }
-        let (major, minor) = self.compute_capability;
-        let cubin = cached_cubin(module, &format!("sm_{major}{minor}"))?;
-        let m = self
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin.to_vec()))
-            .map_err(|e| driver_error(&format!("loading {}", module.file()), e))?;
-        modules.insert(module, m.clone());
-        Ok(m)
-    }
-
-    /// Runs `f` with this device's cuBLAS handle, created at the first call.
-    pub(crate) fn with_blas<R>(&self, f: impl FnOnce(&CudaBlas) -> Result<R>) -> Result<R> {
-        let mut blas = lock(&self.blas);
-        if blas.is_none() {
-            if !cublas_available() {
-                return Err(KernelError::Device(
-                    "matmul on CUDA needs cuBLAS, and libcublas.so was not found; install the \
-                     CUDA toolkit or `pip install nvidia-cublas` and add its lib folder to \
-                     LD_LIBRARY_PATH"
-                        .into(),
-                ));
-            }
-            let handle = CudaBlas::new(self.stream.clone())
-                .map_err(|e| KernelError::Device(format!("cublasCreate: {e:?}")))?;
-            *blas = Some(handle);
-        }
-        match blas.as_ref() {
-            Some(b) => f(b),
-            None => Err(KernelError::Device("cuBLAS handle missing".into())),
-        }
     }
 }
 
@@ -247,40 +165,10 @@ impl CudaDevice {
 /// (`cuMemAllocAsync`). By default that pool hands freed memory back to the driver
 /// at every synchronisation, so each step of a training loop would map its
 /// memory afresh; with no release threshold, freed blocks stay in the pool for the
-/// next allocations (as a framework's caching allocator keeps them). The live and
-/// peak bytes of the autograd memory counters count tensors, not the pool.
-fn keep_freed_memory_pooled(ctx: &CudaContext) -> Result<()> {
-    use cudarc::driver::sys::{self, CUmemPool_attribute};
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    let mut threshold = u64::MAX;
-    // SAFETY: the driver library is loaded (checked before the context was made);
-    // `pool` and `threshold` are valid for the calls, and the attribute takes a
-    // pointer to a u64.
-    unsafe {
-        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
-            .result()
-            .map_err(|e| driver_error("cuDeviceGetDefaultMemPool", e))?;
-        sys::cuMemPoolSetAttribute(
-            pool,
-            CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut threshold as *mut u64).cast(),
-        )
-        .result()
-        .map_err(|e| driver_error("cuMemPoolSetAttribute", e))?;
-    }
-    Ok(())
-}
-
-/// Machine code of each module per architecture, compiled once per process and
-/// shared by every device of that architecture.
-fn cached_cubin(module: Module, arch: &str) -> Result<Arc<Vec<u8>>> {
-    type Cache = Mutex<Vec<((Module, String), Arc<Vec<u8>>)>>;
-    static CUBINS: Cache = Mutex::new(Vec::new());
-    let key = (module, arch.to_string());
-    if let Some((_, c)) = lock(&CUBINS).iter().find(|(k, _)| *k == key) {
-        return Ok(c.clone());
-    }
-    let cubin = Arc::new(compile::compile(module, arch, Output::Cubin)?);
-    lock(&CUBINS).push((key, cubin.clone()));
-    Ok(cubin)
+/// next allocations (as a framework's caching allocator keeps them). Kept memory
+/// goes back to the device when an allocation fails (`alloc` trims and retries
+/// once) and on [`CudaDevice::trim_memory`] / [`super::memory::trim`]. The live
+/// and peak bytes of the autograd memory counters count tensors, not the pool.
+fn keep_freed_memory_pooled(driver: &Drv) -> Result<()> {
+    driver.set_pool_release_threshold(u64::MAX)
 }

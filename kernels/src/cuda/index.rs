@@ -11,7 +11,7 @@ use crate::{KernelError, Layout, Result};
 use cudarc::driver::DeviceRepr;
 
 /// Must equal `MAX_DIMS` in common.cuh.
-pub(crate) const MAX_DIMS: usize = 12;
+pub(crate) const MAX_DIMS: usize = 16;
 
 /// `Index1` in common.cuh: one operand.
 #[repr(C)]

@@ -8,11 +8,10 @@
 //! neither stride 1, a broadcast inside a matrix, batch axes that do not merge) is
 //! copied to a contiguous buffer first, on the device.
 
+use super::driver::{Driver, GemmArgs};
 use super::{CudaElement, CudaStorage, alloc};
 use crate::walk::Walk;
 use crate::{BackendStorage, KernelError, Layout, Result, UnaryOp};
-use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
 
 /// How cuBLAS reads the transpose of a `rows x cols` matrix stored with strides
 /// `(rs, cs)`: the operation and the leading dimension, or `None` when it cannot.
@@ -28,14 +27,6 @@ fn transposed_operand(rows: usize, cols: usize, rs: usize, cs: usize) -> Option<
         return Some((true, ld));
     }
     None
-}
-
-fn op(transpose: bool) -> cublasOperation_t {
-    if transpose {
-        cublasOperation_t::CUBLAS_OP_T
-    } else {
-        cublasOperation_t::CUBLAS_OP_N
-    }
 }
 
 fn dim(what: &str, v: usize) -> Result<i32> {
@@ -61,10 +52,7 @@ pub(super) fn matmul<T: CudaElement>(
     b: &CudaStorage,
     lb: &Layout,
     dims: (usize, usize, usize, usize),
-) -> Result<CudaStorage>
-where
-    CudaBlas: Gemm<T>,
-{
+) -> Result<CudaStorage> {
     let (batch, m, k, n) = dims;
     let r = la.rank();
     let batch_shape = &la.shape()[..r - 2];
@@ -99,43 +87,31 @@ where
     };
 
     // Column-major Cᵀ (n x m, ld n) = Bᵀ (n x k) · Aᵀ (k x m).
-    let gemm = GemmConfig {
-        transa: op(trans_b),
-        transb: op(trans_a),
+    let gemm = GemmArgs {
+        trans_a: trans_b,
+        trans_b: trans_a,
         m: dim("n", n)?,
         n: dim("m", m)?,
         k: dim("k", k)?,
-        alpha: T::ONE,
         lda: dim("leading dimension", ld_b)?,
         ldb: dim("leading dimension", ld_a)?,
-        beta: T::ZERO,
         ldc: dim("n", n)?,
+        batch: dim("batch", batch)?,
+        stride_a: stride_b as i64,
+        stride_b: stride_a as i64,
+        stride_c: (m * n) as i64,
     };
     // SAFETY: cuBLAS writes all batch * m * n elements (beta = 0).
     let mut out = unsafe { alloc::<T>(dev, len)? };
-    let av = a.slice::<T>()?.slice(la.offset()..);
-    let bv = b.slice::<T>()?.slice(lb.offset()..);
-    dev.with_blas(|blas| {
-        // SAFETY: the layouts were checked to fit their buffers (check_fits) and
-        // each other (matmul_dims: b's batch axes and k rows are a's), the
-        // leading dimensions and batch strides describe exactly those views (see
-        // `transposed_operand`), and `out` holds batch * m * n elements.
-        let status = unsafe {
-            if batch == 1 {
-                blas.gemm(gemm, &bv, &av, &mut out)
-            } else {
-                let cfg = StridedBatchedConfig {
-                    gemm,
-                    batch_size: dim("batch", batch)?,
-                    stride_a: stride_b as i64,
-                    stride_b: stride_a as i64,
-                    stride_c: (m * n) as i64,
-                };
-                blas.gemm_strided_batched(cfg, &bv, &av, &mut out)
-            }
-        };
-        status.map_err(|e| KernelError::Device(format!("cuBLAS gemm failed: {e:?}")))
-    })?;
+    let (av, bv) = (a.slice::<T>()?, b.slice::<T>()?);
+    // SAFETY: the layouts were checked to fit their buffers (check_fits) and each
+    // other (matmul_dims: b's batch axes and k rows are a's), the leading
+    // dimensions and batch strides describe exactly those views (see
+    // `transposed_operand`), and `out` holds batch * m * n elements.
+    unsafe {
+        dev.driver
+            .gemm::<T>(&gemm, bv, lb.offset(), av, la.offset(), &mut out)?
+    };
     Ok(CudaStorage::new(out, len, dev.clone()))
 }
 

@@ -7,30 +7,63 @@
 //! stream-ordered allocations (`cuMemAllocAsync` where the device supports memory
 //! pools), freed on the device's stream when the last handle goes.
 //!
+//! Every call that reaches the device goes through one small trait
+//! (`driver::Driver`): cudarc on a GPU (`real.rs`), and with the test-only feature
+//! `cuda-emulator` a host emulator ([`emu`]) that runs the same `.cu` sources, so
+//! that CI tests this backend's own launch code without a GPU.
+//!
 //! cudarc loads the driver, NVRTC and cuBLAS at run time; [`device`] checks that
 //! they are there before the first call that needs them and returns
 //! [`KernelError::CudaUnavailable`] where they (or the GPU) are not.
 
 pub mod compile;
 mod device;
+mod driver;
+#[cfg(feature = "cuda-emulator")]
+pub mod emu;
 mod index;
 mod matmul;
+#[cfg(not(feature = "cuda-emulator"))]
+mod real;
 mod reduce;
 
 pub use device::{
     CudaDevice, cublas_available, device, device_count, driver_available, is_available,
 };
 
-use crate::check::{check_axes, check_fits, check_same_shape, matmul_dims};
+use crate::check::{check_axes, check_fits, check_same_shape, check_writes_once, matmul_dims};
 use crate::cpu::CpuStorage;
 use crate::{BackendStorage, BinaryOp, DType, KernelError, Layout, ReduceOp, Result, UnaryOp};
 use compile::Module;
-use cudarc::driver::{
-    CudaFunction, CudaSlice, DeviceRepr, LaunchConfig, PushKernelArg, ValidAsZeroBits,
-};
-use device::driver_error;
+use driver::{Driver, KernelArg, LaunchCfg};
+#[cfg(feature = "cuda-emulator")]
+use emu::DriverElement;
 use index::{Index1, Index2};
+#[cfg(not(feature = "cuda-emulator"))]
+use real::DriverElement;
 use std::sync::Arc;
+
+/// The device implementation: cudarc, or the host emulator in tests.
+#[cfg(not(feature = "cuda-emulator"))]
+pub(crate) type Drv = real::Cudarc;
+/// The device implementation: cudarc, or the host emulator in tests.
+#[cfg(feature = "cuda-emulator")]
+pub(crate) type Drv = emu::Emulator;
+
+type Buf<T> = <Drv as Driver>::Buf<T>;
+
+/// The device's memory pool.
+pub mod memory {
+    use super::CudaDevice;
+    use crate::Result;
+
+    /// Returns the memory `device`'s pool keeps from freed tensors to the device
+    /// (after the work queued so far), for cuBLAS, other libraries and other
+    /// processes. An allocation that fails does this by itself, then retries once.
+    pub fn trim(device: &CudaDevice) -> Result<()> {
+        device.trim_memory()
+    }
+}
 
 /// A buffer on a CUDA device.
 pub struct CudaStorage {
@@ -41,9 +74,19 @@ pub struct CudaStorage {
     device: Arc<CudaDevice>,
 }
 
-enum CudaData {
-    F32(CudaSlice<f32>),
-    F64(CudaSlice<f64>),
+pub(crate) enum CudaData {
+    F32(Buf<f32>),
+    F64(Buf<f64>),
+}
+
+impl Drop for CudaStorage {
+    fn drop(&mut self) {
+        // The buffer's free (cuMemFreeAsync, in cudarc's drop of the slice, after
+        // this) does not bind the context, and this thread may never have: a free
+        // failing there would be recorded and reported by the next, unrelated,
+        // synchronize. Bind first; the fields drop after this.
+        let _ = self.device.bind();
+    }
 }
 
 impl std::fmt::Debug for CudaStorage {
@@ -59,26 +102,32 @@ impl std::fmt::Debug for CudaStorage {
 }
 
 /// An element type the CUDA kernels compute with.
-trait CudaElement: crate::Element + DeviceRepr + ValidAsZeroBits + Unpin {
-    fn wrap(s: CudaSlice<Self>) -> CudaData;
-    fn get(d: &CudaData) -> Option<&CudaSlice<Self>>;
-    fn get_mut(d: &mut CudaData) -> Option<&mut CudaSlice<Self>>;
+pub(crate) trait CudaElement:
+    crate::Element + DriverElement + Send + Sync + 'static
+{
+    fn wrap(s: Buf<Self>) -> CudaData;
+    fn get(d: &CudaData) -> Option<&Buf<Self>>;
+    fn get_mut(d: &mut CudaData) -> Option<&mut Buf<Self>>;
     fn cpu(v: Vec<Self>) -> CpuStorage;
+    /// The buffer as a kernel's `const T*` argument.
+    fn input(b: &Buf<Self>) -> KernelArg<'_, Drv>;
+    /// The buffer as a kernel's `T*` argument.
+    fn output(b: &mut Buf<Self>) -> KernelArg<'_, Drv>;
 }
 
 macro_rules! cuda_element {
-    ($t:ty, $variant:ident) => {
+    ($t:ty, $variant:ident, $in:ident, $out:ident) => {
         impl CudaElement for $t {
-            fn wrap(s: CudaSlice<Self>) -> CudaData {
+            fn wrap(s: Buf<Self>) -> CudaData {
                 CudaData::$variant(s)
             }
-            fn get(d: &CudaData) -> Option<&CudaSlice<Self>> {
+            fn get(d: &CudaData) -> Option<&Buf<Self>> {
                 match d {
                     CudaData::$variant(s) => Some(s),
                     _ => None,
                 }
             }
-            fn get_mut(d: &mut CudaData) -> Option<&mut CudaSlice<Self>> {
+            fn get_mut(d: &mut CudaData) -> Option<&mut Buf<Self>> {
                 match d {
                     CudaData::$variant(s) => Some(s),
                     _ => None,
@@ -87,12 +136,18 @@ macro_rules! cuda_element {
             fn cpu(v: Vec<Self>) -> CpuStorage {
                 CpuStorage::$variant(v)
             }
+            fn input(b: &Buf<Self>) -> KernelArg<'_, Drv> {
+                KernelArg::$in(b)
+            }
+            fn output(b: &mut Buf<Self>) -> KernelArg<'_, Drv> {
+                KernelArg::$out(b)
+            }
         }
     };
 }
 
-cuda_element!(f32, F32);
-cuda_element!(f64, F64);
+cuda_element!(f32, F32, InF32, OutF32);
+cuda_element!(f64, F64, InF64, OutF64);
 
 /// Calls `$body` with `$T` bound to the element type of `$dtype`.
 macro_rules! with_dtype {
@@ -114,37 +169,62 @@ const BLOCK: u32 = 256;
 
 /// A grid-stride launch over `n` elements: enough blocks to fill the device a few
 /// times over, each thread looping over the rest.
-fn launch_config(dev: &CudaDevice, n: usize) -> LaunchConfig {
+fn launch_config(dev: &CudaDevice, n: usize) -> LaunchCfg {
     let wanted = n.div_ceil(BLOCK as usize).max(1);
     let cap = dev.multiprocessors() * 32;
-    LaunchConfig {
-        grid_dim: (wanted.min(cap) as u32, 1, 1),
-        block_dim: (BLOCK, 1, 1),
+    LaunchCfg {
+        grid: (wanted.min(cap) as u32, 1, 1),
+        block: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     }
 }
 
-/// `n` uninitialised elements (at least one is allocated).
+/// `n` uninitialised elements (at least one is allocated). When the device is out
+/// of memory, the memory its pool keeps is returned to it and the allocation
+/// retried once.
 ///
 /// # Safety
 /// The caller writes every element it later reads.
-unsafe fn alloc<T: CudaElement>(dev: &CudaDevice, n: usize) -> Result<CudaSlice<T>> {
-    unsafe { dev.stream().alloc::<T>(n.max(1)) }.map_err(|e| {
+unsafe fn alloc<T: CudaElement>(dev: &CudaDevice, n: usize) -> Result<Buf<T>> {
+    // SAFETY: forwarded to the caller.
+    let first = unsafe { dev.driver.alloc::<T>(n.max(1)) };
+    let retried = match first {
+        Ok(b) => return Ok(b),
+        Err(_) => {
+            dev.trim_memory()?;
+            // SAFETY: as above.
+            unsafe { dev.driver.alloc::<T>(n.max(1)) }
+        }
+    };
+    retried.map_err(|e| {
         KernelError::Device(format!(
-            "allocating {n} {} elements on cuda:{} failed ({e:?}); free some tensors or use \
-             smaller ones",
+            "allocating {n} {} elements on cuda:{} failed ({e}), even after returning the \
+             memory pool's unused memory to the device; free some tensors or use smaller ones",
             T::DTYPE,
             dev.ordinal()
         ))
     })
 }
 
-fn launch_error(kernel: &str, e: cudarc::driver::DriverError) -> KernelError {
-    KernelError::Device(format!("launching CUDA kernel `{kernel}` failed: {e:?}"))
+/// Launches kernel `name` of `module` with `args`.
+///
+/// # Safety
+/// `args` match the kernel's parameters, and every element the kernel touches
+/// lies inside the buffers passed.
+unsafe fn launch(
+    dev: &CudaDevice,
+    module: Module,
+    name: &str,
+    cfg: LaunchCfg,
+    args: &mut [KernelArg<'_, Drv>],
+) -> Result<()> {
+    let f = dev.function(module, name)?;
+    // SAFETY: forwarded to the caller.
+    unsafe { dev.driver.launch(&f, name, cfg, args) }
 }
 
 impl CudaStorage {
-    fn new<T: CudaElement>(s: CudaSlice<T>, len: usize, device: Arc<CudaDevice>) -> Self {
+    fn new<T: CudaElement>(s: Buf<T>, len: usize, device: Arc<CudaDevice>) -> Self {
         CudaStorage {
             data: T::wrap(s),
             len,
@@ -157,7 +237,7 @@ impl CudaStorage {
         &self.device
     }
 
-    fn slice<T: CudaElement>(&self) -> Result<&CudaSlice<T>> {
+    fn slice<T: CudaElement>(&self) -> Result<&Buf<T>> {
         T::get(&self.data).ok_or(KernelError::DTypeMismatch {
             lhs: self.dtype(),
             rhs: T::DTYPE,
@@ -175,10 +255,6 @@ impl CudaStorage {
         Ok(())
     }
 
-    fn function(&self, module: Module, name: &str) -> Result<CudaFunction> {
-        self.device.function(module, name)
-    }
-
     /// Copies the view `l` of a CPU buffer to `device` (contiguous there).
     pub fn from_cpu(device: &Arc<CudaDevice>, src: &CpuStorage, l: &Layout) -> Result<Self> {
         check_fits(src.len(), l)?;
@@ -191,9 +267,7 @@ impl CudaStorage {
             let s = if v.is_empty() {
                 unsafe { alloc::<T>(dev, 0)? }
             } else {
-                dev.stream()
-                    .clone_htod(v)
-                    .map_err(|e| driver_error("copy to the device", e))?
+                dev.driver.upload(v)?
             };
             Ok(CudaStorage::new(s, v.len(), dev.clone()))
         }
@@ -203,37 +277,52 @@ impl CudaStorage {
         }
     }
 
+    /// `n` elements from element `offset` of the buffer, on the host.
+    fn download<T: CudaElement>(&self, offset: usize, n: usize) -> Result<Vec<T>> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let s = self.slice::<T>()?;
+        // The host buffer is allocated fallibly (`clone_dtoh` would abort when the
+        // host cannot hold it), then filled as `clone_dtoh` does.
+        let mut v = crate::cpu::pool::alloc::<T>(n)?;
+        // SAFETY: `v` has capacity n; the copy below writes all n elements before
+        // anything reads them (an error drops `v` without reading), exactly as
+        // cudarc's own `clone_dtoh` does.
+        #[allow(clippy::uninit_vec)]
+        unsafe {
+            v.set_len(n)
+        };
+        self.device.driver.download(s, offset, &mut v)?;
+        Ok(v)
+    }
+
     /// The view `l`, in logical order, copied into a contiguous CPU buffer. Waits
-    /// for the device to finish the work queued before it.
+    /// for the device to finish the work queued before it. Any view works: one the
+    /// kernels cannot index (more unmergeable axes than they take) is gathered on
+    /// the host from the span of the buffer it covers.
     pub fn to_cpu(&self, l: &Layout) -> Result<CpuStorage> {
         check_fits(self.len, l)?;
         let n = l.numel();
-        if !Index1::new(l)?.is_dense() {
-            let dense = self.unary(l, UnaryOp::Copy)?;
-            return dense.to_cpu(&Layout::contiguous(l.shape().clone()));
+        match Index1::new(l) {
+            Ok(ix) if ix.is_dense() => {}
+            Ok(_) => {
+                let dense = self.unary(l, UnaryOp::Copy)?;
+                return dense.to_cpu(&Layout::contiguous(l.shape().clone()));
+            }
+            Err(_) if n == 0 => {}
+            Err(_) => {
+                // The span [offset, offset + required_len) holds every element.
+                let span = l.required_len() - l.offset();
+                let host =
+                    with_dtype!(self.dtype(), T => T::cpu(self.download::<T>(l.offset(), span)?));
+                self.device.synchronize()?;
+                let shifted = Layout::new(l.shape().clone(), l.strides(), 0)?;
+                return host.cast(&shifted, self.dtype());
+            }
         }
         with_dtype!(self.dtype(), T => {
-            let v: Vec<T> = if n == 0 {
-                Vec::new()
-            } else {
-                let s = self.slice::<T>()?;
-                let view = s.slice(l.offset()..l.offset() + n);
-                // The host buffer is allocated fallibly (`clone_dtoh` would abort
-                // when the host cannot hold it), then filled as `clone_dtoh` does.
-                let mut v = crate::cpu::pool::alloc::<T>(n)?;
-                // SAFETY: `v` has capacity n; the copy below writes all n elements
-                // before anything reads them (an error drops `v` without reading),
-                // exactly as cudarc's own `clone_dtoh` does.
-                #[allow(clippy::uninit_vec)]
-                unsafe {
-                    v.set_len(n)
-                };
-                self.device
-                    .stream()
-                    .memcpy_dtoh(&view, &mut v)
-                    .map_err(|e| driver_error("copy to the host", e))?;
-                v
-            };
+            let v: Vec<T> = self.download(l.offset(), n)?;
             self.device.synchronize()?;
             Ok(T::cpu(v))
         })
@@ -246,15 +335,19 @@ impl CudaStorage {
         let mut out = unsafe { alloc::<T>(dev, n)? };
         if n > 0 {
             let name = compile::unary_kernel(op, T::DTYPE);
-            let f = self.function(Module::Unary, &name)?;
             let (ix, n64, scalar) = (Index1::new(l)?, n as u64, op.scalar());
             let src = self.slice::<T>()?;
-            let mut b = dev.stream().launch_builder(&f);
-            b.arg(&n64).arg(&ix).arg(src).arg(&mut out).arg(&scalar);
+            let mut args = [
+                KernelArg::U64(n64),
+                KernelArg::Index1(&ix),
+                T::input(src),
+                T::output(&mut out),
+                KernelArg::F64(scalar),
+            ];
             // SAFETY: the arguments match the kernel's signature in unary.cu
             // (n, Index1, const T*, T*, double); the view fits `src` (checked) and
             // `out` holds n elements.
-            unsafe { b.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+            unsafe { launch(dev, Module::Unary, &name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -272,14 +365,18 @@ impl CudaStorage {
         let mut out = unsafe { alloc::<T>(dev, n)? };
         if n > 0 {
             let name = compile::binary_kernel(op, T::DTYPE);
-            let f = self.function(Module::Binary, &name)?;
             let (ix, n64) = (Index2::new(l, rl)?, n as u64);
             let (a, b) = (self.slice::<T>()?, rhs.slice::<T>()?);
-            let mut lb = dev.stream().launch_builder(&f);
-            lb.arg(&n64).arg(&ix).arg(a).arg(b).arg(&mut out);
+            let mut args = [
+                KernelArg::U64(n64),
+                KernelArg::Index2(&ix),
+                T::input(a),
+                T::input(b),
+                T::output(&mut out),
+            ];
             // SAFETY: matches binary.cu's (n, Index2, const T*, const T*, T*); both
             // views fit their buffers (checked) and `out` holds n elements.
-            unsafe { lb.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+            unsafe { launch(dev, Module::Binary, &name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -296,7 +393,6 @@ impl CudaStorage {
             return Ok(());
         }
         let name = compile::binary_assign_kernel(op, T::DTYPE);
-        let f = self.function(Module::Binary, &name)?;
         let (ix, n64) = (Index2::new(l, rl)?, n as u64);
         let dev = self.device.clone();
         let b = rhs.slice::<T>()?;
@@ -304,14 +400,25 @@ impl CudaStorage {
             lhs: rhs.dtype(),
             rhs: T::DTYPE,
         })?;
-        let mut lb = dev.stream().launch_builder(&f);
-        lb.arg(&n64).arg(&ix).arg(a).arg(b);
+        let mut args = [
+            KernelArg::U64(n64),
+            KernelArg::Index2(&ix),
+            T::output(a),
+            T::input(b),
+        ];
         // SAFETY: matches binary.cu's binary_assign (n, Index2, T*, const T*); both
         // views fit (checked); `a` and `b` are different buffers (one is borrowed
         // mutably), and the destination view is contiguous, so no element is
         // written twice.
-        unsafe { lb.launch(launch_config(&dev, n)) }.map_err(|e| launch_error(&name, e))?;
-        Ok(())
+        unsafe {
+            launch(
+                &dev,
+                Module::Binary,
+                &name,
+                launch_config(&dev, n),
+                &mut args,
+            )
+        }
     }
 
     fn copy_into_typed<T: CudaElement>(
@@ -328,12 +435,17 @@ impl CudaStorage {
         let ix = Index2::new(l, dl)?;
         let repeats = ix.b_has_zero_stride();
         let kind = match (accumulate, repeats) {
-            (false, _) => "copy",
+            (false, false) => "copy",
+            // Refused by check_writes_once before: the writes would race.
+            (false, true) => {
+                return Err(KernelError::Layout(
+                    "copy into a view with repeated elements".into(),
+                ));
+            }
             (true, false) => "copy_add",
             (true, true) => "copy_atomic_add",
         };
         let name = compile::copy_kernel(kind, T::DTYPE);
-        let f = self.function(Module::Copy, &name)?;
         let n64 = n as u64;
         let dev = self.device.clone();
         let src = self.slice::<T>()?;
@@ -342,12 +454,15 @@ impl CudaStorage {
             rhs: dst.dtype(),
         };
         let d = T::get_mut(&mut dst.data).ok_or(mismatch)?;
-        let mut lb = dev.stream().launch_builder(&f);
-        lb.arg(&n64).arg(&ix).arg(src).arg(d);
+        let mut args = [
+            KernelArg::U64(n64),
+            KernelArg::Index2(&ix),
+            T::input(src),
+            T::output(d),
+        ];
         // SAFETY: matches copy.cu's (n, Index2, const T*, T*); both views fit their
         // buffers (checked); repeated destinations go through the atomic kernel.
-        unsafe { lb.launch(launch_config(&dev, n)) }.map_err(|e| launch_error(&name, e))?;
-        Ok(())
+        unsafe { launch(&dev, Module::Copy, &name, launch_config(&dev, n), &mut args) }
     }
 
     fn cast_typed<F: CudaElement, T: CudaElement>(&self, l: &Layout) -> Result<CudaStorage> {
@@ -357,13 +472,16 @@ impl CudaStorage {
         let mut out = unsafe { alloc::<T>(dev, n)? };
         if n > 0 {
             let name = compile::cast_kernel(F::DTYPE, T::DTYPE);
-            let f = self.function(Module::Copy, &name)?;
             let (ix, n64) = (Index1::new(l)?, n as u64);
             let src = self.slice::<F>()?;
-            let mut lb = dev.stream().launch_builder(&f);
-            lb.arg(&n64).arg(&ix).arg(src).arg(&mut out);
+            let mut args = [
+                KernelArg::U64(n64),
+                KernelArg::Index1(&ix),
+                F::input(src),
+                T::output(&mut out),
+            ];
             // SAFETY: matches copy.cu's cast (n, Index1, const F*, T*); the view fits.
-            unsafe { lb.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+            unsafe { launch(dev, Module::Copy, &name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -372,17 +490,17 @@ impl CudaStorage {
         // SAFETY: the fill kernel (or the memset) writes every element.
         let mut out = unsafe { alloc::<T>(dev, n)? };
         if value.to_bits() == 0 {
-            dev.stream()
-                .memset_zeros(&mut out)
-                .map_err(|e| driver_error("cuMemsetD8", e))?;
+            dev.driver.memset_zero(&mut out)?;
         } else {
             let name = compile::fill_kernel(T::DTYPE);
-            let f = dev.function(Module::Copy, &name)?;
             let n_alloc = n.max(1) as u64;
-            let mut lb = dev.stream().launch_builder(&f);
-            lb.arg(&n_alloc).arg(&mut out).arg(&value);
+            let mut args = [
+                KernelArg::U64(n_alloc),
+                T::output(&mut out),
+                KernelArg::F64(value),
+            ];
             // SAFETY: matches copy.cu's fill (n, T*, double); `out` holds n_alloc elements.
-            unsafe { lb.launch(launch_config(dev, n)) }.map_err(|e| launch_error(&name, e))?;
+            unsafe { launch(dev, Module::Copy, &name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -469,6 +587,7 @@ impl BackendStorage for CudaStorage {
         check_fits(dst.len, dl)?;
         self.same_device(dst)?;
         check_same_shape("copy", l, dl)?;
+        check_writes_once(dl, accumulate)?;
         if self.dtype() != dst.dtype() {
             return Err(KernelError::DTypeMismatch {
                 lhs: self.dtype(),

@@ -9,10 +9,10 @@
 //! split into chunks reduced in parallel, and a second pass reduces the chunks.
 
 use super::compile::{self, Module};
+use super::driver::{KernelArg, LaunchCfg};
 use super::index::ReducePlan;
-use super::{BLOCK, CudaElement, CudaStorage, alloc, launch_error};
+use super::{BLOCK, CudaElement, CudaStorage, alloc, launch};
 use crate::{Layout, ReduceOp, Result, Shape};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
 
 /// Reduced elements per block (rows) or per thread (cols) below which a
 /// reduction is not split.
@@ -69,7 +69,6 @@ pub(super) fn reduce<T: CudaElement>(
     let splits = red_n.div_ceil(chunk).max(1);
 
     let name = compile::reduce_kernel(op, rows, T::DTYPE);
-    let f = dev.function(Module::Reduce, &name)?;
     // SAFETY: block (o, s) writes out[s * out_n + o] for every o and s < splits.
     let mut out = unsafe { alloc::<T>(dev, splits * out_n)? };
     let blocks_x = if rows {
@@ -79,24 +78,25 @@ pub(super) fn reduce<T: CudaElement>(
             .div_ceil(BLOCK as usize)
             .min(dev.multiprocessors() * 32)
     };
-    let cfg = LaunchConfig {
-        grid_dim: (blocks_x as u32, splits as u32, 1),
-        block_dim: (BLOCK, 1, 1),
+    let cfg = LaunchCfg {
+        grid: (blocks_x as u32, splits as u32, 1),
+        block: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     let (out_n64, red_n64, chunk64) = (out_n as u64, red_n as u64, chunk as u64);
     let src = x.slice::<T>()?;
-    let mut lb = dev.stream().launch_builder(&f);
-    lb.arg(&out_n64)
-        .arg(&red_n64)
-        .arg(&chunk64)
-        .arg(&plan.index)
-        .arg(src)
-        .arg(&mut out);
+    let mut args = [
+        KernelArg::U64(out_n64),
+        KernelArg::U64(red_n64),
+        KernelArg::U64(chunk64),
+        KernelArg::Reduce(&plan.index),
+        T::input(src),
+        T::output(&mut out),
+    ];
     // SAFETY: matches reduce.cu's (out_n, red_n, chunk, ReduceIndex, const T*, T*);
     // the view fits the input (checked by the caller) and `out` holds
     // splits * out_n elements.
-    unsafe { lb.launch(cfg) }.map_err(|e| launch_error(&name, e))?;
+    unsafe { launch(dev, Module::Reduce, &name, cfg, &mut args)? };
     let partial = CudaStorage::new(out, splits * out_n, dev.clone());
     if splits == 1 {
         return Ok(partial);

@@ -1,0 +1,69 @@
+//! With the `cuda-emulator` feature (tests only), compiles the CUDA kernel sources
+//! as host C++ into the emulator's shared library; otherwise does nothing.
+//!
+//! Each module's source is written exactly as `cuda/compile.rs` concatenates it
+//! for NVRTC (`common.cuh`, a `#line` directive, the `.cu` file), behind one
+//! `#include "shim.h"`; `cuda::emu` checks at run time that the two agree.
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    #[cfg(feature = "cuda-emulator")]
+    emulator::build();
+}
+
+#[cfg(feature = "cuda-emulator")]
+mod emulator {
+    use std::path::{Path, PathBuf};
+
+    const MODULES: [&str; 4] = ["unary.cu", "binary.cu", "reduce.cu", "copy.cu"];
+
+    fn read(p: &Path) -> String {
+        println!("cargo:rerun-if-changed={}", p.display());
+        std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+    }
+
+    pub fn build() {
+        let cuda = PathBuf::from("src/cuda");
+        let emu = cuda.join("emu");
+        let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+        let common = read(&cuda.join("common.cuh"));
+        read(&emu.join("shim.h"));
+        read(&emu.join("runtime.cpp"));
+        let mut files = vec![emu.join("runtime.cpp")];
+        for m in MODULES {
+            // The source! macro of compile.rs, byte for byte, behind the shim.
+            let source = format!("{common}\n#line 1 \"{m}\"\n{}", read(&cuda.join(m)));
+            let stem = m.trim_end_matches(".cu");
+            std::fs::write(out.join(format!("{stem}.source")), &source).expect("write source");
+            let unit = out.join(format!("emu_{stem}.cpp"));
+            std::fs::write(&unit, format!("#include \"shim.h\"\n{source}")).expect("write unit");
+            files.push(unit);
+        }
+        let mut build = cc::Build::new();
+        build
+            .cpp(true)
+            .pic(true)
+            .opt_level(2)
+            .debug(false)
+            .warnings(false)
+            .include(&emu)
+            .flag("-std=c++17")
+            // As NVRTC is told nothing about fast math; no contraction into FMAs
+            // either (the GPU contracts, the CPU backend does not: see the docs).
+            .flag("-ffp-contract=off")
+            .files(&files);
+        let objects = build.compile_intermediates();
+        let lib = out.join("libautograd_cuda_emu.so");
+        let status = build
+            .get_compiler()
+            .to_command()
+            .arg("-shared")
+            .arg("-o")
+            .arg(&lib)
+            .args(&objects)
+            .arg("-lpthread")
+            .status()
+            .unwrap_or_else(|e| panic!("linking the CUDA emulator: {e}"));
+        assert!(status.success(), "linking the CUDA emulator failed");
+    }
+}

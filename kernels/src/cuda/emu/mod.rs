@@ -1,0 +1,667 @@
+//! An emulated CUDA device (feature `cuda-emulator`, for tests only): with it,
+//! `Device::Cuda(0)` runs the backend's own launch code against the project's own
+//! `.cu` sources, compiled as host C++, on the CPU. CI runs the GPU tests this
+//! way on every run (`.ci/run`); a real GPU is still needed for what emulation
+//! cannot see (below).
+//!
+//! How it works (`build.rs`, `shim.h`, `runtime.cpp`):
+//! - **Sources.** Each module's source, byte for byte what `compile.rs` hands
+//!   NVRTC (checked by a test here), is compiled by g++ behind a shim header that
+//!   defines `__global__`, the builtin indices, `__shared__`, `__syncthreads`,
+//!   `__shfl_down_sync` and `atomicAdd`. The kernels are found by name in the
+//!   resulting library, as `cuModuleGetFunction` finds them in a module.
+//! - **Threads.** Each CUDA thread is a fiber; a block's fibers run until they
+//!   finish or wait at a barrier. `__syncthreads` is a block barrier and
+//!   `__shfl_down_sync` a warp barrier (the exchange happens when the warp's 32
+//!   lanes are there). A barrier some threads never reach (they exited, or wait
+//!   at another one) is reported as a deadlock or a divergent barrier.
+//! - **Memory.** Buffers are sized exactly and fenced by inaccessible pages; an
+//!   out-of-bounds read or write faults and the launch fails naming the kernel,
+//!   the block and thread and where the address lies (past the end of a buffer,
+//!   before its start, in a freed one). Inputs are read-only during a launch; new
+//!   buffers are filled with NaN bytes, so an element left unwritten shows.
+//! - **Schedules.** Every launch runs under six schedules from the same memory:
+//!   blocks forward, reversed and shuffled (seeded), fibers swept forward,
+//!   backward, at random, and warp-greedy (the lowest runnable thread first, so a
+//!   warp runs ahead of the others to the next `__syncthreads`), and with the
+//!   grid cut to one block and to three (the grid-stride loops do the rest).
+//!   Their outputs must agree (to 1e-5 relative in f32, 1e-12 in f64, for the
+//!   order of atomic additions): a race between blocks, a missing barrier or a
+//!   loop that is not grid-stride makes the launch fail.
+//! - **Launch limits.** Grid and block sizes are checked as `cuLaunchKernel`
+//!   checks them (grid y and z at most 65535, at most 1024 threads per block).
+//! - **cuBLAS.** `gemm` and `gemmStridedBatched` by their documented column-major
+//!   semantics and argument checks (lda, ldb and ldc against m, n, k and the
+//!   transposes; strides, 0 included), reading the buffers through the same
+//!   fenced pages; batches whose results overlap are refused (a race on a GPU).
+//! - **Context and pool.** Which host threads have the context bound is tracked
+//!   as the driver does: loading a kernel or calling cuBLAS on an unbound thread
+//!   fails, and a free there fails and is reported by the next `synchronize`, as
+//!   cudarc records it. The device has a memory capacity and a stream-ordered
+//!   pool that keeps freed memory up to its release threshold.
+//!
+//! What it cannot see, and stays for a real GPU (`scripts/gpu-check.sh`):
+//! - lost updates between threads that run at once: fibers switch only at
+//!   barriers, so a non-atomic read-modify-write of one address by two threads of
+//!   a block, or two blocks, is never interleaved (races between *blocks* still
+//!   show as order-dependent results, races inside a block mostly do not);
+//! - the memory model: caching, visibility and ordering without fences;
+//! - CUDA's math functions' accuracy (the host's libm runs instead), FMA
+//!   contraction (compiled with `-ffp-contract=off`; NVRTC contracts), and
+//!   anything depending on the real number of SMs or on warp scheduling;
+//! - sizes of 2^31 elements and beyond (the emulated suite uses small sizes),
+//!   real cuBLAS's algorithms and workspaces, the driver's and NVRTC's own
+//!   behaviour (the NVRTC compile check, `kernels/tests/nvrtc.rs`, covers the
+//!   sources' compilation for the GPU);
+//! - infinite loops: a kernel that never finishes hangs the test.
+
+use super::CudaElement;
+use super::compile::Module;
+use super::driver::{Driver, GemmArgs, KernelArg, LaunchCfg};
+use crate::{KernelError, Result};
+use std::cell::Cell;
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::marker::PhantomData;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// Nothing more is needed of an element type on the emulated device.
+pub(crate) trait DriverElement {}
+impl DriverElement for f32 {}
+impl DriverElement for f64 {}
+
+const LIBRARY: &str = concat!(env!("OUT_DIR"), "/libautograd_cuda_emu.so");
+
+unsafe extern "C" {
+    fn dlopen(filename: *const c_char, flag: c_int) -> *mut c_void;
+    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+    fn dlerror() -> *mut c_char;
+}
+
+const RTLD_NOW: c_int = 2;
+
+#[repr(C)]
+struct EmuArg {
+    kind: u32,
+    elem: u32,
+    value: *const c_void,
+}
+
+type LaunchFn = unsafe extern "C" fn(
+    *const c_char,
+    *mut c_void,
+    *const EmuArg,
+    u32,
+    *const u32,
+    *const u32,
+    u32,
+    u32,
+    u64,
+    *mut c_char,
+    usize,
+) -> c_int;
+
+type GemmFn = unsafe extern "C" fn(
+    u32,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    f64,
+    u64,
+    c_int,
+    i64,
+    u64,
+    c_int,
+    i64,
+    f64,
+    u64,
+    c_int,
+    i64,
+    c_int,
+    *mut c_char,
+    usize,
+) -> c_int;
+
+/// The runtime's entry points (runtime.cpp).
+struct Api {
+    handle: usize,
+    alloc: unsafe extern "C" fn(u64) -> u64,
+    free: unsafe extern "C" fn(u64) -> c_int,
+    trim: unsafe extern "C" fn(u64),
+    set_release_threshold: unsafe extern "C" fn(u64),
+    set_capacity: unsafe extern "C" fn(u64),
+    mem_info: unsafe extern "C" fn(*mut u64, *mut u64, *mut u64),
+    htod: unsafe extern "C" fn(u64, *const c_void, u64) -> c_int,
+    dtoh: unsafe extern "C" fn(*mut c_void, u64, u64) -> c_int,
+    memset: unsafe extern "C" fn(u64, u8, u64) -> c_int,
+    schedule_count: unsafe extern "C" fn() -> u32,
+    launch: LaunchFn,
+    gemm: GemmFn,
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string.
+    unsafe {
+        let e = dlerror();
+        if e.is_null() {
+            "unknown error".into()
+        } else {
+            CStr::from_ptr(e).to_string_lossy().into_owned()
+        }
+    }
+}
+
+fn symbol(handle: *mut c_void, name: &str) -> std::result::Result<*mut c_void, String> {
+    let c = CString::new(name).map_err(|_| format!("bad symbol name {name:?}"))?;
+    // SAFETY: `handle` is a live dlopen handle and `c` a C string.
+    let p = unsafe { dlsym(handle, c.as_ptr()) };
+    if p.is_null() {
+        Err(format!("`{name}` is not in {LIBRARY}: {}", dl_error()))
+    } else {
+        Ok(p)
+    }
+}
+
+// The transmutes' target types are the fields of `Api` they initialise.
+#[allow(clippy::missing_transmute_annotations)]
+fn api() -> std::result::Result<&'static Api, String> {
+    static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
+    API.get_or_init(|| {
+        let path = CString::new(LIBRARY).map_err(|_| "bad library path".to_string())?;
+        // SAFETY: loading the emulator library built by build.rs; its initialisers
+        // are the C++ runtime's.
+        let h = unsafe { dlopen(path.as_ptr(), RTLD_NOW) };
+        if h.is_null() {
+            return Err(format!("loading the CUDA emulator failed: {}", dl_error()));
+        }
+        // SAFETY: each symbol is the runtime.cpp function of exactly this type.
+        unsafe {
+            macro_rules! f {
+                ($name:literal) => {
+                    std::mem::transmute::<*mut c_void, _>(symbol(h, $name)?)
+                };
+            }
+            Ok(Api {
+                handle: h as usize,
+                alloc: f!("emu_alloc"),
+                free: f!("emu_free"),
+                trim: f!("emu_trim"),
+                set_release_threshold: f!("emu_set_release_threshold"),
+                set_capacity: f!("emu_set_capacity"),
+                mem_info: f!("emu_mem_info"),
+                htod: f!("emu_memcpy_htod"),
+                dtoh: f!("emu_memcpy_dtoh"),
+                memset: f!("emu_memset_d8"),
+                schedule_count: f!("emu_schedule_count"),
+                launch: f!("emu_launch"),
+                gemm: f!("emu_gemm"),
+            })
+        }
+    })
+    .as_ref()
+    .map_err(|e| e.clone())
+}
+
+fn api_or_err() -> Result<&'static Api> {
+    api().map_err(KernelError::Device)
+}
+
+thread_local! {
+    /// Whether this host thread has the (one) emulated context bound.
+    static BOUND: Cell<bool> = const { Cell::new(false) };
+}
+
+/// An error recorded by an asynchronous call (a free), reported by the next
+/// `synchronize`, as cudarc records them in the context.
+static RECORDED: Mutex<Option<String>> = Mutex::new(None);
+
+fn record(e: String) {
+    let mut r = RECORDED.lock().unwrap_or_else(PoisonError::into_inner);
+    if r.is_none() {
+        *r = Some(e);
+    }
+}
+
+const INVALID_CONTEXT: &str = "DriverError(CUDA_ERROR_INVALID_CONTEXT, \"invalid device context\")";
+
+fn require_bound(what: &str) -> Result<()> {
+    if BOUND.with(Cell::get) {
+        Ok(())
+    } else {
+        Err(KernelError::Device(format!(
+            "CUDA driver error in {what}: {INVALID_CONTEXT} (emulated: the context is not bound \
+             to this thread)"
+        )))
+    }
+}
+
+fn bind_thread() {
+    BOUND.with(|b| b.set(true));
+}
+
+/// A buffer of the emulated device.
+pub(crate) struct EmuBuf<T> {
+    addr: u64,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T> Drop for EmuBuf<T> {
+    fn drop(&mut self) {
+        // cudarc's CudaSlice drop frees without binding the context first.
+        if !BOUND.with(Cell::get) {
+            record(format!(
+                "CUDA driver error in cuMemFreeAsync: {INVALID_CONTEXT} (emulated: a buffer \
+                 was freed on a thread without the context bound)"
+            ));
+            return;
+        }
+        if let Ok(api) = api() {
+            // SAFETY: `addr` is a live buffer of the emulator, freed once.
+            match unsafe { (api.free)(self.addr) } {
+                0 => {}
+                -2 => record(
+                    "emulated device: a kernel wrote before the start of a buffer (its canary \
+                     was overwritten)"
+                        .into(),
+                ),
+                _ => record("emulated device: freeing a buffer that is not live".into()),
+            }
+        }
+    }
+}
+
+/// The emulated device (one, ordinal 0).
+pub(crate) struct Emulator {
+    api: &'static Api,
+}
+
+/// A kernel of the emulator library.
+#[derive(Clone)]
+pub(crate) struct EmuFunc {
+    ptr: usize,
+    name: CString,
+}
+
+/// How many SMs the emulated device reports: few, so that the launch planning's
+/// grid caps and reduction splits are exercised at test sizes.
+pub const MULTIPROCESSORS: usize = 4;
+
+/// Emulated device memory (64 GiB of address space unless set).
+const DEFAULT_CAPACITY: u64 = 64 << 30;
+
+/// Sets the emulated device's memory capacity in bytes (`None`: the default).
+/// Buffers take whole pages, plus two guard pages each.
+pub fn set_memory_capacity(bytes: Option<u64>) -> Result<()> {
+    let api = api_or_err()?;
+    // SAFETY: plain setter.
+    unsafe { (api.set_capacity)(bytes.unwrap_or(DEFAULT_CAPACITY)) };
+    Ok(())
+}
+
+/// The emulated device's memory: live and pooled bytes (whole mappings, guard
+/// pages included) and the capacity.
+pub fn memory_stats() -> Result<(u64, u64, u64)> {
+    let api = api_or_err()?;
+    let (mut l, mut p, mut c) = (0, 0, 0);
+    // SAFETY: three valid out-pointers.
+    unsafe { (api.mem_info)(&mut l, &mut p, &mut c) };
+    Ok((l, p, c))
+}
+
+/// Bit mask of the schedules each launch runs under (all of them unless
+/// `AUTOGRAD_CUDA_EMULATOR_SCHEDULES=1` asks for the first only).
+fn schedules(api: &Api) -> u32 {
+    // SAFETY: plain getter.
+    let n = unsafe { (api.schedule_count)() };
+    let all = if n >= 32 { u32::MAX } else { (1u32 << n) - 1 };
+    match std::env::var("AUTOGRAD_CUDA_EMULATOR_SCHEDULES") {
+        Ok(v) => match v.parse::<u32>() {
+            Ok(k) if k >= 1 && k < n => (1u32 << k) - 1,
+            _ => all,
+        },
+        Err(_) => all,
+    }
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
+}
+
+fn elem<T: CudaElement>() -> u32 {
+    std::mem::size_of::<T>() as u32
+}
+
+fn bytes<T: CudaElement>(n: usize) -> u64 {
+    (n * std::mem::size_of::<T>()) as u64
+}
+
+impl Emulator {
+    fn addr<T: CudaElement>(b: &EmuBuf<T>, offset: usize) -> u64 {
+        b.addr + bytes::<T>(offset)
+    }
+}
+
+impl Driver for Emulator {
+    type Buf<T: CudaElement> = EmuBuf<T>;
+    type Func = EmuFunc;
+
+    fn check_libraries() -> std::result::Result<(), String> {
+        api().map(|_| ())
+    }
+
+    fn device_count() -> usize {
+        usize::from(api().is_ok())
+    }
+
+    fn open(ordinal: usize) -> std::result::Result<Self, String> {
+        let api = api()?;
+        if ordinal != 0 {
+            return Err(format!("the emulator has one device, not {ordinal}"));
+        }
+        // The sources the library was built from are the ones NVRTC compiles.
+        for (m, built) in BUILT_SOURCES {
+            if m.source() != built {
+                return Err(format!(
+                    "the emulator was built from another {} than compile.rs hands NVRTC",
+                    m.file()
+                ));
+            }
+        }
+        bind_thread();
+        Ok(Emulator { api })
+    }
+
+    fn name(&self) -> String {
+        "CUDA emulator (host)".into()
+    }
+
+    fn compute_capability(&self) -> (i32, i32) {
+        (9, 0)
+    }
+
+    fn multiprocessors(&self) -> usize {
+        MULTIPROCESSORS
+    }
+
+    fn bind(&self) -> Result<()> {
+        bind_thread();
+        Ok(())
+    }
+
+    fn set_pool_release_threshold(&self, bytes: u64) -> Result<()> {
+        // SAFETY: plain setter.
+        unsafe { (self.api.set_release_threshold)(bytes) };
+        Ok(())
+    }
+
+    fn trim(&self) -> Result<()> {
+        self.synchronize()?;
+        // SAFETY: plain call.
+        unsafe { (self.api.trim)(0) };
+        Ok(())
+    }
+
+    unsafe fn alloc<T: CudaElement>(&self, n: usize) -> std::result::Result<EmuBuf<T>, String> {
+        bind_thread();
+        // SAFETY: plain call; 0 means failure.
+        let addr = unsafe { (self.api.alloc)(bytes::<T>(n)) };
+        if addr == 0 {
+            return Err(
+                "DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\") (emulated)".into(),
+            );
+        }
+        Ok(EmuBuf {
+            addr,
+            len: n,
+            _t: PhantomData,
+        })
+    }
+
+    fn upload<T: CudaElement>(&self, v: &[T]) -> Result<EmuBuf<T>> {
+        // SAFETY: every element is written below.
+        let b = unsafe { self.alloc::<T>(v.len()) }.map_err(KernelError::Device)?;
+        // SAFETY: `v` holds the bytes copied; the runtime checks the range.
+        let r = unsafe { (self.api.htod)(b.addr, v.as_ptr().cast(), bytes::<T>(v.len())) };
+        if r != 0 {
+            return Err(KernelError::Device(
+                "emulated copy to the device failed".into(),
+            ));
+        }
+        Ok(b)
+    }
+
+    fn download<T: CudaElement>(&self, b: &EmuBuf<T>, offset: usize, out: &mut [T]) -> Result<()> {
+        bind_thread();
+        if offset + out.len() > b.len {
+            return Err(KernelError::Device(format!(
+                "CUDA driver error in copy to the host: elements {offset}..{} of a buffer of {}",
+                offset + out.len(),
+                b.len
+            )));
+        }
+        // SAFETY: `out` has room for the bytes; the runtime checks the range.
+        let r = unsafe {
+            (self.api.dtoh)(
+                out.as_mut_ptr().cast(),
+                Self::addr(b, offset),
+                bytes::<T>(out.len()),
+            )
+        };
+        if r != 0 {
+            return Err(KernelError::Device(
+                "emulated copy to the host failed".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn memset_zero<T: CudaElement>(&self, b: &mut EmuBuf<T>) -> Result<()> {
+        bind_thread();
+        // SAFETY: the whole buffer; the runtime checks the range.
+        let r = unsafe { (self.api.memset)(b.addr, 0, bytes::<T>(b.len)) };
+        if r != 0 {
+            return Err(KernelError::Device("emulated memset failed".into()));
+        }
+        Ok(())
+    }
+
+    fn load_function(&self, module: Module, name: &str) -> Result<EmuFunc> {
+        require_bound("cuModuleGetFunction")?;
+        let in_module = super::compile::kernel_names()
+            .iter()
+            .any(|(m, n)| *m == module && n == name);
+        let ptr = symbol(self.api.handle as *mut c_void, name)
+            .ok()
+            .filter(|_| in_module);
+        match ptr {
+            Some(p) => Ok(EmuFunc {
+                ptr: p as usize,
+                name: CString::new(name).unwrap_or_default(),
+            }),
+            None => Err(KernelError::Device(format!(
+                "kernel `{name}` is not in {} (emulated: no such symbol)",
+                module.file()
+            ))),
+        }
+    }
+
+    unsafe fn launch(
+        &self,
+        f: &EmuFunc,
+        name: &str,
+        cfg: LaunchCfg,
+        args: &mut [KernelArg<'_, Self>],
+    ) -> Result<()> {
+        bind_thread();
+        // Values the argument list points at: the device addresses of the buffers.
+        let addrs: Vec<u64> = args
+            .iter()
+            .map(|a| match a {
+                KernelArg::InF32(b) => b.addr,
+                KernelArg::InF64(b) => b.addr,
+                KernelArg::OutF32(b) => b.addr,
+                KernelArg::OutF64(b) => b.addr,
+                _ => 0,
+            })
+            .collect();
+        let list: Vec<EmuArg> = args
+            .iter()
+            .zip(&addrs)
+            .map(|(a, addr)| {
+                let p = |v: *const c_void, kind, elem| EmuArg {
+                    kind,
+                    elem,
+                    value: v,
+                };
+                let addr = (addr as *const u64).cast();
+                match a {
+                    KernelArg::U64(v) => p((v as *const u64).cast(), 0, 8),
+                    KernelArg::F64(v) => p((v as *const f64).cast(), 1, 8),
+                    KernelArg::Index1(v) => p(*v as *const _ as *const c_void, 2, 0),
+                    KernelArg::Index2(v) => p(*v as *const _ as *const c_void, 3, 0),
+                    KernelArg::Reduce(v) => p(*v as *const _ as *const c_void, 4, 0),
+                    KernelArg::InF32(_) => p(addr, 5, 4),
+                    KernelArg::InF64(_) => p(addr, 5, 8),
+                    KernelArg::OutF32(_) => p(addr, 6, 4),
+                    KernelArg::OutF64(_) => p(addr, 6, 8),
+                }
+            })
+            .collect();
+        let grid = [cfg.grid.0, cfg.grid.1, cfg.grid.2];
+        let block = [cfg.block.0, cfg.block.1, cfg.block.2];
+        let mut err = vec![0 as c_char; 2048];
+        let seed = fnv(name) ^ seed();
+        // SAFETY: `list` points at values that outlive the call; the kernel
+        // pointer came from the library; the caller vouches for the arguments
+        // (and the runtime fences every buffer).
+        let r = unsafe {
+            (self.api.launch)(
+                f.name.as_ptr(),
+                f.ptr as *mut c_void,
+                list.as_ptr(),
+                list.len() as u32,
+                grid.as_ptr(),
+                block.as_ptr(),
+                cfg.shared_mem_bytes,
+                schedules(self.api),
+                seed,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if r != 0 {
+            return Err(KernelError::Device(c_message(&err)));
+        }
+        Ok(())
+    }
+
+    unsafe fn gemm<T: CudaElement>(
+        &self,
+        g: &GemmArgs,
+        a: &EmuBuf<T>,
+        a_off: usize,
+        b: &EmuBuf<T>,
+        b_off: usize,
+        c: &mut EmuBuf<T>,
+    ) -> Result<()> {
+        require_bound("cublasGemmEx")?;
+        let mut err = vec![0 as c_char; 1024];
+        // SAFETY: the runtime reads and writes only inside fenced buffers and
+        // reports a fault as an error.
+        let r = unsafe {
+            (self.api.gemm)(
+                elem::<T>(),
+                g.trans_a as c_int,
+                g.trans_b as c_int,
+                g.m,
+                g.n,
+                g.k,
+                1.0,
+                Self::addr(a, a_off),
+                g.lda,
+                g.stride_a,
+                Self::addr(b, b_off),
+                g.ldb,
+                g.stride_b,
+                0.0,
+                c.addr,
+                g.ldc,
+                g.stride_c,
+                g.batch,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        if r != 0 {
+            return Err(KernelError::Device(format!(
+                "cuBLAS gemm failed ({} emulated): {}",
+                T::DTYPE,
+                c_message(&err)
+            )));
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        bind_thread();
+        let recorded = RECORDED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match recorded {
+            Some(e) => Err(KernelError::Device(format!(
+                "an earlier asynchronous call failed: {e}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn memory_info(&self) -> Result<(usize, usize)> {
+        let (live, pooled, cap) = memory_stats()?;
+        Ok(((cap.saturating_sub(live + pooled)) as usize, cap as usize))
+    }
+}
+
+fn c_message(buf: &[c_char]) -> String {
+    let bytes: Vec<u8> = buf
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The schedules' seed: `AUTOGRAD_CUDA_EMULATOR_SEED`, or a fixed one.
+fn seed() -> u64 {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    *SEED.get_or_init(|| {
+        std::env::var("AUTOGRAD_CUDA_EMULATOR_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x5eed)
+    })
+}
+
+/// The module sources the emulator library was compiled from (build.rs).
+const BUILT_SOURCES: [(Module, &str); 4] = [
+    (
+        Module::Unary,
+        include_str!(concat!(env!("OUT_DIR"), "/unary.source")),
+    ),
+    (
+        Module::Binary,
+        include_str!(concat!(env!("OUT_DIR"), "/binary.source")),
+    ),
+    (
+        Module::Reduce,
+        include_str!(concat!(env!("OUT_DIR"), "/reduce.source")),
+    ),
+    (
+        Module::Copy,
+        include_str!(concat!(env!("OUT_DIR"), "/copy.source")),
+    ),
+];

@@ -1,0 +1,87 @@
+// The CUDA emulator's shim: what the kernel sources (common.cuh and the .cu
+// files) need from CUDA, in host C++. build.rs puts `#include "shim.h"` in front
+// of each module's source exactly as compile.rs concatenates it for NVRTC, and
+// g++ compiles the result into the emulator's shared library (feature
+// `cuda-emulator`, tests only).
+//
+// Each CUDA thread runs as a fiber of runtime.cpp's scheduler: the builtin
+// variables read the running fiber's indices, and the block-wide and warp-wide
+// synchronisations (__syncthreads, __shfl_down_sync) are barriers of that
+// scheduler, where it switches fibers. Shared memory is a static of the host
+// thread (blocks of one launch run one after another on it). Atomics are plain
+// read-modify-writes: fibers switch only at barriers, so nothing interleaves them.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+struct uint3 {
+    unsigned x, y, z;
+};
+struct dim3 {
+    unsigned x, y, z;
+};
+
+// The indices of the CUDA thread a fiber runs.
+struct EmuLane {
+    uint3 thread_idx;
+    uint3 block_idx;
+    dim3 block_dim;
+    dim3 grid_dim;
+};
+
+// The running fiber's indices (set by the scheduler before it resumes a fiber).
+extern __thread const EmuLane* emu_lane __attribute__((tls_model("initial-exec")));
+
+extern "C" void emu_syncthreads(const char* file, int line);
+extern "C" void emu_shfl_down(unsigned mask, void* value, unsigned size, int delta,
+                              const char* file, int line);
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static thread_local
+
+#define threadIdx (emu_lane->thread_idx)
+#define blockIdx (emu_lane->block_idx)
+#define blockDim (emu_lane->block_dim)
+#define gridDim (emu_lane->grid_dim)
+
+#define __syncthreads() emu_syncthreads(__FILE__, __LINE__)
+
+template <typename T>
+inline T emu_shfl_down_t(unsigned mask, T v, int delta, const char* file, int line) {
+    static_assert(sizeof(T) <= 8, "shuffles of at most 8 bytes");
+    emu_shfl_down(mask, &v, sizeof(T), delta, file, line);
+    return v;
+}
+#define __shfl_down_sync(mask, v, delta) emu_shfl_down_t((mask), (v), (delta), __FILE__, __LINE__)
+
+template <typename T>
+inline T atomicAdd(T* p, T v) {
+    const T old = *p;
+    *p = old + v;
+    return old;
+}
+
+inline float __int_as_float(int i) {
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+inline double __longlong_as_double(long long i) {
+    double d;
+    memcpy(&d, &i, sizeof d);
+    return d;
+}
+
+template <typename T>
+inline T min(T a, T b) {
+    return b < a ? b : a;
+}
+template <typename T>
+inline T max(T a, T b) {
+    return a < b ? b : a;
+}
