@@ -93,8 +93,8 @@ impl Tensor {
         // Read before the parameter's slot is locked: `value` may be this very tensor.
         let source = value.storage_arc();
         match &self.0.storage {
-            StorageSlot::Param(cell) => {
-                let mut current = cell.write().unwrap_or_else(|e| e.into_inner());
+            StorageSlot::Param(p) => {
+                let mut current = p.storage.write().unwrap_or_else(|e| e.into_inner());
                 let layout = &self.0.layout;
                 // In place: no saved copy or view holds the buffer, and the layout maps
                 // each element to its own place.

@@ -74,17 +74,46 @@ pub(crate) enum StorageSlot {
     /// tensor shares this slot, so [`Tensor::set_data`] updates the values seen
     /// through all of them. Copies saved by recorded graphs hold the buffer itself
     /// (a `Fixed` slot), so they keep the values they saved.
-    Param(RwLock<Arc<Storage>>),
+    Param(Box<ParamCell>),
+}
+
+/// A parameter's buffer, replaced by `set_data`, with what never changes about it
+/// kept beside the lock: reading a parameter's dtype or device (every op does, for
+/// each input) takes no lock. Boxed, so that the tensors that are not parameters
+/// stay small.
+pub(crate) struct ParamCell {
+    pub(crate) storage: RwLock<Arc<Storage>>,
+    dtype: DType,
+    device: Device,
 }
 
 impl StorageSlot {
     /// The current buffer.
+    #[inline]
     fn get(&self) -> StorageRef<'_> {
         match self {
             StorageSlot::Fixed(s) => StorageRef(Ref::Borrowed(s)),
-            StorageSlot::Param(cell) => StorageRef(Ref::Owned(
-                cell.read().unwrap_or_else(|e| e.into_inner()).clone(),
+            StorageSlot::Param(p) => StorageRef(Ref::Owned(
+                p.storage.read().unwrap_or_else(|e| e.into_inner()).clone(),
             )),
+        }
+    }
+
+    /// The buffer's element type (no lock for a parameter).
+    #[inline]
+    fn dtype(&self) -> DType {
+        match self {
+            StorageSlot::Fixed(s) => s.dtype(),
+            StorageSlot::Param(p) => p.dtype,
+        }
+    }
+
+    /// The buffer's device (no lock for a parameter).
+    #[inline]
+    fn device(&self) -> Device {
+        match self {
+            StorageSlot::Fixed(s) => s.device(),
+            StorageSlot::Param(p) => p.device,
         }
     }
 
@@ -92,7 +121,7 @@ impl StorageSlot {
     pub(crate) fn get_mut(&mut self) -> &mut Arc<Storage> {
         match self {
             StorageSlot::Fixed(s) => s,
-            StorageSlot::Param(cell) => cell.get_mut().unwrap_or_else(|e| e.into_inner()),
+            StorageSlot::Param(p) => p.storage.get_mut().unwrap_or_else(|e| e.into_inner()),
         }
     }
 
@@ -106,7 +135,11 @@ impl StorageSlot {
     /// Makes this a parameter's slot holding the current buffer.
     fn make_param(&mut self) {
         if let StorageSlot::Fixed(s) = self {
-            *self = StorageSlot::Param(RwLock::new(s.clone()));
+            *self = StorageSlot::Param(Box::new(ParamCell {
+                storage: RwLock::new(s.clone()),
+                dtype: s.dtype(),
+                device: s.device(),
+            }));
         }
     }
 }
@@ -435,13 +468,15 @@ impl Tensor {
     }
 
     /// Element type.
+    #[inline]
     pub fn dtype(&self) -> DType {
-        self.storage().dtype()
+        self.0.storage.dtype()
     }
 
     /// Where the storage lives.
+    #[inline]
     pub fn device(&self) -> Device {
-        self.storage().device()
+        self.0.storage.device()
     }
 
     /// How the elements sit in the storage (strides and offset).
