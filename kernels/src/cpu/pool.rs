@@ -20,7 +20,9 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Default limit on the bytes one thread keeps cached.
+/// Default limit on the bytes one thread keeps cached. The cache pays: with the
+/// limit at 0, W3 (large elementwise) takes 2.6x as long, W2 and W4 a quarter longer
+/// (`cargo run --release --example workloads`, medians of 5 interleaved runs, 2-vCPU VM, 2026-12-01).
 pub const DEFAULT_CACHE_LIMIT: usize = 256 << 20;
 
 /// Distinct capacities kept per element type; more sizes than this are freed.
