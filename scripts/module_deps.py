@@ -30,13 +30,19 @@ NAMES = {name: module for module, items in ROOT.items() for name in items.split(
 
 
 def deps():
-    modules = sorted(
-        os.path.basename(f)[:-3] for f in glob.glob(os.path.join(SRC, "*.rs"))
-    )
-    modules.remove("lib")
+    # A module is a file `m.rs`, or a folder `m/` (its files read as one module).
+    files = {}
+    for f in glob.glob(os.path.join(SRC, "*.rs")):
+        files[os.path.basename(f)[:-3]] = [f]
+    for d in glob.glob(os.path.join(SRC, "*", "mod.rs")):
+        folder = os.path.dirname(d)
+        files[os.path.basename(folder)] = sorted(glob.glob(os.path.join(folder, "*.rs")))
+    files.pop("lib")
+    modules = sorted(files)
     found = {}
     for m in modules:
-        src = re.sub(r"//[^\n]*", "", open(os.path.join(SRC, m + ".rs")).read())
+        text = "".join(open(f).read() for f in files[m])
+        src = re.sub(r"//[^\n]*", "", text)
         used = set()
         for name in re.findall(r"crate::([A-Za-z_]+)", src):
             used.add(name if name in modules else NAMES.get(name))

@@ -1,0 +1,228 @@
+//! A recorded op call: its op, an edge per input, what it saved for backward.
+
+use super::*;
+use crate::op::{BackwardContext, OpEntry, RecordedOp};
+use crate::storage::Storage;
+use crate::tensor::{Autograd, TensorId};
+use crate::{DType, Device, Layout, Shape, Tensor};
+use smallvec::SmallVec;
+use std::panic::Location;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Where the gradient of one input of a node goes.
+pub(crate) enum Edge {
+    /// The input needs no gradient (a constant, or a non-differentiable input).
+    None,
+    /// A leaf that requires grad.
+    Leaf(Arc<GradSlot>),
+    /// The output of another recorded node.
+    Node(Arc<Node>),
+}
+
+impl Edge {
+    pub(crate) fn needs_grad(&self) -> bool {
+        !matches!(self, Edge::None)
+    }
+}
+
+/// One input of a node: where its gradient goes and the shape it must have.
+pub(crate) struct NodeInput {
+    pub(crate) edge: Edge,
+    pub(crate) shape: Shape,
+    pub(crate) dtype: DType,
+    pub(crate) device: Device,
+}
+
+/// The output of an op saved for its own backward, held without the node pointer
+/// (which would be a cycle: node -> output -> node).
+pub(crate) struct SavedOutput {
+    storage: Arc<Storage>,
+    layout: Layout,
+    id: TensorId,
+}
+
+impl SavedOutput {
+    fn of(t: &Tensor) -> SavedOutput {
+        SavedOutput {
+            storage: t.storage_arc(),
+            layout: t.layout().clone(),
+            id: t.id(),
+        }
+    }
+
+    /// The output as a tensor: the node's own output (same id) when the backward pass
+    /// is recorded, so that gradients of gradients flow through it; a constant otherwise.
+    pub(crate) fn to_tensor(&self, producer: Option<&Arc<Node>>) -> Tensor {
+        let mut t = Tensor::from_parts(self.storage.clone(), self.layout.clone());
+        if let Some(inner) = Arc::get_mut(&mut t.0) {
+            inner.id = self.id;
+            if let Some(node) = producer {
+                inner.autograd = Autograd::Interior(node.clone());
+            }
+        }
+        t
+    }
+}
+
+/// What a node holds until backward has run through it.
+pub(crate) struct NodeState {
+    /// Saved inputs, by input position; only those the op's backward reads.
+    pub(crate) saved: SmallVec<[Option<Tensor>; 2]>,
+    /// Boxed: few ops save their output, and the node stays small for the rest.
+    pub(crate) saved_output: Option<Box<SavedOutput>>,
+    /// Gradient of the node's output accumulated during a backward pass.
+    pub(crate) grad: Option<Tensor>,
+    /// Backward has run and released the saved tensors.
+    pub(crate) consumed: bool,
+}
+
+impl NodeState {
+    /// The storage buffers this node keeps alive for its backward (a buffer saved
+    /// twice, as in `x * x`, appears twice).
+    pub(super) fn saved_storages(&self) -> impl Iterator<Item = Arc<Storage>> + '_ {
+        let inputs = self.saved.iter().flatten().map(|t| t.storage_arc());
+        inputs.chain(self.saved_output.as_ref().map(|s| s.storage.clone()))
+    }
+}
+
+/// A recorded op call: its op, an edge per input, what it saved for backward.
+pub(crate) struct Node {
+    /// Creation order: a node's inputs always have smaller numbers, so visiting in
+    /// decreasing order visits every node after all of its consumers.
+    pub(crate) seq: u64,
+    pub(crate) entry: &'static OpEntry,
+    /// The op value itself (its non-tensor parameters), which runs the backward.
+    pub(crate) op: Box<dyn RecordedOp>,
+    pub(crate) inputs: SmallVec<[NodeInput; 2]>,
+    pub(crate) output_id: TensorId,
+    pub(crate) output_shape: Shape,
+    pub(crate) location: &'static Location<'static>,
+    pub(crate) state: Mutex<NodeState>,
+    /// Id of the one backward pass currently running through this node (0: none).
+    pub(crate) claimed: AtomicU64,
+}
+
+impl Node {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, NodeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        self.entry.name
+    }
+}
+
+impl Node {
+    /// Lets go of everything the node holds (edges, saved tensors, gradient, op
+    /// parameters), as dropping it would, leaving an empty block to reuse.
+    pub(super) fn release(&mut self) {
+        for input in self.inputs.drain(..) {
+            if let Edge::Node(node) = input.edge {
+                drop_node(node);
+            }
+        }
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let (saved, output, grad) = (
+            std::mem::take(&mut state.saved),
+            state.saved_output.take(),
+            state.grad.take(),
+        );
+        drop((saved, output, grad));
+        self.op = Box::new(Released);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        for input in self.inputs.drain(..) {
+            if let Edge::Node(node) = input.edge {
+                drop_node(node);
+            }
+        }
+    }
+}
+
+/// Creation numbers of nodes (see [`Node::seq`]).
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// What a released node holds in place of its op.
+pub(super) struct Released;
+
+impl RecordedOp for Released {
+    fn backward(&self, ctx: &BackwardContext<'_>) -> crate::Result<crate::op::Grads> {
+        // Unreachable: a released node is in no graph (its block waits for reuse).
+        Err(crate::Error::GraphConsumed { op: ctx.op })
+    }
+}
+
+impl Node {
+    pub(super) fn empty(entry: &'static OpEntry, location: &'static Location<'static>) -> Node {
+        Node {
+            seq: 0,
+            entry,
+            op: Box::new(Released),
+            inputs: SmallVec::new(),
+            output_id: TensorId::NONE,
+            output_shape: Shape::scalar(),
+            location,
+            state: Mutex::new(NodeState {
+                saved: SmallVec::new(),
+                saved_output: None,
+                grad: None,
+                consumed: false,
+            }),
+            claimed: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one op call into an empty node.
+    pub(super) fn fill(
+        &mut self,
+        entry: &'static OpEntry,
+        op: Box<dyn RecordedOp>,
+        inputs: &[&Tensor],
+        output: &Tensor,
+        location: &'static Location<'static>,
+    ) {
+        self.seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
+        self.entry = entry;
+        self.op = op;
+        self.output_id = output.id();
+        self.output_shape = output.shape().clone();
+        self.location = location;
+        *self.claimed.get_mut() = 0;
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        state.grad = None;
+        state.consumed = false;
+        state.saved.clear();
+        self.inputs.clear();
+        for (spec, t) in entry.inputs.iter().zip(inputs) {
+            let edge = if spec.differentiable {
+                t.edge()
+            } else {
+                Edge::None
+            };
+            self.inputs.push(NodeInput {
+                edge,
+                shape: t.shape().clone(),
+                dtype: t.dtype(),
+                device: t.device(),
+            });
+            state.saved.push(spec.saved.then(|| t.for_saving()));
+        }
+        state.saved_output = entry
+            .saves_output
+            .then(|| Box::new(SavedOutput::of(output)));
+    }
+}
+
+impl crate::op::InputShapes for SmallVec<[NodeInput; 2]> {
+    fn shape(&self, i: usize) -> Option<&Shape> {
+        self.get(i).map(|n| &n.shape)
+    }
+
+    fn len(&self) -> usize {
+        SmallVec::len(self)
+    }
+}
