@@ -414,8 +414,11 @@ fn drain(ready: &mut Queue, pass: Pass, opts: &BackwardOptions, sink: &mut dyn S
                 }
             }
         }
-        // Usually the last handle of the node: released without recursion, and its
-        // block kept for the next node recorded. (An early return drops it plainly.)
+        // The pass's handle of the node. The node lives on while something else
+        // holds it (the root's tensor holds the root's node; a consumer not yet
+        // dropped holds its inputs'); when this is the last, it is released without
+        // recursion and its block kept for the next node recorded. (An early return
+        // drops it plainly.)
         drop_node(node);
     }
     Ok(())
