@@ -133,13 +133,7 @@ impl Tensor {
 /// The elements of `source` viewed through `from`, in a new buffer laid out as `layout` says (which must give each
 /// element a place of its own).
 fn materialize(source: &Storage, from: &Layout, layout: &Layout) -> Result<Storage> {
-    let overlapping = layout
-        .shape()
-        .dims()
-        .iter()
-        .zip(layout.strides())
-        .any(|(&d, &s)| d > 1 && s == 0);
-    if overlapping {
+    if layout.has_repeated_elements() {
         return Err(Error::InvalidArgument {
             op: "set_data",
             msg: format!(

@@ -431,8 +431,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         let mut state = node.lock();
         let grad_out = state.grad.take();
         // A node that saved nothing lost nothing: a second pass through it works.
-        let saves = node.entry.saves_output || node.entry.inputs.iter().any(|i| i.saved);
-        if state.consumed && saves {
+        if state.consumed && node.entry.saves_any() {
             return Err(Error::GraphConsumed { op: name });
         }
         let Some(grad_out) = grad_out else {

@@ -46,6 +46,12 @@ impl OpEntry {
         self.inputs.iter().filter(|i| i.differentiable).count()
     }
 
+    /// True when the graph saves any tensor (an input or the output) for this op's
+    /// backward.
+    pub fn saves_any(&self) -> bool {
+        self.saves_output || self.inputs.iter().any(|i| i.saved)
+    }
+
     /// Names of the inputs (and `output`) that the graph saves for backward.
     pub fn saved_names(&self) -> Vec<&'static str> {
         let mut v: Vec<_> = self

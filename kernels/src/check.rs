@@ -57,12 +57,7 @@ pub(crate) fn check_same_shape(what: &str, a: &Layout, b: &Layout) -> Result<()>
 /// and an accident of the loop order on the CPU, so both backends refuse it;
 /// accumulating copies add every write up and are fine.
 pub(crate) fn check_writes_once(dl: &Layout, accumulate: bool) -> Result<()> {
-    let repeated = dl
-        .shape()
-        .iter()
-        .zip(dl.strides())
-        .any(|(&d, &s)| d > 1 && s == 0);
-    if accumulate || !repeated || dl.shape().contains(&0) {
+    if accumulate || !dl.has_repeated_elements() || dl.shape().contains(&0) {
         return Ok(());
     }
     Err(KernelError::Layout(format!(

@@ -144,6 +144,15 @@ impl Layout {
         self.contiguous
     }
 
+    /// True when some storage element is viewed more than once: an axis of size > 1
+    /// with stride 0 (a broadcast view).
+    pub fn has_repeated_elements(&self) -> bool {
+        self.shape()
+            .iter()
+            .zip(self.strides())
+            .any(|(&d, &s)| d > 1 && s == 0)
+    }
+
     /// One past the largest storage index this layout can touch (0 when empty;
     /// `usize::MAX`, which no buffer reaches, when that index overflows).
     #[inline]

@@ -653,6 +653,25 @@ bool canary_intact(const Allocation& a) {
     return true;
 }
 
+// C[i, j] of batch `p` for `emu_gemm`, in element type T: op(A)[i, l] * op(B)[l, j]
+// summed over l, column-major, then alpha * acc + beta * C (C not read when beta is 0).
+template <typename T>
+void gemm_element(uint64_t a, uint64_t b, uint64_t c, int p, int i, int j, int k, int trans_a,
+                  int trans_b, int lda, int ldb, int ldc, int64_t stride_a, int64_t stride_b,
+                  int64_t stride_c, double alpha, double beta) {
+    const T* A = (const T*)(uintptr_t)a + p * stride_a;
+    const T* B = (const T*)(uintptr_t)b + p * stride_b;
+    T* C = (T*)(uintptr_t)c + p * stride_c;
+    T acc = 0;
+    for (int l = 0; l < k; ++l) {
+        const T x = trans_a ? A[l + (int64_t)i * lda] : A[i + (int64_t)l * lda];
+        const T y = trans_b ? B[j + (int64_t)l * ldb] : B[l + (int64_t)j * ldb];
+        acc += x * y;
+    }
+    T* out = C + i + (int64_t)j * ldc;
+    *out = beta == 0 ? (T)alpha * acc : (T)alpha * acc + (T)beta * *out;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- the C API
@@ -966,31 +985,12 @@ int emu_gemm(uint32_t elem, int trans_a, int trans_b, int m, int n, int k, doubl
     for (int p = 0; p < batch; ++p) {
         for (int j = 0; j < n; ++j) {
             for (int i = 0; i < m; ++i) {
-                // op(A)[i, l] and op(B)[l, j], column-major.
                 if (elem == 4) {
-                    const float* A = (const float*)(uintptr_t)a + p * stride_a;
-                    const float* B = (const float*)(uintptr_t)b + p * stride_b;
-                    float* C = (float*)(uintptr_t)c + p * stride_c;
-                    float acc = 0;
-                    for (int l = 0; l < k; ++l) {
-                        const float x = trans_a ? A[l + (int64_t)i * lda] : A[i + (int64_t)l * lda];
-                        const float y = trans_b ? B[j + (int64_t)l * ldb] : B[l + (int64_t)j * ldb];
-                        acc += x * y;
-                    }
-                    float* out = C + i + (int64_t)j * ldc;
-                    *out = beta == 0 ? (float)alpha * acc : (float)alpha * acc + (float)beta * *out;
+                    gemm_element<float>(a, b, c, p, i, j, k, trans_a, trans_b, lda, ldb, ldc,
+                                        stride_a, stride_b, stride_c, alpha, beta);
                 } else {
-                    const double* A = (const double*)(uintptr_t)a + p * stride_a;
-                    const double* B = (const double*)(uintptr_t)b + p * stride_b;
-                    double* C = (double*)(uintptr_t)c + p * stride_c;
-                    double acc = 0;
-                    for (int l = 0; l < k; ++l) {
-                        const double x = trans_a ? A[l + (int64_t)i * lda] : A[i + (int64_t)l * lda];
-                        const double y = trans_b ? B[j + (int64_t)l * ldb] : B[l + (int64_t)j * ldb];
-                        acc += x * y;
-                    }
-                    double* out = C + i + (int64_t)j * ldc;
-                    *out = beta == 0 ? alpha * acc : alpha * acc + beta * *out;
+                    gemm_element<double>(a, b, c, p, i, j, k, trans_a, trans_b, lda, ldb, ldc,
+                                         stride_a, stride_b, stride_c, alpha, beta);
                 }
             }
         }
