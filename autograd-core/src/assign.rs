@@ -50,19 +50,19 @@ impl Tensor {
     /// ```
     pub fn set_data(&mut self, value: &Tensor) -> Result<()> {
         const OP: &str = "set_data";
-        let autograd = match &self.0.autograd {
-            Autograd::Interior(node) => {
-                return Err(Error::InvalidArgument {
-                    op: OP,
-                    msg: format!(
-                        "this tensor is the output of a recorded `{}`, not a leaf; update the \
+        if let Some(node) = self.autograd().node() {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                msg: format!(
+                    "this tensor is the output of a recorded `{}`, not a leaf; update the \
                          leaf it was computed from, or call `.detach()` to get a leaf",
-                        node.name()
-                    ),
-                });
-            }
+                    node.name()
+                ),
+            });
+        }
+        let autograd = match &self.0.autograd {
             Autograd::Leaf(slot) => Autograd::Leaf(slot.clone()),
-            Autograd::None => Autograd::None,
+            Autograd::Interior(_) | Autograd::None => Autograd::None,
         };
         if value.shape() != self.shape() {
             return Err(Error::Shape {

@@ -9,9 +9,9 @@
 //! for every op (broadcasting is undone centrally), and an op's saved tensors are
 //! released as soon as its backward has run.
 
-use crate::graph::{Edge, GradSlot, Node, drop_node};
+use crate::graph::{Edge, Node, drop_node};
 use crate::op::{BackwardContext, Grads};
-use crate::tensor::Autograd;
+use crate::tensor::{Autograd, GradSlot};
 use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -323,8 +323,7 @@ pub fn grad(
         .map(|t| {
             let target = match t.autograd() {
                 Autograd::Leaf(slot) => Target::Leaf(slot.clone()),
-                Autograd::Interior(node) => Target::Node(node.clone()),
-                Autograd::None => Target::Unreachable,
+                a => a.node_arc().map_or(Target::Unreachable, Target::Node),
             };
             (target, None)
         })
@@ -353,7 +352,9 @@ fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()>
     grad_mode::with_grad_mode(opts.create_graph, || match root.autograd() {
         Autograd::None => Err(Error::NoGradRoot),
         Autograd::Leaf(slot) => sink.leaf(slot, seed, opts.create_graph),
-        Autograd::Interior(node) => {
+        a @ Autograd::Interior(_) => {
+            let node = a.node_arc().ok_or(Error::NoGradRoot)?;
+            let node = &node;
             let pass = Pass::start();
             let _running = OnThisThread::enter(pass);
             claim(node, pass)?;

@@ -4,8 +4,8 @@
 #![warn(missing_docs)]
 
 use crate::Tensor;
-use crate::graph::{ComputationGraph, Edge, GradSlot, Node};
-use crate::tensor::Autograd;
+use crate::graph::{ComputationGraph, Edge, Node};
+use crate::tensor::{Autograd, GradSlot};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
@@ -56,12 +56,11 @@ impl ComputationGraph {
                         .entry(std::sync::Arc::as_ptr(slot))
                         .or_insert(name);
                 }
-                Autograd::Interior(node) => {
-                    node_names
-                        .entry(std::sync::Arc::as_ptr(node))
-                        .or_insert(name);
+                a => {
+                    if let Some(node) = a.node() {
+                        node_names.entry(node as *const Node).or_insert(name);
+                    }
                 }
-                Autograd::None => {}
             }
         }
         let consumed_by_others: HashSet<*const Node> = self

@@ -3,12 +3,19 @@
 use super::*;
 use crate::op::OpEntry;
 use crate::storage::Storage;
-use crate::tensor::{Autograd, TensorId};
+use crate::tensor::TensorId;
 use crate::{Shape, Tensor};
 use smallvec::SmallVec;
 use std::collections::HashSet;
 use std::panic::Location;
 use std::sync::Arc;
+
+impl Tensor {
+    /// The recorded node that produced this tensor, for inspection.
+    pub fn grad_fn(&self) -> Option<NodeRef> {
+        self.autograd().node_arc().map(NodeRef)
+    }
+}
 
 /// A recorded node seen from outside: what op it was, what it keeps alive.
 #[derive(Clone)]
@@ -141,10 +148,7 @@ impl ComputationGraph {
         let mut seen: HashSet<*const Node> = HashSet::new();
         let mut stack: Vec<Arc<Node>> = roots
             .iter()
-            .filter_map(|t| match t.autograd() {
-                Autograd::Interior(n) => Some(n.clone()),
-                _ => None,
-            })
+            .filter_map(|t| t.autograd().node_arc())
             .collect();
         let mut nodes = Vec::new();
         while let Some(n) = stack.pop() {

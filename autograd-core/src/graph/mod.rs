@@ -6,20 +6,17 @@
 //! forgets what nothing can reach any more. [`ComputationGraph`] collects the nodes
 //! behind some tensors for inspection and export.
 //!
-//! One concept a file: `slot` (where a leaf's gradient accumulates), `node` (a
-//! recorded op call: its edges, what it saved), `pool` (how nodes are released:
-//! without recursion, and kept for reuse), `record` (recording an op call),
-//! `inspect` (the graph seen from outside: [`ComputationGraph`], [`NodeRef`]).
+//! One concept a file: `node` (a recorded op call: its edges, what it saved), `pool`
+//! (how nodes are released: without recursion, and kept for reuse), `record`
+//! (recording an op call), `inspect` (the graph seen from outside: [`ComputationGraph`], [`NodeRef`]).
 
 mod inspect;
 mod node;
 mod pool;
 mod record;
-mod slot;
 
 pub use inspect::{ComputationGraph, NodeInputRef, NodeRef};
 pub(crate) use node::{Edge, Node};
 pub(crate) use pool::{clear_spare_nodes, drop_node};
 pub use record::apply;
 pub(crate) use record::{record_not_differentiable, recorded_calls};
-pub(crate) use slot::GradSlot;

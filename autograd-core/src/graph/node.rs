@@ -3,9 +3,10 @@
 use super::*;
 use crate::op::{BackwardContext, OpEntry, RecordedOp};
 use crate::storage::Storage;
-use crate::tensor::{Autograd, TensorId};
+use crate::tensor::{Autograd, GradFn, GradSlot, TensorId};
 use crate::{DType, Device, Layout, Shape, Tensor};
 use smallvec::SmallVec;
+use std::any::Any;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,6 +24,44 @@ pub(crate) enum Edge {
 impl Edge {
     pub(crate) fn needs_grad(&self) -> bool {
         !matches!(self, Edge::None)
+    }
+}
+
+impl GradFn for Node {
+    fn release(self: Arc<Self>) {
+        drop_node(self)
+    }
+}
+
+impl Autograd {
+    /// The node that produced an op output (`None` for leaves and constants).
+    pub(crate) fn node(&self) -> Option<&Node> {
+        match self {
+            Autograd::Interior(f) => (&**f as &dyn Any).downcast_ref::<Node>(),
+            _ => None,
+        }
+    }
+
+    /// A handle of the node that produced an op output.
+    pub(crate) fn node_arc(&self) -> Option<Arc<Node>> {
+        match self {
+            Autograd::Interior(f) => {
+                let any: Arc<dyn Any + Send + Sync> = f.clone();
+                any.downcast::<Node>().ok()
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Tensor {
+    /// Where this tensor's gradient goes, as the input of a node.
+    pub(crate) fn edge(&self) -> Edge {
+        match self.autograd() {
+            Autograd::None => Edge::None,
+            Autograd::Leaf(slot) => Edge::Leaf(slot.clone()),
+            Autograd::Interior(_) => self.autograd().node_arc().map_or(Edge::None, Edge::Node),
+        }
     }
 }
 

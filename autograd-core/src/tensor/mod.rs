@@ -1,9 +1,13 @@
 //! [`Tensor`]: a cheap handle over shared storage with a stable id.
 
-use crate::graph::{Edge, GradSlot, Node, NodeRef, drop_node};
+mod slot;
+
+pub(crate) use slot::GradSlot;
+
 use crate::storage::Storage;
 use crate::{DType, Device, Element, Error, Layout, Result, Shape};
 use autograd_kernels::cpu::CpuStorage;
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::mem::ManuallyDrop;
@@ -63,7 +67,20 @@ pub(crate) enum Autograd {
     /// A leaf that requires grad; gradients accumulate in the slot.
     Leaf(Arc<GradSlot>),
     /// The output of a recorded op: the node that produced it.
-    Interior(Arc<Node>),
+    Interior(Arc<dyn GradFn>),
+}
+
+/// The recorded op call that produced a tensor, as the tensor sees it.
+///
+/// The graph's node (`graph::Node`, the only implementation) holds the tensors it
+/// saved, and a tensor holds the node that produced it. The tensor holds it through
+/// this interface, so that the data layer never names the graph above it (as
+/// PyTorch's `TensorImpl` holds its autograd metadata through an interface). The
+/// graph gets its node back with a type check (`Autograd::node`).
+pub(crate) trait GradFn: Any + Send + Sync {
+    /// Lets the node go as the last tensor holding it goes: long chains (a recurrent
+    /// loop of 10^5 ops) would otherwise drop node after node recursively.
+    fn release(self: Arc<Self>);
 }
 
 /// Where a tensor's values live.
@@ -187,9 +204,7 @@ impl TensorInner {
     /// Lets go of the tensor's place in the graph, as its last handle goes.
     fn release_autograd(&mut self) {
         match std::mem::take(&mut self.autograd) {
-            // Long chains (a recurrent loop of 10^5 ops) would otherwise drop node
-            // after node recursively; hand the producer to the iterative drop instead.
-            Autograd::Interior(node) => drop_node(node),
+            Autograd::Interior(node) => node.release(),
             // The last leaf the user holds lets the gradient go (see GradSlot::release).
             Autograd::Leaf(slot) if self.holds_slot => slot.release(),
             Autograd::Leaf(_) | Autograd::None => {}
@@ -611,22 +626,6 @@ impl Tensor {
         }
     }
 
-    /// The recorded node that produced this tensor, for inspection.
-    pub fn grad_fn(&self) -> Option<NodeRef> {
-        match &self.0.autograd {
-            Autograd::Interior(node) => Some(NodeRef(node.clone())),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn edge(&self) -> Edge {
-        match &self.0.autograd {
-            Autograd::None => Edge::None,
-            Autograd::Leaf(slot) => Edge::Leaf(slot.clone()),
-            Autograd::Interior(node) => Edge::Node(node.clone()),
-        }
-    }
-
     /// The handle a node saves for its backward: the tensor itself, except for a
     /// leaf that requires grad, which is saved as a second handle (same id, storage
     /// and gradient slot) so that the graph never keeps the user's leaf alive: a
@@ -658,7 +657,7 @@ impl Tensor {
     }
 
     /// Makes a fresh op output (see [`Tensor::into_fresh`]) point at its node.
-    pub(crate) fn attach(mut self, node: Arc<Node>) -> Tensor {
+    pub(crate) fn attach(mut self, node: Arc<dyn GradFn>) -> Tensor {
         match Arc::get_mut(&mut self.0) {
             Some(inner) => inner.autograd = Autograd::Interior(node),
             None => debug_assert!(false, "attach on a shared handle"),
