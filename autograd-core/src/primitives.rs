@@ -8,6 +8,21 @@ use crate::cases;
 use crate::{BinaryOp, CheckCase, Result, Shape, Tensor, UnaryOp, compute, grad_if};
 use autograd_macros::differentiable;
 
+/// The registered names of the ops in this module (the standard op list of
+/// `autograd-ops` includes them; a test checks this list against the registry).
+pub const PRIMITIVE_OPS: [&str; 10] = [
+    "add",
+    "add_scalar",
+    "broadcast_to",
+    "div",
+    "div_scalar",
+    "mul",
+    "mul_scalar",
+    "neg",
+    "sub",
+    "sum_to_shape",
+];
+
 /// `a + b`.
 #[differentiable(crate = crate)]
 pub mod add {

@@ -36,6 +36,7 @@ mod linalg;
 mod nn;
 mod reduce;
 mod shape;
+mod standard;
 mod unary;
 
 pub use arith::*;
@@ -46,62 +47,10 @@ pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;
 pub use shape::*;
+pub use standard::STANDARD_OPS;
 pub use unary::*;
 
 use autograd_core::{Error, OpRegistry, Result, registry};
-
-/// Every op this crate defines. [`init`] checks that all of them reached the
-/// registry; a test checks this list against the registry.
-pub const STANDARD_OPS: &[&str] = &[
-    "abs",
-    "add",
-    "add_scalar",
-    "broadcast_to",
-    "concat",
-    "cos",
-    "cross_entropy",
-    "div",
-    "div_scalar",
-    "exp",
-    "gelu",
-    "index_add",
-    "index_select",
-    "log",
-    "log_softmax",
-    "logsumexp",
-    "matmul",
-    "max",
-    "maximum",
-    "mean",
-    "mean_all",
-    "min",
-    "minimum",
-    "mse_loss",
-    "mul",
-    "mul_scalar",
-    "narrow",
-    "neg",
-    "pad",
-    "permute",
-    "pow",
-    "pow_scalar",
-    "relu",
-    "reshape",
-    "sigmoid",
-    "sin",
-    "softmax",
-    "sqrt",
-    "square",
-    "squeeze",
-    "sub",
-    "sum",
-    "sum_all",
-    "sum_to_shape",
-    "tanh",
-    "to_device",
-    "transpose",
-    "unsqueeze",
-];
 
 /// Links the standard op library into the program and checks that every one of its
 /// ops is registered. Call it once at start-up (tests, benches and examples do):
