@@ -1,7 +1,9 @@
-//! Writes the list of the ops this crate defines (`STANDARD_OPS`) from its sources:
-//! every module under a `#[differentiable]` attribute, by its registered name. Adding
-//! an op is then writing it, in one file; `init` checks that each of them reached the
-//! registry (a registration the linker dropped would otherwise vanish silently).
+//! Reads the ops this crate defines from its sources (every module under a
+//! `#[differentiable]` attribute) and writes two lists: their registered names
+//! (`STANDARD_OPS`: `init` checks that each reached the registry, since a
+//! registration the linker dropped would otherwise vanish silently), and the method
+//! traits of those defined with `method` (`methods`, which the prelude imports).
+//! Adding an op is then writing it, in one file.
 
 use proc_macro2::TokenTree;
 use std::path::Path;
@@ -9,7 +11,7 @@ use std::path::Path;
 fn main() {
     let src = Path::new("src");
     println!("cargo::rerun-if-changed=src");
-    let mut names = Vec::new();
+    let mut ops = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(src)
         .expect("read src/")
         .map(|e| e.expect("read src/").path())
@@ -21,17 +23,34 @@ fn main() {
         // A file that does not parse fails to compile too, with the compiler's own
         // message: leave the error to it.
         if let Ok(file) = syn::parse_file(&text) {
-            collect(&file.items, &mut names);
+            collect(&file.items, &mut ops);
         }
     }
-    names.sort();
-    let list: String = names.iter().map(|n| format!("    {n:?},\n")).collect();
-    let out = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("standard_ops.rs");
-    std::fs::write(out, format!("&[\n{list}]\n")).expect("write standard_ops.rs");
+    ops.sort_by(|a, b| a.name.cmp(&b.name));
+    let out = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).to_owned();
+    let names: String = ops.iter().map(|o| format!("    {:?},\n", o.name)).collect();
+    std::fs::write(out.join("standard_ops.rs"), format!("&[\n{names}]\n"))
+        .expect("write standard_ops.rs");
+    let methods: String = ops
+        .iter()
+        .filter(|o| o.method)
+        .map(|o| format!("pub use crate::{}::Method as _;\n", o.module))
+        .collect();
+    std::fs::write(out.join("methods.rs"), methods).expect("write methods.rs");
 }
 
-/// The registered names of the `#[differentiable]` modules among `items`.
-fn collect(items: &[syn::Item], names: &mut Vec<String>) {
+/// One `#[differentiable]` module.
+struct OpDef {
+    /// The registered name.
+    name: String,
+    /// The module's name (re-exported at the crate root).
+    module: String,
+    /// Defined with `method`: it has a `Method` trait.
+    method: bool,
+}
+
+/// The `#[differentiable]` modules among `items`.
+fn collect(items: &[syn::Item], ops: &mut Vec<OpDef>) {
     for item in items {
         let syn::Item::Mod(m) = item else { continue };
         let Some(attr) = m.attrs.iter().find(|a| {
@@ -41,20 +60,27 @@ fn collect(items: &[syn::Item], names: &mut Vec<String>) {
                 .is_some_and(|s| s.ident == "differentiable")
         }) else {
             if let Some((_, inner)) = &m.content {
-                collect(inner, names);
+                collect(inner, ops);
             }
             continue;
         };
-        names.push(registered_name(attr).unwrap_or_else(|| m.ident.to_string()));
+        let tokens: Vec<TokenTree> = match &attr.meta {
+            syn::Meta::List(list) => list.tokens.clone().into_iter().collect(),
+            _ => Vec::new(),
+        };
+        let module = m.ident.to_string();
+        ops.push(OpDef {
+            name: registered_name(&tokens).unwrap_or_else(|| module.clone()),
+            method: tokens
+                .iter()
+                .any(|t| matches!(t, TokenTree::Ident(i) if i == "method")),
+            module,
+        });
     }
 }
 
 /// The `name = "..."` argument of the attribute, if given.
-fn registered_name(attr: &syn::Attribute) -> Option<String> {
-    let syn::Meta::List(list) = &attr.meta else {
-        return None;
-    };
-    let tokens: Vec<TokenTree> = list.tokens.clone().into_iter().collect();
+fn registered_name(tokens: &[TokenTree]) -> Option<String> {
     tokens.windows(3).find_map(|w| match w {
         [
             TokenTree::Ident(key),

@@ -318,7 +318,7 @@ pub fn init() -> Result<&'static OpRegistry> {
 }
 
 /// What most programs need: `use autograd::prelude::*;` brings in [`Tensor`], its
-/// op methods ([`TensorExt`]), the [`differentiable`] macro, [`Result`] and
+/// op methods ([`ops::methods`]), the [`differentiable`] macro, [`Result`] and
 /// [`Error`], [`grad`] and [`no_grad`], dtypes, shapes and devices, the
 /// random generator [`Rng`](random::Rng), and the optimizers.
 pub mod prelude {
@@ -328,5 +328,5 @@ pub mod prelude {
         BackwardOptions, CheckCase, DType, Device, Error, Result, Shape, Tensor, grad, grad_if,
         no_grad, random::Rng,
     };
-    pub use autograd_ops::TensorExt;
+    pub use autograd_ops::methods::*;
 }

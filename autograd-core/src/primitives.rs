@@ -23,6 +23,14 @@ pub const PRIMITIVE_OPS: [&str; 10] = [
     "sum_to_shape",
 ];
 
+/// The method traits of the primitives that have one (`x.mul_scalar(2.0)`); the
+/// operators cover the rest.
+pub mod methods {
+    pub use super::add_scalar::Method as _;
+    pub use super::div_scalar::Method as _;
+    pub use super::mul_scalar::Method as _;
+}
+
 /// `a + b`.
 #[differentiable(crate = crate)]
 pub mod add {
@@ -168,7 +176,7 @@ pub mod neg {
 }
 
 /// `x + scalar`.
-#[differentiable(crate = crate)]
+#[differentiable(crate = crate, method)]
 pub mod add_scalar {
     use super::*;
 
@@ -200,7 +208,7 @@ pub mod add_scalar {
 }
 
 /// `x * scalar`.
-#[differentiable(crate = crate)]
+#[differentiable(crate = crate, method)]
 pub mod mul_scalar {
     use super::*;
 
@@ -234,7 +242,7 @@ pub mod mul_scalar {
 /// `x / scalar`: a true division, so `x / c` gives exactly what dividing by a tensor
 /// holding `c` gives (multiplying by `1/c` differs by an ulp for most `c`, and
 /// overflows where `1/c` does: `1e-300 / 1e-310`).
-#[differentiable(crate = crate)]
+#[differentiable(crate = crate, method)]
 pub mod div_scalar {
     use super::*;
 

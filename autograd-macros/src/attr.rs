@@ -1,4 +1,4 @@
-//! The attribute's arguments: `#[differentiable(name = "...", crate = path)]`.
+//! The attribute's arguments: `#[differentiable(name = "...", crate = path, method)]`.
 //!
 //! Each comma-separated argument is parsed on its own, so that one bad argument is
 //! reported on its own tokens and the others still take effect.
@@ -16,10 +16,20 @@ pub(crate) struct Args {
     pub name: Option<LitStr>,
     /// Path of the crate generated code refers to (default `::autograd`).
     pub krate: Option<Path>,
+    /// `method` (named after the op) or `method = name`: the op as a method of
+    /// `Tensor` too.
+    pub method: Option<Method>,
 }
 
-const USAGE: &str = "#[differentiable] takes `name = \"op_name\"` (the registered name) \
-                     and `crate = path::to::autograd` (where generated code finds autograd)";
+/// The `method` argument: the keyword (for its span) and the method's name if given.
+pub(crate) struct Method {
+    pub key: Ident,
+    pub name: Option<Ident>,
+}
+
+const USAGE: &str = "#[differentiable] takes `name = \"op_name\"` (the registered name), \
+                     `crate = path::to::autograd` (where generated code finds autograd) \
+                     and `method` or `method = name` (the op as a method of `Tensor` too)";
 
 /// Parses the arguments; every bad argument becomes one error, and the good ones are
 /// kept.
@@ -113,11 +123,31 @@ fn parse_one(input: ParseStream<'_>, args: &mut Args) -> syn::Result<()> {
                 ));
             }
         }
+        "method" => {
+            let name = if input.peek(Token![=]) {
+                input.parse::<Token![=]>()?;
+                Some(input.call(Ident::parse_any).map_err(|e| {
+                    syn::Error::new(
+                        e.span(),
+                        "the method's name is an identifier: write `method = my_name`, or `method` to name it after the op",
+                    )
+                })?)
+            } else {
+                None
+            };
+            end(input, "method = name")?;
+            let again = key.clone();
+            if args.method.replace(Method { key, name }).is_some() {
+                return Err(syn::Error::new_spanned(
+                    again,
+                    "`method` is given twice: keep one",
+                ));
+            }
+        }
         other => {
-            let hint = match closest(other, ["name", "crate"]) {
-                Some("crate") => " (did you mean `crate`?)",
-                Some(_) => " (did you mean `name`?)",
-                None => "",
+            let hint = match closest(other, ["name", "crate", "method"]) {
+                Some(known) => format!(" (did you mean `{known}`?)"),
+                None => String::new(),
             };
             return Err(syn::Error::new_spanned(
                 &key,
@@ -190,6 +220,18 @@ mod tests {
         assert!(e.contains("did you mean `crate`?"), "{e}");
         let e = err(quote!(backward = foo));
         assert!(e.contains("unknown argument `backward`:"), "{e}");
+    }
+
+    #[test]
+    fn parses_method() {
+        assert!(ok(quote!(name = "x")).method.is_none());
+        let m = ok(quote!(method)).method.unwrap();
+        assert!(m.name.is_none());
+        let m = ok(quote!(crate = ::x, method = t)).method.unwrap();
+        assert_eq!(m.name.unwrap(), "t");
+        assert!(err(quote!(method = "t")).contains("write `method = my_name`"));
+        assert!(err(quote!(method, method)).contains("given twice"));
+        assert!(err(quote!(methd)).contains("did you mean `method`?"));
     }
 
     #[test]

@@ -123,6 +123,39 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         }
     };
 
+    // The op as a method of `Tensor`, when asked for: the typed function with the
+    // first input as `self`.
+    let method_item = args.method.as_ref().map(|m| {
+        let method = m.name.as_ref().unwrap_or(ident);
+        let Some((_, rest)) = input_idents.split_first() else {
+            return syn::Error::new_spanned(
+                &m.key,
+                "`method` needs a tensor input to be called on: this op has none",
+            )
+            .to_compile_error();
+        };
+        let docs = attrs.iter().filter(|a| a.path().is_ident("doc"));
+        let trait_doc = format!(
+            "The `{name}` op as a method of `Tensor`: `x.{method}(..)`. Bring it into scope \
+             with `use` (the prelude of the crate defining the op may do it)."
+        );
+        quote! {
+            #[doc = #trait_doc]
+            pub trait Method {
+                #(#docs)*
+                #[allow(clippy::too_many_arguments)]
+                fn #method(&self, #(#rest: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor>;
+            }
+
+            impl Method for #p::Tensor {
+                #[track_caller]
+                fn #method(&self, #(#rest: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor> {
+                    #ident(self, #(#rest,)* #(#field_idents),*)
+                }
+            }
+        }
+    });
+
     // Differentiable::forward: unpack the input slice.
     // Spanned at the user's return type: a type error (a foreign `Result` alias)
     // points there rather than at the attribute.
@@ -216,6 +249,7 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             #methods
             #check_cases
             #typed_fn
+            #method_item
 
             const _: () = {
                 #[automatically_derived]

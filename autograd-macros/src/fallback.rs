@@ -58,11 +58,29 @@ pub(crate) fn expand(op: &Op<'_>, args: &Args, error: syn::Error) -> TokenStream
             syn::ReturnType::Type(_, t) => quote!(#t),
             syn::ReturnType::Default => quote!(#p::Result<#p::Tensor>),
         };
+        // The method too, if asked for: the function with its first input as `self`.
+        let method = args.method.as_ref().filter(|_| !names.is_empty()).map(|m| {
+            let method = m.name.as_ref().unwrap_or(ident);
+            let (rest, rest_types) = (&names[1..], &types[1..]);
+            quote! {
+                pub trait Method {
+                    #[allow(clippy::too_many_arguments)]
+                    fn #method(&self, #(#rest: #rest_types),*) -> #output;
+                }
+                impl Method for #p::Tensor {
+                    #[allow(unused_variables, clippy::too_many_arguments)]
+                    fn #method(&self, #(#rest: #rest_types),*) -> #output {
+                        ::core::unreachable!("the op definition did not compile")
+                    }
+                }
+            }
+        });
         Some(quote! {
             #[allow(unused_variables, clippy::too_many_arguments)]
             pub fn #ident(#(#names: #types),*) -> #output {
                 ::core::unreachable!("the op definition did not compile")
             }
+            #method
         })
     });
     let reexport = typed_fn

@@ -4,7 +4,7 @@
 //!
 //! Stages, one per file, as in thiserror's implementation:
 //!
-//! - `attr`: the attribute's arguments (`name = "..."`, `crate = path`).
+//! - `attr`: the attribute's arguments (`name = "..."`, `crate = path`, `method`).
 //! - `ast`: the op module as a typed tree whose nodes borrow their syn nodes, so that
 //!   errors point at the user's tokens: `Op`, its `Params` struct, `Forward` with
 //!   its `Input`s, `Backward` with what it `Declared` (and the `Role` of each name),
@@ -117,6 +117,10 @@ use proc_macro::TokenStream;
 ///   built, naming both definitions' modules.
 /// - `crate = path` (or `crate = "path"`): where generated code finds autograd
 ///   (default `::autograd`), for crates that re-export it.
+/// - `method` (or `method = name`): the op as a method of `Tensor` too, named after
+///   the module (or `name`): a trait `Method` in the op's module, whose one method
+///   is the generated function with its first input as `self`
+///   (`use my_op::Method as _;`, then `x.my_op(&y, param)`).
 ///
 /// Every malformed definition is a compile error on the offending tokens saying what
 /// to write instead; `tests/ui/fail` holds one case per mistake.

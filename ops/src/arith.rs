@@ -12,7 +12,7 @@ use autograd_macros::differentiable;
 /// d/da = b·a^(b-1); d/db = a^b·ln a, which is defined for `a > 0` only (NaN for a
 /// negative base, `-inf·0` at 0), as with a real logarithm. Differentiate with
 /// respect to the exponent only where the base is positive.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod pow {
     use super::*;
 
@@ -61,7 +61,7 @@ fn tie_split_mask(a: &Tensor, b: &Tensor, wins: BinaryOp) -> Result<Tensor> {
 ///
 /// Ties: where `a == b` the gradient is split equally, half to each operand (as in
 /// PyTorch and JAX), so the result is symmetric in its operands.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod maximum {
     use super::*;
 
@@ -94,7 +94,7 @@ pub mod maximum {
 /// The smaller of `a` and `b` elementwise (NaN if either is NaN).
 ///
 /// Ties: where `a == b` the gradient is split equally, half to each operand.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod minimum {
     use super::*;
 
@@ -125,7 +125,7 @@ pub mod minimum {
 }
 
 /// `x^p` for a constant exponent `p`.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod pow_scalar {
     use super::*;
 

@@ -60,7 +60,7 @@ pub mod transfer {
 ///
 /// ```
 /// use autograd_core::{Device, Error, Result, Tensor};
-/// use autograd_ops::TensorExt;
+/// use autograd_ops::methods::*;
 /// # fn main() -> Result<()> {
 /// autograd_ops::init()?;
 /// let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.with_requires_grad(true);

@@ -3,8 +3,9 @@
 //! formulas are written with these same ops, so a recorded backward pass can be
 //! differentiated again.
 //!
-//! Each op comes as a function (`mul(&a, &b)`), and most as a method of
-//! [`TensorExt`] (`a.matmul(&b)`); `+ - * /` and unary `-` on tensors call them too.
+//! Each op comes as a function (`mul(&a, &b)`), and most as a method too
+//! (`a.matmul(&b)`, with [`methods`]`::*` imported); `+ - * /` and unary `-` on
+//! tensors call them too.
 //!
 //! | kind | ops |
 //! |------|-----|
@@ -42,7 +43,7 @@ mod unary;
 pub use arith::*;
 pub use autograd_core::primitives::*;
 pub use device::*;
-pub use ext::TensorExt;
+pub use ext::{TensorExt, methods};
 pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;

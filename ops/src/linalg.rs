@@ -6,7 +6,7 @@ use autograd_macros::differentiable;
 
 /// Matrix product over the last two axes, batch axes broadcast:
 /// `[.., m, k] @ [.., k, n] -> [.., m, n]`.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod matmul {
     use super::*;
 

@@ -22,7 +22,7 @@ fn log_softmax_forward(op: &'static str, x: &Tensor, axis: usize) -> Result<Tens
 
 /// `exp(x_i) / Σ_j exp(x_j)` along `axis` (negative counts from the end), computed
 /// after subtracting the max so that large inputs do not overflow.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod softmax {
     use super::*;
 
@@ -62,7 +62,7 @@ pub mod softmax {
 
 /// `log softmax(x)` along `axis`, computed directly (`x - m - log Σ exp(x - m)`), so
 /// it stays finite where `softmax` underflows to 0.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod log_softmax {
     use super::*;
 
@@ -156,7 +156,7 @@ fn class_targets(logits: &Tensor, targets: &Tensor) -> Result<Vec<usize>> {
 /// `targets` holds class indices stored as floats (any float dtype, on the logits'
 /// device) and gets no gradient; a value that is not an integer in `0..C` is an
 /// error naming the op. The log-softmax is computed stably (max subtracted first).
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod cross_entropy {
     use super::*;
 
@@ -210,7 +210,7 @@ pub mod cross_entropy {
 /// `pred` and `target` must have the same shape: unlike the elementwise ops this
 /// loss does not broadcast, because a `[N, 1]` prediction against a `[N]` target
 /// would silently compare every pair (`[N, N]`).
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod mse_loss {
     use super::*;
 

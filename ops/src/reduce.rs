@@ -40,7 +40,7 @@ pub(crate) fn stable_max(op: &'static str, x: &Tensor, axis: usize) -> Result<Te
 }
 
 /// Sum of every element: a scalar.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod sum_all {
     use super::*;
 
@@ -66,7 +66,7 @@ pub mod sum_all {
 }
 
 /// Sum along `axis` (negative counts from the end); `keepdim` keeps it with size 1.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod sum {
     use super::*;
 
@@ -104,7 +104,7 @@ pub mod sum {
 }
 
 /// Mean of every element: a scalar.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod mean_all {
     use super::*;
 
@@ -134,7 +134,7 @@ pub mod mean_all {
 }
 
 /// Mean along `axis` (negative counts from the end); `keepdim` keeps it with size 1.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod mean {
     use super::*;
 
@@ -195,7 +195,7 @@ fn to_extremes(
 ///
 /// Ties: the gradient is split equally among all elements equal to the max (as in
 /// JAX and PyTorch's `amax`), so `max([1, 3, 3])` sends `[0, ½, ½]` of its gradient.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod max {
     use super::*;
 
@@ -237,7 +237,7 @@ pub mod max {
 /// axis with size 1. NaN wins.
 ///
 /// Ties: the gradient is split equally among all elements equal to the min.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod min {
     use super::*;
 
@@ -277,7 +277,7 @@ pub mod min {
 
 /// `log Σ exp(x)` along `axis`, computed as `m + log Σ exp(x - m)` with `m` the max,
 /// so it neither overflows nor underflows to `-inf` for large inputs.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod logsumexp {
     use super::*;
 

@@ -43,7 +43,7 @@ pub mod reshape {
 }
 
 /// Swaps the last two axes.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method = t)]
 pub mod transpose {
     use super::*;
 
@@ -114,7 +114,7 @@ pub mod permute {
 }
 
 /// Inserts an axis of size 1 at `axis` (`-(rank+1)..=rank`; -1 appends it; a view).
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod unsqueeze {
     use super::*;
 
@@ -161,7 +161,7 @@ pub mod unsqueeze {
 }
 
 /// Removes `axis`, which must have size 1 (a view).
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod squeeze {
     use super::*;
 
@@ -193,7 +193,7 @@ pub mod squeeze {
 }
 
 /// Entries `start..start + len` of `axis` (a view): a slice along one axis.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod narrow {
     use super::*;
 
@@ -233,7 +233,7 @@ pub mod narrow {
 }
 
 /// `x` with `before` zeros ahead of it and `after` zeros behind it along `axis`.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod pad {
     use super::*;
 
@@ -290,7 +290,7 @@ pub mod pad {
 ///
 /// The macro gives an op a fixed number of tensor inputs, so `concat` is binary; join
 /// more tensors with [`concat_all`], which records a balanced tree of `concat`s.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod concat {
     use super::*;
 
@@ -395,7 +395,7 @@ fn read_indices(op: &'static str, index: &Tensor, x: &Tensor, axis: usize) -> Re
 
 /// The entries `index` of `axis`, in that order (repeats allowed). `index` is a
 /// vector of integral values stored as floats; it gets no gradient.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod index_select {
     use super::*;
 

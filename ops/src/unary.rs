@@ -20,7 +20,7 @@ fn away_from_zero() -> Tensor {
 }
 
 /// `e^x`.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod exp {
     use super::*;
 
@@ -41,7 +41,7 @@ pub mod exp {
 }
 
 /// Natural logarithm.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod log {
     use super::*;
 
@@ -62,7 +62,7 @@ pub mod log {
 }
 
 /// `max(x, 0)`. The gradient at exactly 0 is 0.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod relu {
     use super::*;
 
@@ -90,7 +90,7 @@ pub fn relu_mask(x: &Tensor) -> Result<Tensor> {
 }
 
 /// Square root.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod sqrt {
     use super::*;
 
@@ -112,7 +112,7 @@ pub mod sqrt {
 }
 
 /// `x²`.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod square {
     use super::*;
 
@@ -133,7 +133,7 @@ pub mod square {
 }
 
 /// `|x|`. The gradient at exactly 0 is 0 (the sign of 0).
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod abs {
     use super::*;
 
@@ -154,7 +154,7 @@ pub mod abs {
 }
 
 /// Hyperbolic tangent.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod tanh {
     use super::*;
 
@@ -178,7 +178,7 @@ pub mod tanh {
 }
 
 /// The logistic function `1 / (1 + e^-x)`, computed without overflow.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod sigmoid {
     use super::*;
 
@@ -220,7 +220,7 @@ fn gelu_derivative(x: &Tensor) -> Result<Tensor> {
 
 /// Gaussian error linear unit, tanh approximation (as `jax.nn.gelu` by default and
 /// PyTorch's `gelu(approximate="tanh")`): `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod gelu {
     use super::*;
 
@@ -249,7 +249,7 @@ pub mod gelu {
 }
 
 /// Sine.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod sin {
     use super::*;
 
@@ -270,7 +270,7 @@ pub mod sin {
 }
 
 /// Cosine.
-#[differentiable(crate = ::autograd_core)]
+#[differentiable(crate = ::autograd_core, method)]
 pub mod cos {
     use super::*;
 
