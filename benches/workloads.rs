@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Chain, W1, W1_NODES, W2, W3, W3_LEN, W4, W4_COLS, W4_ROWS, W5};
+use common::{Chain, W1, W1_NODES, W2, W3, W3_LEN, W4, W4_COLS, W4_ROWS, W5, W6};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
@@ -76,10 +76,23 @@ fn w5(c: &mut Criterion) {
     g.finish();
 }
 
+/// W6: the user-defined activation as one generated op, and composed of standard
+/// ops for comparison.
+fn w6(c: &mut Criterion) {
+    let w = ok(W6::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W6 mish(x) * a, forward + backward");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(W3_LEN as u64));
+    g.bench_function("generated op", |b| b.iter(|| black_box(ok(w.step()))));
+    g.bench_function("composed", |b| b.iter(|| black_box(ok(w.step_composed()))));
+    g.finish();
+}
+
 fn init(c: &mut Criterion) {
     ok(autograd::init());
     let _ = c;
 }
 
-criterion_group!(benches, init, w1, w2, w3, w4, w5);
+criterion_group!(benches, init, w1, w2, w3, w4, w5, w6);
 criterion_main!(benches);

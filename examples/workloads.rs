@@ -1,4 +1,4 @@
-//! Runs the five workloads of `bench/WORKLOADS.md` once each and prints one line per
+//! Runs the six workloads of `bench/WORKLOADS.md` once each and prints one line per
 //! workload, for side-by-side comparison with peers run in the same sitting:
 //!
 //! ```text
@@ -7,11 +7,13 @@
 //! W3 ms <median>
 //! W4 ms <median>
 //! W5 add_peak_bytes <n> mul_peak_bytes <n>
+//! W6 ms <median>
 //! ```
 //!
 //! Every workload's correctness check runs first; then 3 warm-ups and at least 10
 //! timed repetitions, of which the median is printed (the minimum and the number of
-//! repetitions go to stderr). W5 comes from the library's own storage accounting.
+//! repetitions go to stderr). W5 comes from the library's own storage accounting. W6
+//! also times the same activation composed of standard ops (stderr), for comparison.
 //!
 //! Run with `cargo run --release --example workloads` (one thread: nothing here
 //! spawns threads, and matmul runs with `gemm::Parallelism::None`). Pass workload
@@ -22,7 +24,7 @@
 mod common;
 
 use autograd::Result;
-use common::{Chain, W1, W1_NODES, W2, W3, W4, W5};
+use common::{Chain, W1, W1_NODES, W2, W3, W4, W5, W6};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -95,6 +97,22 @@ fn main() -> Result<()> {
         let (med, min) = time(reps, || w.step())?;
         note("W4", reps, med * 1e3, min * 1e3, "ms");
         println!("W4 ms {:.3}", med * 1e3);
+    }
+    if runs("W6") {
+        let w = W6::new()?;
+        w.check()?;
+        let reps = reps(20);
+        let (cmed, cmin) = time(reps, || w.step_composed())?;
+        note(
+            "W6 composed of standard ops",
+            reps,
+            cmed * 1e3,
+            cmin * 1e3,
+            "ms",
+        );
+        let (med, min) = time(reps, || w.step())?;
+        note("W6", reps, med * 1e3, min * 1e3, "ms");
+        println!("W6 ms {:.3}", med * 1e3);
     }
     if runs("W5") {
         let w = W5::new()?;

@@ -38,7 +38,7 @@ fn given_axis(dim: usize) -> isize {
 
 pub use crate::storage::check_size;
 
-fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+pub(crate) fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
     if a.device() != b.device() {
         return Err(Error::DeviceMismatch {
             op,
@@ -83,7 +83,7 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     Ok(Tensor::from_storage(storage, shape))
 }
 
-fn broadcast_layout(x: &Tensor, shape: &Shape) -> Result<Layout> {
+pub(crate) fn broadcast_layout(x: &Tensor, shape: &Shape) -> Result<Layout> {
     x.layout()
         .broadcast_to(shape)
         .ok_or_else(|| Error::Broadcast {

@@ -271,6 +271,19 @@ pub enum Error {
         op: &'static str,
     },
 
+    /// A derivative of an op generated from an elementwise function was asked for
+    /// beyond the order its kernels are generated for.
+    #[error(
+        "`{op}`: derivatives up to order {max} are generated from its elementwise function, and \
+         this backward asks for one more; write an explicit backward for higher orders"
+    )]
+    DerivativeOrder {
+        /// The generated op.
+        op: &'static str,
+        /// The highest order generated.
+        max: usize,
+    },
+
     /// `grad()` asked for the gradient of a tensor the output does not depend on.
     #[error(
         "grad: input {index} {why}, so the output has no gradient with respect to it; pass \
@@ -410,6 +423,7 @@ impl Error {
             | Error::ConcurrentBackward { op }
             | Error::ReentrantBackward { op }
             | Error::NotDifferentiable { op }
+            | Error::DerivativeOrder { op, .. }
             | Error::Arity { op, .. }
             | Error::GradientCount { op, .. }
             | Error::GradientKind { op, .. }

@@ -33,6 +33,9 @@ pub struct OpEntry {
     pub params: &'static [&'static str],
     /// Inputs to gradient-check the op on, if the definition supplies them.
     pub check_cases: Option<fn() -> Vec<CheckCase>>,
+    /// For an op generated from an elementwise function: the CUDA C++ of its
+    /// kernels (compiled after [`crate::elementwise::CUDA_PRELUDE`]).
+    pub cuda_source: Option<&'static str>,
 }
 
 impl OpEntry {

@@ -49,6 +49,9 @@ pub(crate) struct Field<'a> {
 /// `fn forward`: the computation, whose typed parameters are the op's tensor inputs.
 pub(crate) struct Forward<'a> {
     pub original: &'a ItemFn,
+    /// `#[elementwise]`: a scalar function (`fn forward(x: f32) -> f32`) the macro
+    /// turns into kernels and derives the backward of.
+    pub elementwise: Option<&'a Attribute>,
     pub receiver: Option<&'a Receiver>,
     /// The typed parameters, in order.
     pub params: Vec<ForwardParam<'a>>,
@@ -347,6 +350,10 @@ impl<'a> Forward<'a> {
             .collect();
         Forward {
             original,
+            elementwise: original
+                .attrs
+                .iter()
+                .find(|a| a.path().is_ident("elementwise")),
             receiver,
             params,
         }

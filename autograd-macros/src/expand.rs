@@ -30,9 +30,17 @@ pub(crate) fn differentiable(args: TokenStream, item: TokenStream) -> TokenStrea
             return quote!(#item #e #arg_error);
         }
     };
-    let out = match op.validate(&args) {
-        Ok(valid) => expand(&valid, &args),
-        Err(e) => fallback::expand(&op, &args, e),
+    let elementwise = op.forward.as_ref().is_some_and(|f| f.elementwise.is_some());
+    let out = if elementwise {
+        match crate::elementwise::validate(&op, &args) {
+            Ok(valid) => crate::elementwise::expand(&valid, &args),
+            Err(e) => fallback::expand(&op, &args, e),
+        }
+    } else {
+        match op.validate(&args) {
+            Ok(valid) => expand(&valid, &args),
+            Err(e) => fallback::expand(&op, &args, e),
+        }
     };
     quote!(#out #arg_error)
 }
@@ -111,50 +119,17 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
     let input_idents: Vec<_> = inputs.iter().map(|i| i.ident).collect();
     let field_idents: Vec<_> = fields.clone().map(|f| f.ident).collect();
     let field_types: Vec<_> = fields.map(|f| f.ty).collect();
-    let fn_doc = format!(
-        "Applies the `{name}` op; the call is recorded for backward when a differentiable input requires grad."
+    let (typed_fn, method_item) = typed_fn_and_method(
+        &p,
+        s,
+        ident,
+        name,
+        attrs,
+        &input_idents,
+        &field_idents,
+        &field_types,
+        args,
     );
-    let typed_fn = quote! {
-        #[doc = #fn_doc]
-        #[track_caller]
-        #[allow(clippy::too_many_arguments)]
-        pub fn #ident(#(#input_idents: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor> {
-            #p::apply(#s { #(#field_idents),* }, &[#(#input_idents),*])
-        }
-    };
-
-    // The op as a method of `Tensor`, when asked for: the typed function with the
-    // first input as `self`.
-    let method_item = args.method.as_ref().map(|m| {
-        let method = m.name.as_ref().unwrap_or(ident);
-        let Some((_, rest)) = input_idents.split_first() else {
-            return syn::Error::new_spanned(
-                &m.key,
-                "`method` needs a tensor input to be called on: this op has none",
-            )
-            .to_compile_error();
-        };
-        let docs = attrs.iter().filter(|a| a.path().is_ident("doc"));
-        let trait_doc = format!(
-            "The `{name}` op as a method of `Tensor`: `x.{method}(..)`. Bring it into scope \
-             with `use` (the prelude of the crate defining the op may do it)."
-        );
-        quote! {
-            #[doc = #trait_doc]
-            pub trait Method {
-                #(#docs)*
-                #[allow(clippy::too_many_arguments)]
-                fn #method(&self, #(#rest: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor>;
-            }
-
-            impl Method for #p::Tensor {
-                #[track_caller]
-                fn #method(&self, #(#rest: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor> {
-                    #ident(self, #(#rest,)* #(#field_idents),*)
-                }
-            }
-        }
-    });
 
     // Differentiable::forward: unpack the input slice.
     // Spanned at the user's return type: a type error (a foreign `Result` alias)
@@ -287,6 +262,7 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                     saves_output: #saves_output,
                     params: &[#(#param_names),*],
                     check_cases: #check,
+                    cuda_source: ::core::option::Option::None,
                 };
 
                 #p::inventory::submit! { #p::Registration(&#entry) }
@@ -294,6 +270,68 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         }
         #vis use self::#ident::#ident;
     }
+}
+
+/// The typed function users call (`fn op(x: &Tensor, .., param: T, ..)`), and the
+/// op's method trait when `method` is given.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn typed_fn_and_method(
+    p: &TokenStream,
+    s: &syn::Ident,
+    ident: &syn::Ident,
+    name: &str,
+    attrs: &[syn::Attribute],
+    input_idents: &[&syn::Ident],
+    field_idents: &[&syn::Ident],
+    field_types: &[&syn::Type],
+    args: &Args,
+) -> (TokenStream, Option<TokenStream>) {
+    let fn_doc = format!(
+        "Applies the `{name}` op; the call is recorded for backward when a differentiable input requires grad."
+    );
+    let typed_fn = quote! {
+        #[doc = #fn_doc]
+        #[track_caller]
+        #[allow(clippy::too_many_arguments)]
+        pub fn #ident(#(#input_idents: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor> {
+            #p::apply(#s { #(#field_idents),* }, &[#(#input_idents),*])
+        }
+    };
+
+    // The op as a method of `Tensor`, when asked for: the typed function with the
+    // first input as `self`.
+    let method_item = args.method.as_ref().map(|m| {
+        let method = m.name.as_ref().unwrap_or(ident);
+        let Some((_, rest)) = input_idents.split_first() else {
+            return syn::Error::new_spanned(
+                &m.key,
+                "`method` needs a tensor input to be called on: this op has none",
+            )
+            .to_compile_error();
+        };
+        let docs = attrs.iter().filter(|a| a.path().is_ident("doc"));
+        let trait_doc = format!(
+            "The `{name}` op as a method of `Tensor`: `x.{method}(..)`. Bring it into scope \
+             with `use` (the prelude of the crate defining the op may do it)."
+        );
+        quote! {
+            #[doc = #trait_doc]
+            pub trait Method {
+                #(#docs)*
+                #[allow(clippy::too_many_arguments)]
+                fn #method(&self, #(#rest: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor>;
+            }
+
+            impl Method for #p::Tensor {
+                #[track_caller]
+                fn #method(&self, #(#rest: &#p::Tensor,)* #(#field_idents: #field_types,)*) -> #p::Result<#p::Tensor> {
+                    #ident(self, #(#rest,)* #(#field_idents),*)
+                }
+            }
+        }
+    });
+
+    (typed_fn, method_item)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::attr::Args;
 use crate::expand::crate_path;
 use crate::valid::struct_ident;
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{ToTokens, quote};
 
 /// The errors, the module's other items, its parameter struct and, when forward's
 /// inputs are known, the op's function (which never runs: the crate does not
@@ -33,18 +33,21 @@ pub(crate) fn expand(op: &Op<'_>, args: &Args, error: syn::Error) -> TokenStream
         }
     };
     let typed_fn = op.forward.as_ref().and_then(|f| {
-        let mut params: Vec<(&syn::Ident, &syn::Type)> = Vec::new();
+        // `None`: the op's function takes a tensor there.
+        let mut params: Vec<(&syn::Ident, Option<TokenStream>)> = Vec::new();
         for param in &f.params {
             match param {
-                ForwardParam::Input(input) => params.push((input.ident, &input.original.ty)),
+                ForwardParam::Input(input) => {
+                    params.push((input.ident, input_type(input, f.elementwise.is_some())))
+                }
                 ForwardParam::Pattern(pt) => match &*pt.pat {
-                    syn::Pat::Ident(pi) => params.push((&pi.ident, &pt.ty)),
+                    syn::Pat::Ident(pi) => params.push((&pi.ident, Some(pt.ty.to_token_stream()))),
                     _ => return None,
                 },
             }
         }
         for field in op.params.iter().flat_map(|p| &p.fields) {
-            params.push((field.ident, field.ty));
+            params.push((field.ident, Some(field.ty.to_token_stream())));
         }
         let unique = params
             .iter()
@@ -53,8 +56,12 @@ pub(crate) fn expand(op: &Op<'_>, args: &Args, error: syn::Error) -> TokenStream
         if !unique {
             return None;
         }
-        let (names, types): (Vec<_>, Vec<_>) = params.into_iter().unzip();
+        let (names, types): (Vec<_>, Vec<TokenStream>) = params
+            .into_iter()
+            .map(|(n, t)| (n, t.unwrap_or_else(|| quote!(&#p::Tensor))))
+            .unzip();
         let output = match &f.original.sig.output {
+            _ if f.elementwise.is_some() => quote!(#p::Result<#p::Tensor>),
             syn::ReturnType::Type(_, t) => quote!(#t),
             syn::ReturnType::Default => quote!(#p::Result<#p::Tensor>),
         };
@@ -106,4 +113,10 @@ pub(crate) fn expand(op: &Op<'_>, args: &Args, error: syn::Error) -> TokenStream
         #reexport
         #error
     }
+}
+
+/// The type of an input in the stand-in function: as written, except for an
+/// elementwise function's scalars, which the op's function takes as tensors.
+fn input_type(input: &crate::ast::Input<'_>, elementwise: bool) -> Option<TokenStream> {
+    (!elementwise).then(|| input.original.ty.to_token_stream())
 }

@@ -20,6 +20,7 @@
 
 mod ast;
 mod attr;
+mod elementwise;
 mod expand;
 mod fallback;
 mod suggest;

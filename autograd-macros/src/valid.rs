@@ -25,21 +25,21 @@ pub(crate) struct Valid<'t, 'a> {
 
 /// Every error found, in the order found.
 #[derive(Default)]
-struct Errors(Option<syn::Error>);
+pub(crate) struct Errors(Option<syn::Error>);
 
 impl Errors {
-    fn push(&mut self, e: syn::Error) {
+    pub(crate) fn push(&mut self, e: syn::Error) {
         match &mut self.0 {
             Some(all) => all.combine(e),
             None => self.0 = Some(e),
         }
     }
 
-    fn at(&mut self, tokens: impl ToTokens, msg: impl std::fmt::Display) {
+    pub(crate) fn at(&mut self, tokens: impl ToTokens, msg: impl std::fmt::Display) {
         self.push(syn::Error::new_spanned(tokens, msg));
     }
 
-    fn finish(self) -> syn::Result<()> {
+    pub(crate) fn finish(self) -> syn::Result<()> {
         self.0.map_or(Ok(()), Err)
     }
 }
@@ -152,7 +152,7 @@ pub(crate) fn struct_ident(op: &Op<'_>) -> Ident {
 }
 
 impl Params<'_> {
-    fn validate(&self, errs: &mut Errors) {
+    pub(crate) fn validate(&self, errs: &mut Errors) {
         let s = self.original;
         if !s.generics.params.is_empty() {
             errs.at(&s.generics, "the op's parameter struct cannot be generic: give its fields concrete types (`pub axis: usize`)");
@@ -621,7 +621,7 @@ fn reserved_meaning(name: &str) -> Option<&'static str> {
     }
 }
 
-fn check_signature(f: &ItemFn, errs: &mut Errors) {
+pub(crate) fn check_signature(f: &ItemFn, errs: &mut Errors) {
     let sig = &f.sig;
     if let Some(c) = &sig.constness {
         errs.at(

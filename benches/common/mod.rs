@@ -1,4 +1,4 @@
-//! The five workloads of `bench/WORKLOADS.md`, shared by the criterion benches
+//! The six workloads of `bench/WORKLOADS.md`, shared by the criterion benches
 //! (`benches/workloads.rs`) and the one-shot report (`examples/workloads.rs`), so both
 //! measure exactly the same graphs. Each workload has its inputs (built once, outside
 //! the timed region), a `step` that runs forward and backward and reads the gradients
@@ -378,6 +378,99 @@ impl W5 {
             .map(|x| 51.0 * x.powi(50))
             .collect();
         check_close("W5 mul chain", "grad x", &g, &want, 1e-3)?;
+        self.x.zero_grad();
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------- W6
+
+/// W6's activation as a user defines it: one scalar function, from which the macro
+/// generates the kernels and the derivative.
+#[autograd::differentiable]
+pub mod mish {
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x * (1.0 + x.exp()).ln().tanh()
+    }
+}
+
+/// The inputs the peers use: counter-based splitmix64 to f32 in `[-1, 1)`
+/// (`bench/peers/common.py`'s `uniform(n, seed)`, bit for bit).
+fn shared_uniform(n: usize, seed: u64) -> Result<Tensor> {
+    let base = seed.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    let v: Vec<f32> = (1..=n as u64)
+        .map(|i| {
+            let mut z = base.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            let u = (z >> 40) as f32 * (1.0 / 16_777_216.0);
+            2.0 * u - 1.0
+        })
+        .collect();
+    Tensor::from_vec(v, [n])
+}
+
+/// W6 user-defined activation: `sum(mish(x) * a)` with `mish` one generated op
+/// (`step`), or composed of the standard ops as before kernels could be generated
+/// (`step_composed`).
+pub struct W6 {
+    pub x: Tensor,
+    pub a: Tensor,
+}
+
+impl W6 {
+    pub fn new() -> Result<W6> {
+        Ok(W6 {
+            x: shared_uniform(W3_LEN, 61)?.with_requires_grad(true),
+            a: shared_uniform(W3_LEN, 62)?,
+        })
+    }
+
+    pub fn step(&self) -> Result<Tensor> {
+        self.x.zero_grad();
+        let y = (mish(&self.x)? * &self.a)?;
+        ops::sum_all(&y)?.backward()?;
+        grad_of("W6", "x", &self.x)
+    }
+
+    pub fn step_composed(&self) -> Result<Tensor> {
+        self.x.zero_grad();
+        let m = (&self.x * &self.x.exp()?.add_scalar(1.0)?.log()?.tanh()?)?;
+        ops::sum_all(&(m * &self.a)?)?.backward()?;
+        grad_of("W6 composed", "x", &self.x)
+    }
+
+    /// grad x = a (t + x (1 - t²) σ(x)), t = tanh(ln(1 + e^x)), within 1e-4.
+    pub fn check(&self) -> Result<()> {
+        let (x, a) = (self.x.to_vec::<f64>()?, self.a.to_vec::<f64>()?);
+        let want: Vec<f64> = x
+            .iter()
+            .zip(&a)
+            .map(|(&x, &a)| {
+                let t = (1.0 + x.exp()).ln().tanh();
+                let s = 1.0 / (1.0 + (-x).exp());
+                a * (t + x * (1.0 - t * t) * s)
+            })
+            .collect();
+        for (what, g) in [
+            ("grad x", self.step()?),
+            ("grad x (composed)", self.step_composed()?),
+        ] {
+            let got = g.to_vec::<f32>()?;
+            if let Some((i, (g, w))) = got
+                .iter()
+                .zip(&want)
+                .enumerate()
+                .find(|(_, (g, w))| (**g as f64 - **w).abs() > 1e-4)
+            {
+                return Err(fail(
+                    "W6",
+                    format!("{what}[{i}] = {g}, expected {w} (within 1e-4)"),
+                ));
+            }
+        }
         self.x.zero_grad();
         Ok(())
     }

@@ -18,8 +18,10 @@ pub mod cpu;
 pub mod cuda;
 mod dtype;
 mod error;
+pub mod generated;
 mod layout;
 mod op;
+pub mod real;
 mod shape;
 mod walk;
 

@@ -48,6 +48,7 @@ fn duplicate_names_are_rejected_naming_both_definitions() {
         saves_output: false,
         params: &[],
         check_cases: None,
+        cuda_source: None,
     };
     static B: OpEntry = OpEntry {
         module_path: "crate_b::more",

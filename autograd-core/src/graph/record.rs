@@ -44,6 +44,7 @@ static NOT_DIFFERENTIABLE: OpEntry = OpEntry {
     saves_output: false,
     params: &["op"],
     check_cases: None,
+    cuda_source: None,
 };
 
 /// `grad`, computed by the backward of `node` without recorded ops although

@@ -1,0 +1,157 @@
+//! Ops generated from one scalar function: `#[differentiable]` with an
+//! `#[elementwise]` forward. The macro writes the function generic over
+//! [`Real`] and implements [`ElementwiseOp`] for the op; this module runs the kernel
+//! over tensors (NumPy broadcasting, any views) and supplies the backward: the
+//! [`Derivative`] op, `g · ∂^α f`, itself recorded and differentiable up to
+//! [`MAX_ORDER`].
+
+use crate::compute::{broadcast_layout, check_same_kind};
+use crate::graph::apply;
+use crate::op::{BackwardContext, Differentiable, Grads, OpEntry};
+use crate::storage::{Storage, StorageData, check_size};
+use crate::{Error, Result, Tensor};
+use autograd_kernels::broadcast_shapes;
+use smallvec::SmallVec;
+
+pub use autograd_kernels::generated::{CUDA_PRELUDE, ElementwiseKernel, Eval, MAX_ORDER, loops};
+pub use autograd_kernels::real::{Dual, Mask, Real, seed1, seed2, seed3};
+
+/// An op generated from a scalar function (implemented by `#[differentiable]`):
+/// its kernel, and the registry entry of its derivative op.
+pub trait ElementwiseOp: ElementwiseKernel + Clone + Send + Sync + 'static {
+    /// The entry of [`Derivative<Self>`] (named `<op>'`).
+    const DERIVATIVE_ENTRY: &'static OpEntry;
+}
+
+/// Runs `kernel` (its value or a derivative) over `inputs`, broadcast to one shape
+/// as NumPy does. Unrecorded: the op's function records the call.
+pub fn run<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, inputs: &[&Tensor]) -> Result<Tensor> {
+    let name = kernel.name();
+    let Some((first, rest)) = inputs.split_first() else {
+        return Err(crate::op::arity_error(
+            name,
+            what.operands(kernel.arity()),
+            0,
+        ));
+    };
+    let mut shape = first.shape().clone();
+    for t in rest {
+        check_same_kind(name, first, t)?;
+        shape = broadcast_shapes(&shape, t.shape()).ok_or_else(|| Error::Broadcast {
+            op: name,
+            lhs: shape.clone(),
+            rhs: t.shape().clone(),
+        })?;
+    }
+    check_size(name, &shape, first.dtype())?;
+    let layouts = inputs
+        .iter()
+        .map(|t| broadcast_layout(t, &shape))
+        .collect::<Result<Vec<_>>>()?;
+    let storages: Vec<_> = inputs.iter().map(|t| t.storage_arc()).collect();
+    let err = |e| Error::from_kernel(e, name, &shape, first.dtype(), first.device());
+    let mut cpu = Vec::with_capacity(inputs.len());
+    for (s, l) in storages.iter().zip(&layouts) {
+        match s.data() {
+            StorageData::Cpu(c) => cpu.push((c, l)),
+            #[cfg(feature = "cuda")]
+            StorageData::Cuda(_) => {
+                return Err(Error::InvalidArgument {
+                    op: name,
+                    msg: "ops generated from an elementwise function run on the CPU only so far; \
+                          move the inputs with `.to(Device::Cpu)`"
+                        .into(),
+                });
+            }
+        }
+    }
+    let out = autograd_kernels::generated::run_cpu(kernel, what, &cpu, &shape).map_err(err)?;
+    Ok(Tensor::from_storage(Storage::cpu(out), shape))
+}
+
+/// The derivative of a generated op `f` of `n` inputs: `g · ∂^α f(x₀, .., xₙ₋₁)`,
+/// an op of `n + 1` inputs (the `x`s, then `g`). Its own gradients are derivatives
+/// one order higher (`∂/∂xⱼ` is `Derivative { α + [j] }` of `g · grad`, and `∂/∂g`
+/// is `Derivative { α }` of `grad`), so gradients of gradients work up to
+/// [`MAX_ORDER`].
+#[derive(Clone, Debug)]
+pub struct Derivative<K> {
+    /// The generated op (its parameters included).
+    pub op: K,
+    /// The inputs differentiated along, one entry per order.
+    pub alpha: SmallVec<[usize; MAX_ORDER]>,
+}
+
+impl<K: ElementwiseOp> Differentiable for Derivative<K> {
+    const ENTRY: &'static OpEntry = K::DERIVATIVE_ENTRY;
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        run(&self.op, Eval::Derivative(&self.alpha), inputs)
+    }
+
+    fn backward(&self, ctx: &BackwardContext<'_>) -> Result<Grads> {
+        let n = self.op.arity();
+        let grad = ctx.grad();
+        let mut inputs: Vec<&Tensor> = (0..=n).map(|k| ctx.input(k)).collect::<Result<_>>()?;
+        let g = inputs[n];
+        let mut grads = Grads::new();
+        let wants_x = (0..n).any(|j| ctx.needs(j));
+        if wants_x && self.alpha.len() >= MAX_ORDER {
+            return Err(Error::DerivativeOrder {
+                op: self.op.name(),
+                max: MAX_ORDER,
+            });
+        }
+        let scaled = if wants_x { Some((grad * g)?) } else { None };
+        for j in 0..n {
+            let gj = match &scaled {
+                Some(s) if ctx.needs(j) => {
+                    let mut alpha = self.alpha.clone();
+                    alpha.push(j);
+                    inputs[n] = s;
+                    Some(apply(
+                        Derivative {
+                            op: self.op.clone(),
+                            alpha,
+                        },
+                        &inputs,
+                    )?)
+                }
+                _ => None,
+            };
+            grads.push(gj);
+        }
+        let gg = if ctx.needs(n) {
+            inputs[n] = grad;
+            Some(apply(self.clone(), &inputs)?)
+        } else {
+            None
+        };
+        grads.push(gg);
+        Ok(grads)
+    }
+}
+
+/// The backward of a generated op: for each input that needs a gradient,
+/// `grad · ∂f/∂xᵢ` as a recorded [`Derivative`] (one pass over the inputs and
+/// `grad`). The engine reduces a broadcast input's gradient to its shape.
+pub fn backward<K: ElementwiseOp>(op: &K, ctx: &BackwardContext<'_>) -> Result<Grads> {
+    let n = op.arity();
+    let mut inputs: Vec<&Tensor> = (0..n).map(|k| ctx.input(k)).collect::<Result<_>>()?;
+    inputs.push(ctx.grad());
+    (0..n)
+        .map(|i| {
+            ctx.needs(i)
+                .then(|| {
+                    apply(
+                        Derivative {
+                            op: op.clone(),
+                            alpha: SmallVec::from_slice(&[i]),
+                        },
+                        &inputs,
+                    )
+                })
+                .transpose()
+        })
+        .collect()
+}

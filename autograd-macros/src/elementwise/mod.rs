@@ -1,0 +1,378 @@
+//! Ops whose forward is a scalar function: `#[elementwise] pub fn forward(x: f32) ->
+//! f32 { .. }`. Checked here (the signature, then the body by `translate`), then
+//! expanded: the function generic over `Real`, the kernel (`ElementwiseKernel`:
+//! value and derivatives of order 1 to 3 by nested dual numbers), the CUDA source,
+//! the op's `Differentiable` impl with the generated backward, its registry entry
+//! and its derivative op's entry, the typed function and the method.
+
+mod translate;
+
+use crate::ast::{ForwardParam, Op};
+use crate::attr::Args;
+use crate::expand::{crate_path, typed_fn_and_method};
+use crate::valid::{Errors, check_signature, struct_ident};
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use syn::{Ident, ReceiverKind};
+pub(crate) use translate::{MAX_INPUTS, Translated, is_scalar_type};
+
+/// An elementwise op that passed every check.
+pub(crate) struct Valid<'t, 'a> {
+    pub op: &'t Op<'a>,
+    /// The inputs, in order, and whether each is differentiable.
+    pub inputs: Vec<(&'t Ident, bool)>,
+    pub name: String,
+    pub struct_ident: Ident,
+    pub body: Translated,
+}
+
+/// Checks an op whose forward is marked `#[elementwise]`.
+pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid<'t, 'a>> {
+    let mut errs = Errors::default();
+    for e in &op.errors {
+        errs.push(e.clone());
+    }
+    if let Some(params) = &op.params {
+        params.validate(&mut errs);
+    }
+    let Some(forward) = &op.forward else {
+        return Err(syn::Error::new_spanned(
+            op.ident,
+            "op module without forward",
+        ));
+    };
+    let f = forward.original;
+    check_signature(f, &mut errs);
+    if let Some(b) = &op.backward {
+        errs.at(
+            &b.original.sig.ident,
+            "an `#[elementwise]` forward has its backward generated (derived from the same function by \
+             dual numbers): remove `backward`",
+        );
+    }
+    let has_fields = op.params.as_ref().is_some_and(|p| p.has_fields());
+    let s = struct_ident(op);
+    if let Some(r) = forward.receiver {
+        let by_ref =
+            matches!(r.kind, ReceiverKind::Reference(_, _, None)) && r.mutability.is_none();
+        if !by_ref {
+            errs.at(
+                r,
+                "the op's parameters are read through `&self`: write `&self`",
+            );
+        } else if !has_fields {
+            errs.at(
+                r,
+                format!(
+                    "`&self` reads the op's parameters, but this op has none: remove `&self`, or give the op a \
+                     parameter struct in its module (e.g. `pub struct {s} {{ pub slope: f64 }}`)"
+                ),
+            );
+        }
+    }
+    let mut inputs: Vec<(&Ident, bool)> = Vec::new();
+    for param in &forward.params {
+        match param {
+            ForwardParam::Pattern(pt) => errs.at(
+                &pt.pat,
+                "an elementwise function's inputs are plain names: write `x: f32`",
+            ),
+            ForwardParam::Input(input) => {
+                let ty = &*input.original.ty;
+                if let syn::Type::Reference(r) = ty {
+                    errs.at(
+                        r,
+                        format!(
+                            "an elementwise input is a number, not a reference: write `{}: f32` (the function runs \
+                             on every element of an f32 or f64 tensor)",
+                            input.ident
+                        ),
+                    );
+                } else if !is_scalar_type(ty) {
+                    errs.at(
+                        ty,
+                        format!(
+                            "an elementwise input is a floating-point number: write `{}: f32` (the function runs on \
+                             every element of an f32 or f64 tensor)",
+                            input.ident
+                        ),
+                    );
+                }
+                for a in &input.original.attrs {
+                    if !(a.path().is_ident("no_grad") && matches!(a.meta, syn::Meta::Path(_))) {
+                        errs.at(
+                            a,
+                            "the only attribute on an input is `#[no_grad]` (the input gets no gradient)",
+                        );
+                    }
+                }
+                if inputs.iter().any(|(i, _)| *i == input.ident) {
+                    errs.at(
+                        input.ident,
+                        format!("duplicate input name `{}`", input.ident),
+                    );
+                }
+                if op
+                    .params
+                    .iter()
+                    .flat_map(|p| &p.fields)
+                    .any(|fl| fl.ident == input.ident)
+                {
+                    errs.at(
+                        input.ident,
+                        format!(
+                            "`{}` names both an input and a parameter of the op; rename one",
+                            input.ident
+                        ),
+                    );
+                }
+                inputs.push((input.ident, input.differentiable));
+            }
+        }
+    }
+    if inputs.is_empty() || inputs.len() > MAX_INPUTS {
+        errs.at(
+            &f.sig.ident,
+            format!("an elementwise function takes 1 to {MAX_INPUTS} inputs (`x: f32, y: f32`)"),
+        );
+    } else if inputs.iter().all(|(_, d)| !d) {
+        errs.at(
+            &f.sig.ident,
+            "every input is #[no_grad], so nothing would receive a gradient: remove `#[no_grad]` from the inputs that get one",
+        );
+    }
+    match &f.sig.output {
+        syn::ReturnType::Type(_, t) if is_scalar_type(t) => {}
+        syn::ReturnType::Type(_, t) => errs.at(
+            t,
+            "an elementwise function returns one number: write `-> f32` (the output has the inputs' dtype)",
+        ),
+        syn::ReturnType::Default => errs.at(&f.sig.ident, "an elementwise function returns one number: add `-> f32`"),
+    }
+    let idents: Vec<Ident> = inputs.iter().map(|(i, _)| (*i).clone()).collect();
+    let body = translate::translate(&f.block, &idents);
+    let body = match body {
+        Ok(b) => {
+            if let Some(field) = b.fields.first()
+                && forward.receiver.is_none()
+            {
+                errs.at(
+                    field,
+                    format!("`forward` reads `self.{field}` but does not take it: write `pub fn forward(&self, ..)`"),
+                );
+            }
+            Some(b)
+        }
+        Err(es) => {
+            for e in es {
+                errs.push(e);
+            }
+            None
+        }
+    };
+    errs.finish()?;
+    let Some(body) = body else {
+        return Err(syn::Error::new_spanned(f, "elementwise body"));
+    };
+    let name = args
+        .name
+        .as_ref()
+        .map_or_else(|| op.default_name(), |n| n.value());
+    Ok(Valid {
+        op,
+        inputs,
+        name,
+        struct_ident: s,
+        body,
+    })
+}
+
+/// The generated code of a valid elementwise op.
+pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
+    let krate = crate_path(args);
+    let p = quote!(#krate::__private);
+    let Op {
+        attrs,
+        vis,
+        ident,
+        others,
+        ..
+    } = v.op;
+    let s = &v.struct_ident;
+    let name = v.name.as_str();
+    let n = v.inputs.len();
+    let input_idents: Vec<&Ident> = v.inputs.iter().map(|(i, _)| *i).collect();
+    let fields: Vec<_> = v.op.params.iter().flat_map(|p| &p.fields).collect();
+    let field_idents: Vec<&Ident> = fields.iter().map(|f| f.ident).collect();
+    let field_types: Vec<&syn::Type> = fields.iter().map(|f| f.ty).collect();
+
+    // The op struct: the user's parameter struct (it must be `Clone`: the backward
+    // keeps a copy in its derivative op), or a unit struct.
+    let struct_item = match &v.op.params {
+        Some(def) => {
+            let def = def.original;
+            let derives_clone = def
+                .attrs
+                .iter()
+                .any(|a| a.path().is_ident("derive") && quote!(#a).to_string().contains("Clone"));
+            let clone = (!derives_clone).then(|| quote!(#[derive(Clone)]));
+            quote!(#clone #def)
+        }
+        None => {
+            let doc = format!("The `{name}` op (no parameters).");
+            quote! {
+                #[doc = #doc]
+                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+                pub struct #s;
+            }
+        }
+    };
+    let check_cases = v.op.check_cases.as_ref().map(|c| c.original);
+    let (typed_fn, method_item) = typed_fn_and_method(
+        &p,
+        s,
+        ident,
+        name,
+        attrs,
+        &input_idents,
+        &field_idents,
+        &field_types,
+        args,
+    );
+
+    // The function, generic over the number type.
+    let body = &v.body.rust;
+    let imports = translate::imports(&p);
+    let scalar_fn = quote! {
+        #[inline(always)]
+        #[allow(unused_parens, unused_variables, unused_braces, non_snake_case, clippy::all)]
+        fn __elementwise<R: __Real>(__op: &#s, #(#input_idents: R),*) -> R #body
+    };
+
+    // The kernel: the value, and derivatives by nested dual numbers.
+    let map_value = format_ident!("map{}", n);
+    let map_deriv = format_ident!("map{}", n + 1);
+    let xs: Vec<Ident> = (0..n).map(|k| format_ident!("__x{}", k)).collect();
+    let ks: Vec<usize> = (0..n).collect();
+    let eval = quote! {
+        fn eval<T: #p::elementwise::Real + #p::Element>(
+            &self,
+            what: #p::elementwise::Eval<'_>,
+            ins: &[&[T]],
+            out: &mut [T],
+        ) {
+            use #p::elementwise::{Eval, loops, seed1, seed2, seed3};
+            match what {
+                Eval::Value => loops::#map_value(ins, out, |[#(#xs),*]| __elementwise::<T>(self, #(#xs),*)),
+                Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                    g * __elementwise(self, #(seed1(#xs, a == #ks)),*).d
+                }),
+                Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                    g * __elementwise(self, #(seed2(#xs, a == #ks, b == #ks)),*).d.d
+                }),
+                Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                    g * __elementwise(self, #(seed3(#xs, a == #ks, b == #ks, c == #ks)),*).d.d.d
+                }),
+                // Refused by the caller's check.
+                Eval::Derivative(_) => {}
+            }
+        }
+    };
+
+    let cuda = translate::cuda_source(
+        name,
+        &input_idents
+            .iter()
+            .map(|i| (*i).clone())
+            .collect::<Vec<_>>(),
+        &v.body.fields,
+        &v.body.cuda,
+    );
+    let cuda_doc =
+        format!("The CUDA C++ of the `{name}` op's kernels (after `elementwise::CUDA_PRELUDE`).");
+    let specs = v.inputs.iter().map(|(i, d)| {
+        let iname = i.to_string();
+        quote!(#p::InputSpec { name: #iname, differentiable: #d, saved: true })
+    });
+    let deriv_specs = specs.clone();
+    let param_names = field_idents.iter().map(|f| f.to_string());
+    let param_names2 = param_names.clone();
+    let check = match check_cases {
+        Some(_) => quote!(::core::option::Option::Some(check_cases)),
+        None => quote!(::core::option::Option::None),
+    };
+    let deriv_name = format!("{name}'");
+    let entry = format_ident!("__AUTOGRAD_OP_ENTRY");
+    let deriv_entry = format_ident!("__AUTOGRAD_DERIVATIVE_ENTRY");
+
+    quote! {
+        #(#attrs)*
+        #vis mod #ident {
+            #(#others)*
+            #struct_item
+            #check_cases
+            #typed_fn
+            #method_item
+
+            #[doc = #cuda_doc]
+            pub const CUDA_SOURCE: &str = #cuda;
+
+            #imports
+            #scalar_fn
+
+            const _: () = {
+                #[automatically_derived]
+                impl #p::elementwise::ElementwiseKernel for #s {
+                    fn name(&self) -> &'static str {
+                        #name
+                    }
+                    fn arity(&self) -> usize {
+                        #n
+                    }
+                    #eval
+                }
+
+                #[automatically_derived]
+                impl #p::elementwise::ElementwiseOp for #s {
+                    const DERIVATIVE_ENTRY: &'static #p::OpEntry = &#deriv_entry;
+                }
+
+                #[automatically_derived]
+                impl #p::Differentiable for #s {
+                    const ENTRY: &'static #p::OpEntry = &#entry;
+
+                    fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
+                        #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
+                    }
+
+                    fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
+                        #p::elementwise::backward(self, ctx)
+                    }
+                }
+
+                static #entry: #p::OpEntry = #p::OpEntry {
+                    name: #name,
+                    module_path: ::core::module_path!(),
+                    inputs: &[#(#specs),*],
+                    saves_output: false,
+                    params: &[#(#param_names),*],
+                    check_cases: #check,
+                    cuda_source: ::core::option::Option::Some(CUDA_SOURCE),
+                };
+
+                static #deriv_entry: #p::OpEntry = #p::OpEntry {
+                    name: #deriv_name,
+                    module_path: ::core::module_path!(),
+                    inputs: &[#(#deriv_specs,)* #p::InputSpec { name: "grad", differentiable: true, saved: true }],
+                    saves_output: false,
+                    params: &[#(#param_names2),*],
+                    check_cases: ::core::option::Option::None,
+                    cuda_source: ::core::option::Option::Some(CUDA_SOURCE),
+                };
+
+                #p::inventory::submit! { #p::Registration(&#entry) }
+            };
+        }
+        #vis use self::#ident::#ident;
+    }
+}

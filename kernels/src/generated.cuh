@@ -1,0 +1,96 @@
+// The prelude of every op generated from an elementwise function: the methods of
+// the supported subset (ew_exp, ..) for float and double, and dual numbers, so that
+// one template of the op's function computes its value and, instantiated over
+// nested duals, its derivatives up to the third.
+
+template <typename T> struct Dual {
+    T v;
+    T d;
+    __device__ Dual() : v(0.0), d(0.0) {}
+    __device__ Dual(double c) : v(c), d(0.0) {}
+    __device__ Dual(T v_, T d_) : v(v_), d(d_) {}
+};
+
+template <typename T> __device__ __forceinline__ Dual<T> operator+(Dual<T> a, Dual<T> b) { return Dual<T>(a.v + b.v, a.d + b.d); }
+template <typename T> __device__ __forceinline__ Dual<T> operator-(Dual<T> a, Dual<T> b) { return Dual<T>(a.v - b.v, a.d - b.d); }
+template <typename T> __device__ __forceinline__ Dual<T> operator*(Dual<T> a, Dual<T> b) { return Dual<T>(a.v * b.v, a.d * b.v + a.v * b.d); }
+template <typename T> __device__ __forceinline__ Dual<T> operator/(Dual<T> a, Dual<T> b) {
+    T q = a.v / b.v;
+    return Dual<T>(q, (a.d - q * b.d) / b.v);
+}
+template <typename T> __device__ __forceinline__ Dual<T> operator-(Dual<T> a) { return Dual<T>(-a.v, -a.d); }
+template <typename T> __device__ __forceinline__ bool operator<(Dual<T> a, Dual<T> b) { return a.v < b.v; }
+template <typename T> __device__ __forceinline__ bool operator<=(Dual<T> a, Dual<T> b) { return a.v <= b.v; }
+template <typename T> __device__ __forceinline__ bool operator>(Dual<T> a, Dual<T> b) { return a.v > b.v; }
+template <typename T> __device__ __forceinline__ bool operator>=(Dual<T> a, Dual<T> b) { return a.v >= b.v; }
+template <typename T> __device__ __forceinline__ bool operator==(Dual<T> a, Dual<T> b) { return a.v == b.v; }
+template <typename T> __device__ __forceinline__ bool operator!=(Dual<T> a, Dual<T> b) { return a.v != b.v; }
+
+#define EW_PLAIN(name, f32, f64)                                                         \
+    __device__ __forceinline__ float ew_##name(float x) { return f32(x); }               \
+    __device__ __forceinline__ double ew_##name(double x) { return f64(x); }
+EW_PLAIN(exp, expf, exp)
+EW_PLAIN(exp_m1, expm1f, expm1)
+EW_PLAIN(ln, logf, log)
+EW_PLAIN(ln_1p, log1pf, log1p)
+EW_PLAIN(sqrt, sqrtf, sqrt)
+EW_PLAIN(tanh, tanhf, tanh)
+EW_PLAIN(sin, sinf, sin)
+EW_PLAIN(cos, cosf, cos)
+EW_PLAIN(erf, erff, erf)
+EW_PLAIN(abs, fabsf, fabs)
+#undef EW_PLAIN
+__device__ __forceinline__ float ew_recip(float x) { return 1.0f / x; }
+__device__ __forceinline__ double ew_recip(double x) { return 1.0 / x; }
+__device__ __forceinline__ float ew_powf(float x, float y) { return powf(x, y); }
+__device__ __forceinline__ double ew_powf(double x, double y) { return pow(x, y); }
+__device__ __forceinline__ float ew_powi(float x, int n) { return powf(x, (float)n); }
+__device__ __forceinline__ double ew_powi(double x, int n) { return pow(x, (double)n); }
+__device__ __forceinline__ float ew_min(float a, float b) { return b < a ? b : a; }
+__device__ __forceinline__ double ew_min(double a, double b) { return b < a ? b : a; }
+__device__ __forceinline__ float ew_max(float a, float b) { return b > a ? b : a; }
+__device__ __forceinline__ double ew_max(double a, double b) { return b > a ? b : a; }
+
+// Dual numbers: f(v + dε) = f(v) + f'(v) d ε.
+template <typename T> __device__ __forceinline__ Dual<T> ew_chain(Dual<T> x, T f, T df) { return Dual<T>(f, x.d * df); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_exp(Dual<T> x) { T e = ew_exp(x.v); return ew_chain(x, e, e); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_exp_m1(Dual<T> x) { return ew_chain(x, ew_exp_m1(x.v), ew_exp(x.v)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_ln(Dual<T> x) { return ew_chain(x, ew_ln(x.v), ew_recip(x.v)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_ln_1p(Dual<T> x) { return ew_chain(x, ew_ln_1p(x.v), ew_recip(T(1.0) + x.v)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_sqrt(Dual<T> x) { T s = ew_sqrt(x.v); return ew_chain(x, s, ew_recip(T(2.0) * s)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_tanh(Dual<T> x) { T t = ew_tanh(x.v); return ew_chain(x, t, T(1.0) - t * t); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_sin(Dual<T> x) { return ew_chain(x, ew_sin(x.v), ew_cos(x.v)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_cos(Dual<T> x) { return ew_chain(x, ew_cos(x.v), -ew_sin(x.v)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_erf(Dual<T> x) {
+    return ew_chain(x, ew_erf(x.v), T(1.1283791670955126) * ew_exp(-(x.v * x.v)));
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_abs(Dual<T> x) {
+    T sign = x.v > T(0.0) ? T(1.0) : (x.v < T(0.0) ? T(-1.0) : T(0.0));
+    return ew_chain(x, ew_abs(x.v), sign);
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_recip(Dual<T> x) { T r = ew_recip(x.v); return ew_chain(x, r, -(r * r)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_powf(Dual<T> x, Dual<T> y) {
+    T p = ew_powf(x.v, y.v);
+    T by_x = x.d == T(0.0) ? T(0.0) : y.v * ew_powf(x.v, y.v - T(1.0)) * x.d;
+    T by_y = y.d == T(0.0) ? T(0.0) : p * ew_ln(x.v) * y.d;
+    return Dual<T>(p, by_x + by_y);
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_powi(Dual<T> x, int n) {
+    T slope = n == 0 ? T(0.0) : T((double)n) * ew_powi(x.v, n - 1);
+    return ew_chain(x, ew_powi(x.v, n), slope);
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_min(Dual<T> a, Dual<T> b) {
+    return a.v < b.v ? a : (b.v < a.v ? b : Dual<T>(a.v, (a.d + b.d) * T(0.5)));
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_max(Dual<T> a, Dual<T> b) {
+    return a.v > b.v ? a : (b.v > a.v ? b : Dual<T>(a.v, (a.d + b.d) * T(0.5)));
+}
+
+// Seeds: the derivative parts of input x for the derivative orders 1 to 3.
+template <typename T> __device__ __forceinline__ Dual<T> ew_seed1(T x, bool a) { return Dual<T>(x, T(a ? 1.0 : 0.0)); }
+template <typename T> __device__ __forceinline__ Dual<Dual<T>> ew_seed2(T x, bool a, bool b) {
+    return Dual<Dual<T>>(ew_seed1<T>(x, b), Dual<T>(a ? 1.0 : 0.0));
+}
+template <typename T> __device__ __forceinline__ Dual<Dual<Dual<T>>> ew_seed3(T x, bool a, bool b, bool c) {
+    return Dual<Dual<Dual<T>>>(ew_seed2<T>(x, b, c), Dual<Dual<T>>(a ? 1.0 : 0.0));
+}

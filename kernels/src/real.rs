@@ -1,0 +1,685 @@
+//! The scalar types generated elementwise kernels are written over.
+//!
+//! `#[differentiable]` turns an elementwise forward written for `f32`
+//! (`fn forward(x: f32) -> f32 { x * (1.0 + x.exp()).ln().tanh() }`) into a function
+//! generic over [`Real`]: every literal becomes `Real::lit`, every comparison a
+//! [`Real::Mask`], every `if`/`else` a [`Real::select`] (both branches are
+//! computed, so the loop over a buffer has no branch and vectorizes). Instantiated
+//! with `f32` and `f64` it is the forward kernel; instantiated with [`Dual`] numbers
+//! (nested for higher orders) it computes the derivatives, so the derivative is
+//! never written by hand and always agrees with the forward.
+
+use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// A truth value per element: `bool` for plain numbers, the same for dual numbers
+/// (whose comparisons look at the value, not the derivative part).
+pub trait Mask: Copy {
+    /// Both.
+    fn and(self, other: Self) -> Self;
+    /// Either.
+    fn or(self, other: Self) -> Self;
+    /// The opposite.
+    fn not(self) -> Self;
+}
+
+impl Mask for bool {
+    #[inline(always)]
+    fn and(self, other: Self) -> Self {
+        self & other
+    }
+    #[inline(always)]
+    fn or(self, other: Self) -> Self {
+        self | other
+    }
+    #[inline(always)]
+    fn not(self) -> Self {
+        !self
+    }
+}
+
+/// A real number type an elementwise kernel computes in: `f32`, `f64`, or a
+/// [`Dual`] number over one of them. The methods are those of the supported subset
+/// of Rust that `#[differentiable]` translates (with the same names as `f32`'s).
+pub trait Real:
+    Copy
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + Mul<Output = Self>
+    + Div<Output = Self>
+    + Neg<Output = Self>
+{
+    /// What a comparison gives.
+    type Mask: Mask;
+
+    /// A constant (a literal of the source, or a parameter of the op).
+    fn lit(v: f64) -> Self;
+    /// `e^x`.
+    fn exp(self) -> Self;
+    /// `e^x - 1`, accurate near 0.
+    fn exp_m1(self) -> Self;
+    /// The natural logarithm.
+    fn ln(self) -> Self;
+    /// `ln(1 + x)`, accurate near 0.
+    fn ln_1p(self) -> Self;
+    /// The square root.
+    fn sqrt(self) -> Self;
+    /// The hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// The sine (radians).
+    fn sin(self) -> Self;
+    /// The cosine (radians).
+    fn cos(self) -> Self;
+    /// The error function.
+    fn erf(self) -> Self;
+    /// `|x|`; its derivative is 0 at 0.
+    fn abs(self) -> Self;
+    /// `1 / x`.
+    fn recip(self) -> Self;
+    /// `x^y`.
+    fn powf(self, y: Self) -> Self;
+    /// `x^n`.
+    fn powi(self, n: i32) -> Self;
+    /// The smaller; at a tie the derivative is the mean of both.
+    fn min(self, other: Self) -> Self;
+    /// The larger; at a tie the derivative is the mean of both.
+    fn max(self, other: Self) -> Self;
+    /// `self < other`.
+    fn lt(self, other: Self) -> Self::Mask;
+    /// `self <= other`.
+    fn le(self, other: Self) -> Self::Mask;
+    /// `self > other`.
+    fn gt(self, other: Self) -> Self::Mask;
+    /// `self >= other`.
+    fn ge(self, other: Self) -> Self::Mask;
+    /// `self == other`.
+    fn eq(self, other: Self) -> Self::Mask;
+    /// `self != other`.
+    fn ne(self, other: Self) -> Self::Mask;
+    /// `a` where `mask`, else `b`.
+    fn select(mask: Self::Mask, a: Self, b: Self) -> Self;
+}
+
+macro_rules! plain_real {
+    ($t:ident) => {
+        impl Real for $t {
+            type Mask = bool;
+
+            #[inline(always)]
+            fn lit(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                $t::exp(self)
+            }
+            #[inline(always)]
+            fn exp_m1(self) -> Self {
+                $t::exp_m1(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                $t::ln(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> Self {
+                $t::ln_1p(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                $t::sqrt(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                $t::tanh(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                $t::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                $t::cos(self)
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                crate::real::erf(self as f64) as $t
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                $t::abs(self)
+            }
+            #[inline(always)]
+            fn recip(self) -> Self {
+                1.0 / self
+            }
+            #[inline(always)]
+            fn powf(self, y: Self) -> Self {
+                $t::powf(self, y)
+            }
+            #[inline(always)]
+            fn powi(self, n: i32) -> Self {
+                $t::powi(self, n)
+            }
+            #[inline(always)]
+            fn min(self, other: Self) -> Self {
+                if other < self { other } else { self }
+            }
+            #[inline(always)]
+            fn max(self, other: Self) -> Self {
+                if other > self { other } else { self }
+            }
+            #[inline(always)]
+            fn lt(self, other: Self) -> bool {
+                self < other
+            }
+            #[inline(always)]
+            fn le(self, other: Self) -> bool {
+                self <= other
+            }
+            #[inline(always)]
+            fn gt(self, other: Self) -> bool {
+                self > other
+            }
+            #[inline(always)]
+            fn ge(self, other: Self) -> bool {
+                self >= other
+            }
+            #[inline(always)]
+            fn eq(self, other: Self) -> bool {
+                self == other
+            }
+            #[inline(always)]
+            fn ne(self, other: Self) -> bool {
+                self != other
+            }
+            #[inline(always)]
+            fn select(mask: bool, a: Self, b: Self) -> Self {
+                if mask { a } else { b }
+            }
+        }
+    };
+}
+
+plain_real!(f32);
+plain_real!(f64);
+
+/// The error function in f64 (W. J. Cody's rational approximations, as in most
+/// libms: relative error below 1e-15 on the whole line).
+#[allow(clippy::excessive_precision)] // the coefficients as published
+pub(crate) fn erf(x: f64) -> f64 {
+    let ax = x.abs();
+    if ax.is_nan() {
+        return x;
+    }
+    if ax < 0.5 {
+        // erf(x) = x * P(x²) / Q(x²)
+        const P: [f64; 5] = [
+            3.209_377_589_138_469_4e3,
+            3.774_852_376_853_020_2e2,
+            1.138_641_541_510_501_6e2,
+            3.161_123_743_870_565_6,
+            1.857_777_061_846_031_5e-1,
+        ];
+        const Q: [f64; 4] = [
+            2.844_236_833_439_170_6e3,
+            1.282_616_526_077_372_3e3,
+            2.440_246_379_344_441_7e2,
+            2.360_129_095_234_412_1e1,
+        ];
+        let z = x * x;
+        let num = (((P[4] * z + P[3]) * z + P[2]) * z + P[1]) * z + P[0];
+        let den = (((z + Q[3]) * z + Q[2]) * z + Q[1]) * z + Q[0];
+        return x * num / den;
+    }
+    let erfc = if ax < 4.0 {
+        const P: [f64; 9] = [
+            1.230_339_354_797_997_2e3,
+            2.051_078_377_826_071_5e3,
+            1.712_047_612_634_070_7e3,
+            8.819_522_212_417_691e2,
+            2.986_351_381_974_001_3e2,
+            6.611_919_063_714_163e1,
+            8.883_149_794_388_376,
+            5.641_884_969_886_701e-1,
+            2.153_115_354_744_038_3e-8,
+        ];
+        const Q: [f64; 8] = [
+            1.230_339_354_803_749_4e3,
+            3.439_367_674_143_721_6e3,
+            4.362_619_090_143_247e3,
+            3.290_799_235_733_459_7e3,
+            1.621_389_574_566_690_3e3,
+            5.371_811_018_620_098_5e2,
+            1.176_939_508_913_125e2,
+            1.574_492_611_070_983_5e1,
+        ];
+        let mut num = P[8];
+        for &p in P[..8].iter().rev() {
+            num = num * ax + p;
+        }
+        let mut den = 1.0;
+        for &q in Q.iter().rev() {
+            den = den * ax + q;
+        }
+        (-ax * ax).exp() * num / den
+    } else if ax < 27.0 {
+        const P: [f64; 6] = [
+            -6.587_491_615_298_378e-4,
+            -1.608_378_514_874_227_5e-2,
+            -1.257_817_261_112_292_6e-1,
+            -3.603_448_999_498_044_4e-1,
+            -3.053_266_349_612_323_4e-1,
+            -1.631_538_713_730_709_6e-2,
+        ];
+        const Q: [f64; 5] = [
+            2.335_204_976_268_691_8e-3,
+            6.051_834_131_244_132e-2,
+            5.279_051_029_514_284e-1,
+            1.872_952_849_923_460_4,
+            2.568_520_192_289_822,
+        ];
+        let z = 1.0 / (ax * ax);
+        let mut num = P[5];
+        for &p in P[..5].iter().rev() {
+            num = num * z + p;
+        }
+        let mut den = 1.0;
+        for &q in Q.iter().rev() {
+            den = den * z + q;
+        }
+        let r = z * num / den;
+        (-ax * ax).exp() / ax * (std::f64::consts::FRAC_2_SQRT_PI / 2.0 + r)
+    } else {
+        0.0
+    };
+    let v = 1.0 - erfc;
+    if x < 0.0 { -v } else { v }
+}
+
+/// A dual number `v + d·ε` with `ε² = 0`: computing `f` on `x + ε` gives `f(x)`
+/// and `f'(x)` together. Nested (`Dual<Dual<f64>>`) it gives second derivatives,
+/// and so on.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dual<T> {
+    /// The value.
+    pub v: T,
+    /// The derivative part.
+    pub d: T,
+}
+
+impl<T: Real> Dual<T> {
+    /// `v` as a constant (derivative 0).
+    #[inline(always)]
+    pub fn constant(v: T) -> Self {
+        Dual { v, d: T::lit(0.0) }
+    }
+
+    /// `v` as the variable being differentiated (derivative 1).
+    #[inline(always)]
+    pub fn variable(v: T) -> Self {
+        Dual { v, d: T::lit(1.0) }
+    }
+
+    /// `v`, seeded with derivative 1 when `seed`, else 0.
+    #[inline(always)]
+    pub fn seeded(v: T, seed: bool) -> Self {
+        Dual {
+            v,
+            d: T::lit(if seed { 1.0 } else { 0.0 }),
+        }
+    }
+
+    /// `f(v)` with derivative `f'(v) = df`, by the chain rule.
+    #[inline(always)]
+    fn chain(self, f: T, df: T) -> Self {
+        Dual {
+            v: f,
+            d: self.d * df,
+        }
+    }
+}
+
+impl<T: Real> Add for Dual<T> {
+    type Output = Self;
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        Dual {
+            v: self.v + o.v,
+            d: self.d + o.d,
+        }
+    }
+}
+
+impl<T: Real> Sub for Dual<T> {
+    type Output = Self;
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        Dual {
+            v: self.v - o.v,
+            d: self.d - o.d,
+        }
+    }
+}
+
+impl<T: Real> Mul for Dual<T> {
+    type Output = Self;
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        Dual {
+            v: self.v * o.v,
+            d: self.d * o.v + self.v * o.d,
+        }
+    }
+}
+
+impl<T: Real> Div for Dual<T> {
+    type Output = Self;
+    #[inline(always)]
+    fn div(self, o: Self) -> Self {
+        let q = self.v / o.v;
+        Dual {
+            v: q,
+            d: (self.d - q * o.d) / o.v,
+        }
+    }
+}
+
+impl<T: Real> Neg for Dual<T> {
+    type Output = Self;
+    #[inline(always)]
+    fn neg(self) -> Self {
+        Dual {
+            v: -self.v,
+            d: -self.d,
+        }
+    }
+}
+
+impl<T: Real> Real for Dual<T> {
+    type Mask = T::Mask;
+
+    #[inline(always)]
+    fn lit(v: f64) -> Self {
+        Dual::constant(T::lit(v))
+    }
+    #[inline(always)]
+    fn exp(self) -> Self {
+        let e = self.v.exp();
+        self.chain(e, e)
+    }
+    #[inline(always)]
+    fn exp_m1(self) -> Self {
+        self.chain(self.v.exp_m1(), self.v.exp())
+    }
+    #[inline(always)]
+    fn ln(self) -> Self {
+        self.chain(self.v.ln(), self.v.recip())
+    }
+    #[inline(always)]
+    fn ln_1p(self) -> Self {
+        self.chain(self.v.ln_1p(), (T::lit(1.0) + self.v).recip())
+    }
+    #[inline(always)]
+    fn sqrt(self) -> Self {
+        let s = self.v.sqrt();
+        self.chain(s, (T::lit(2.0) * s).recip())
+    }
+    #[inline(always)]
+    fn tanh(self) -> Self {
+        let t = self.v.tanh();
+        self.chain(t, T::lit(1.0) - t * t)
+    }
+    #[inline(always)]
+    fn sin(self) -> Self {
+        self.chain(self.v.sin(), self.v.cos())
+    }
+    #[inline(always)]
+    fn cos(self) -> Self {
+        self.chain(self.v.cos(), -self.v.sin())
+    }
+    #[inline(always)]
+    fn erf(self) -> Self {
+        let slope = T::lit(std::f64::consts::FRAC_2_SQRT_PI) * (-(self.v * self.v)).exp();
+        self.chain(self.v.erf(), slope)
+    }
+    #[inline(always)]
+    fn abs(self) -> Self {
+        let zero = T::lit(0.0);
+        let sign = T::select(
+            self.v.gt(zero),
+            T::lit(1.0),
+            T::select(self.v.lt(zero), T::lit(-1.0), zero),
+        );
+        self.chain(self.v.abs(), sign)
+    }
+    #[inline(always)]
+    fn recip(self) -> Self {
+        let r = self.v.recip();
+        self.chain(r, -(r * r))
+    }
+    #[inline(always)]
+    fn powf(self, y: Self) -> Self {
+        let p = self.v.powf(y.v);
+        let zero = T::lit(0.0);
+        // d(x^y) = y x^(y-1) dx + x^y ln(x) dy; each term only where its input
+        // varies, so that a constant exponent (dy = 0) of a negative base gives no
+        // NaN from ln(x), nor a constant base 0 from y x^(y-1).
+        let by_x = T::select(
+            self.d.eq(zero),
+            zero,
+            y.v * self.v.powf(y.v - T::lit(1.0)) * self.d,
+        );
+        let by_y = T::select(y.d.eq(zero), zero, p * self.v.ln() * y.d);
+        Dual {
+            v: p,
+            d: by_x + by_y,
+        }
+    }
+    #[inline(always)]
+    fn powi(self, n: i32) -> Self {
+        let slope = if n == 0 {
+            T::lit(0.0)
+        } else {
+            T::lit(n as f64) * self.v.powi(n - 1)
+        };
+        self.chain(self.v.powi(n), slope)
+    }
+    #[inline(always)]
+    fn min(self, o: Self) -> Self {
+        let tie = Dual {
+            v: self.v,
+            d: (self.d + o.d) * T::lit(0.5),
+        };
+        Self::select(self.v.lt(o.v), self, Self::select(o.v.lt(self.v), o, tie))
+    }
+    #[inline(always)]
+    fn max(self, o: Self) -> Self {
+        let tie = Dual {
+            v: self.v,
+            d: (self.d + o.d) * T::lit(0.5),
+        };
+        Self::select(self.v.gt(o.v), self, Self::select(o.v.gt(self.v), o, tie))
+    }
+    #[inline(always)]
+    fn lt(self, o: Self) -> T::Mask {
+        self.v.lt(o.v)
+    }
+    #[inline(always)]
+    fn le(self, o: Self) -> T::Mask {
+        self.v.le(o.v)
+    }
+    #[inline(always)]
+    fn gt(self, o: Self) -> T::Mask {
+        self.v.gt(o.v)
+    }
+    #[inline(always)]
+    fn ge(self, o: Self) -> T::Mask {
+        self.v.ge(o.v)
+    }
+    #[inline(always)]
+    fn eq(self, o: Self) -> T::Mask {
+        self.v.eq(o.v)
+    }
+    #[inline(always)]
+    fn ne(self, o: Self) -> T::Mask {
+        self.v.ne(o.v)
+    }
+    #[inline(always)]
+    fn select(mask: T::Mask, a: Self, b: Self) -> Self {
+        Dual {
+            v: T::select(mask, a.v, b.v),
+            d: T::select(mask, a.d, b.d),
+        }
+    }
+}
+
+/// `x` as a dual number whose derivative part is 1 when `a` (the input being
+/// differentiated along), else 0: `f(seed1(x, true)).d` is `f'(x)`.
+#[inline(always)]
+pub fn seed1<T: Real>(x: T, a: bool) -> Dual<T> {
+    Dual::seeded(x, a)
+}
+
+/// `x` seeded for a second derivative: `f(seed2(x, a, b)).d.d` is `∂²f` along the
+/// inputs seeded by `a` (outer) and `b` (inner).
+#[inline(always)]
+pub fn seed2<T: Real>(x: T, a: bool, b: bool) -> Dual<Dual<T>> {
+    Dual {
+        v: Dual::seeded(x, b),
+        d: Dual::constant(T::lit(if a { 1.0 } else { 0.0 })),
+    }
+}
+
+/// `x` seeded for a third derivative: `f(seed3(x, a, b, c)).d.d.d`.
+#[inline(always)]
+pub fn seed3<T: Real>(x: T, a: bool, b: bool, c: bool) -> Dual<Dual<Dual<T>>> {
+    Dual {
+        v: seed2(x, b, c),
+        d: Dual::constant(Dual::constant(T::lit(if a { 1.0 } else { 0.0 }))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mish<R: Real>(x: R) -> R {
+        x * (R::lit(1.0) + x.exp()).ln().tanh()
+    }
+
+    #[test]
+    fn first_and_second_derivatives_of_mish_match_their_formulas() {
+        for &x in &[-3.0f64, -0.5, 0.0, 0.7, 4.0] {
+            let sp = (1.0 + x.exp()).ln();
+            let t = sp.tanh();
+            let s = 1.0 / (1.0 + (-x).exp());
+            let d1 = t + x * (1.0 - t * t) * s;
+            let got = mish(Dual::variable(x));
+            assert!((got.v - x * t).abs() < 1e-15);
+            assert!((got.d - d1).abs() < 1e-14, "{x}: {} vs {d1}", got.d);
+            // Second derivative by nesting, against a central difference of d1.
+            let h = 1e-5;
+            let d1_at = |x: f64| mish(Dual::variable(x)).d;
+            let d2 = (d1_at(x + h) - d1_at(x - h)) / (2.0 * h);
+            let x2 = Dual {
+                v: Dual::variable(x),
+                d: Dual::constant(1.0),
+            };
+            let got2 = mish(x2);
+            assert!((got2.d.d - d2).abs() < 1e-6, "{x}: {} vs {d2}", got2.d.d);
+            assert!((got2.d.v - d1).abs() < 1e-14);
+        }
+    }
+
+    #[test]
+    fn derivatives_of_the_methods() {
+        let cases: [(fn(Dual<f64>) -> Dual<f64>, fn(f64) -> f64); 10] = [
+            (|x| x.exp_m1(), |x: f64| x.exp()),
+            (|x| x.ln_1p(), |x: f64| 1.0 / (1.0 + x)),
+            (|x| x.sqrt(), |x: f64| 0.5 / x.sqrt()),
+            (|x| x.sin(), |x: f64| x.cos()),
+            (|x| x.cos(), |x: f64| -x.sin()),
+            (
+                |x| x.erf(),
+                |x: f64| std::f64::consts::FRAC_2_SQRT_PI * (-x * x).exp(),
+            ),
+            (|x| x.recip(), |x: f64| -1.0 / (x * x)),
+            (|x| x.powi(3), |x: f64| 3.0 * x * x),
+            (|x| x.powf(Dual::lit(2.5)), |x: f64| 2.5 * x.powf(1.5)),
+            (
+                |x| Dual::lit(2.0).powf(x),
+                |x: f64| 2f64.powf(x) * 2f64.ln(),
+            ),
+        ];
+        for (f, df) in cases {
+            for &x in &[0.3, 1.2, 2.5] {
+                let got = f(Dual::variable(x)).d;
+                assert!((got - df(x)).abs() < 1e-12, "{x}: {got} vs {}", df(x));
+            }
+        }
+    }
+
+    #[test]
+    fn seeds_give_mixed_partials() {
+        // f(x, y) = x² y³: ∂x = 2xy³, ∂x∂y = 6xy², ∂x∂y∂y = 12xy, ∂x∂x∂y = 6y².
+        fn f<R: Real>(x: R, y: R) -> R {
+            x * x * y.powi(3)
+        }
+        let (x, y) = (1.5f64, -2.0f64);
+        assert_eq!(f(seed1(x, true), seed1(y, false)).d, 2.0 * x * y.powi(3));
+        assert_eq!(
+            f(seed2(x, true, false), seed2(y, false, true)).d.d,
+            6.0 * x * y * y
+        );
+        assert_eq!(
+            f(seed3(x, true, false, false), seed3(y, false, true, true))
+                .d
+                .d
+                .d,
+            12.0 * x * y
+        );
+        assert_eq!(
+            f(seed3(x, true, true, false), seed3(y, false, false, true))
+                .d
+                .d
+                .d,
+            6.0 * y * y
+        );
+    }
+
+    #[test]
+    fn ties_and_kinks() {
+        let x = Dual::variable(0.0f64);
+        assert_eq!(x.abs().d, 0.0);
+        assert_eq!(x.max(Dual::lit(0.0)).d, 0.5);
+        assert_eq!(x.min(Dual::lit(1.0)).d, 1.0);
+        // A constant negative base to a constant power: no NaN in the derivative.
+        let y = Dual::<f64>::lit(-2.0).powf(Dual::lit(2.0));
+        assert_eq!((y.v, y.d), (4.0, 0.0));
+        let s = Dual::select(x.gt(Dual::lit(0.0)), x, Dual::lit(0.0) * x);
+        assert_eq!(s.d, 0.0);
+    }
+
+    #[test]
+    fn erf_matches_known_values() {
+        let known = [
+            (0.0, 0.0),
+            (0.1, 0.112_462_916_018_284_9),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.0, 0.995_322_265_018_952_7),
+            (3.5, 0.999_999_256_901_627_7),
+            (6.0, 1.0),
+        ];
+        for (x, e) in known {
+            let got = erf(x);
+            assert!(
+                (got - e).abs() <= 2e-16 * e.max(1e-300) + 1e-300,
+                "erf({x}) = {got}, not {e}"
+            );
+            assert_eq!(erf(-x), -got);
+        }
+        assert!(erf(f64::NAN).is_nan());
+        assert_eq!(erf(f64::INFINITY), 1.0);
+    }
+}

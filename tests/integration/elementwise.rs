@@ -1,0 +1,396 @@
+//! Ops generated from one scalar function (`#[elementwise] fn forward(x: f32) -> f32`):
+//! the CPU kernel against a plain scalar reference over contiguous, permuted, offset
+//! and broadcast views in f32 and f64; first, second and third derivatives; several
+//! inputs with broadcasting, `#[no_grad]` inputs and op parameters; the registry
+//! entry; the errors. (Every op here also passes gradcheck and gradgradcheck through
+//! the registry, in `ops_registry`.)
+
+use autograd::prelude::*;
+use autograd::{BackwardOptions, CheckCase, Error, GradcheckOptions, compute, registry};
+use mish::Method as _;
+
+/// `x · tanh(ln(1 + eˣ))`.
+#[differentiable(method)]
+mod mish {
+    use autograd::prelude::*;
+
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x * (1.0 + x.exp()).ln().tanh()
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "mish",
+            vec![Tensor::from_vec(vec![-3.0f64, -0.7, 0.2, 1.3, 4.0], [5]).unwrap()],
+            |x| mish(&x[0]),
+        )]
+    }
+}
+
+/// `x` where positive, `slope · x` elsewhere.
+#[differentiable]
+mod leaky {
+    use autograd::prelude::*;
+
+    pub struct Leaky {
+        pub slope: f64,
+    }
+
+    #[elementwise]
+    pub fn forward(&self, x: f32) -> f32 {
+        if x > 0.0 { x } else { self.slope * x }
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "leaky (away from the kink)",
+            vec![Tensor::from_vec(vec![-2.0f64, -0.5, 0.4, 3.0], [4]).unwrap()],
+            |x| leaky(&x[0], 0.1),
+        )]
+    }
+}
+
+/// Two inputs, broadcasting, and most of the supported subset at once.
+#[differentiable]
+mod blend {
+    use autograd::prelude::*;
+
+    #[elementwise]
+    pub fn forward(x: f32, y: f32) -> f32 {
+        let s = x * y;
+        let big = s.abs() > 2.0 && !(x < -10.0);
+        let t = if big {
+            s.min(2.5).max(-2.5)
+        } else {
+            s.sin() * x.cos()
+        };
+        t + y.powi(2) - (x * x + 1.0).sqrt().ln_1p() + (x / 4.0).erf() + y.exp_m1() * 0.5
+            - (y * y + 0.5).recip()
+            + (x * x + 0.25).powf(y * 0.5)
+            + x.clamp(-1.0, 1.0) * 0.25
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "blend, y broadcast over rows",
+            vec![
+                Tensor::from_vec(vec![-1.5f64, -0.3, 0.6, 1.1, 0.45, -0.8], [2, 3]).unwrap(),
+                Tensor::from_vec(vec![0.7f64, -0.4, 1.2], [3]).unwrap(),
+            ],
+            |v| blend(&v[0], &v[1]),
+        )]
+    }
+}
+
+/// `x³ · mask`: a `#[no_grad]` input.
+#[differentiable]
+mod masked_cube {
+    use autograd::prelude::*;
+
+    #[elementwise]
+    pub fn forward(x: f32, #[no_grad] mask: f32) -> f32 {
+        x * x * x * mask
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "masked_cube",
+                vec![
+                    Tensor::from_vec(vec![-1.2f64, 0.5, 2.0], [3]).unwrap(),
+                    Tensor::from_vec(vec![1.0f64, 0.0, 1.0], [3]).unwrap(),
+                ],
+                |v| masked_cube(&v[0], &v[1]),
+            )
+            .differentiable(vec![true, false]),
+        ]
+    }
+}
+
+/// The scalar reference: the same formulas in plain f64.
+fn mish_ref(x: f64) -> f64 {
+    x * (1.0 + x.exp()).ln().tanh()
+}
+
+#[allow(clippy::neg_cmp_op_on_partial_ord)] // as written in the op
+fn blend_ref(x: f64, y: f64) -> f64 {
+    let s = x * y;
+    let t = if s.abs() > 2.0 && !(x < -10.0) {
+        s.clamp(-2.5, 2.5)
+    } else {
+        s.sin() * x.cos()
+    };
+    t + y.powi(2) - (x * x + 1.0).sqrt().ln_1p() + erf_ref(x / 4.0) + y.exp_m1() * 0.5
+        - 1.0 / (y * y + 0.5)
+        + (x * x + 0.25).powf(y * 0.5)
+        + x.clamp(-1.0, 1.0) * 0.25
+}
+
+/// erf by its series (converges fast for the small arguments used here).
+fn erf_ref(x: f64) -> f64 {
+    let mut sum = 0.0;
+    let mut term = x;
+    for n in 0..60 {
+        sum += term / (2 * n + 1) as f64;
+        term *= -x * x / (n + 1) as f64;
+    }
+    sum * std::f64::consts::FRAC_2_SQRT_PI
+}
+
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.uniform_f64(-3.0, 3.0)).collect()
+}
+
+fn close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * w.abs().max(1.0),
+            "{what}[{i}]: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn the_kernel_matches_the_scalar_reference_over_every_kind_of_view() {
+    crate::init();
+    for dtype in [DType::F64, DType::F32] {
+        let tol = if dtype == DType::F64 { 1e-13 } else { 2e-6 };
+        let base = Tensor::from_vec(values(4 * 6, 1), [4, 6]).unwrap();
+        let base = compute::cast(&base, dtype).unwrap();
+        let x = base.to_vec::<f64>().unwrap();
+        // Contiguous.
+        let got = mish(&base).unwrap().to_vec::<f64>().unwrap();
+        let want: Vec<f64> = x.iter().map(|&v| mish_ref(v)).collect();
+        close(&got, &want, tol, "contiguous");
+        // Permuted (the transpose).
+        let t = base.t().unwrap();
+        let got = t.mish().unwrap().to_vec::<f64>().unwrap();
+        let want: Vec<f64> = t
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|&v| mish_ref(v))
+            .collect();
+        close(&got, &want, tol, "permuted");
+        // Offset (a narrowed view), and a single column (strided).
+        let n = base.narrow(1, 2, 3).unwrap();
+        let got = mish(&n).unwrap().to_vec::<f64>().unwrap();
+        let want: Vec<f64> = n
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|&v| mish_ref(v))
+            .collect();
+        close(&got, &want, tol, "offset");
+        // Broadcast: y a [6] row against x [4, 6], and a [4, 1] column.
+        let y = compute::cast(&Tensor::from_vec(values(6, 2), [6]).unwrap(), dtype).unwrap();
+        let yv = y.to_vec::<f64>().unwrap();
+        let got = blend(&base, &y).unwrap();
+        assert_eq!(got.dims(), &[4, 6]);
+        let want: Vec<f64> = (0..24).map(|i| blend_ref(x[i], yv[i % 6])).collect();
+        close(
+            &got.to_vec::<f64>().unwrap(),
+            &want,
+            tol * 10.0,
+            "broadcast row",
+        );
+        let col = compute::cast(&Tensor::from_vec(values(4, 3), [4, 1]).unwrap(), dtype).unwrap();
+        let cv = col.to_vec::<f64>().unwrap();
+        let got = blend(&col, &base.t().unwrap().t().unwrap()).unwrap();
+        let want: Vec<f64> = (0..24).map(|i| blend_ref(cv[i / 6], x[i])).collect();
+        close(
+            &got.to_vec::<f64>().unwrap(),
+            &want,
+            tol * 10.0,
+            "broadcast column",
+        );
+        assert_eq!(got.dtype(), dtype);
+    }
+}
+
+#[test]
+fn long_inputs_cross_the_gather_chunks() {
+    crate::init();
+    let n = 5000;
+    let x = Tensor::from_vec(values(2 * n, 4), [2, n]).unwrap();
+    let t = x.t().unwrap(); // [n, 2], strided
+    let got = t.mish().unwrap().to_vec::<f64>().unwrap();
+    let want: Vec<f64> = t
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .map(|&v| mish_ref(v))
+        .collect();
+    close(&got, &want, 1e-13, "strided, long");
+}
+
+#[test]
+fn gradients_of_every_order_match_the_formulas() {
+    crate::init();
+    let xs = [-2.0f64, -0.4, 0.3, 1.7];
+    let x = Tensor::from_vec(xs.to_vec(), [4])
+        .unwrap()
+        .with_requires_grad(true);
+    let opts = BackwardOptions::default().create_graph(true);
+    let y = mish(&x).unwrap().sum_all().unwrap();
+    let g1 = autograd::grad(&y, &[&x], opts.clone()).unwrap()[0]
+        .clone()
+        .unwrap();
+    let d1 = |x: f64| {
+        let t = (1.0 + x.exp()).ln().tanh();
+        let s = 1.0 / (1.0 + (-x).exp());
+        t + x * (1.0 - t * t) * s
+    };
+    close(
+        &g1.to_vec::<f64>().unwrap(),
+        &xs.map(d1),
+        1e-12,
+        "first derivative",
+    );
+    // The second: the derivative of the first, against a central difference of d1.
+    let g2 = autograd::grad(&g1.sum_all().unwrap(), &[&x], opts.clone()).unwrap()[0]
+        .clone()
+        .unwrap();
+    let h = 1e-6;
+    let d2 = |x: f64| (d1(x + h) - d1(x - h)) / (2.0 * h);
+    close(
+        &g2.to_vec::<f64>().unwrap(),
+        &xs.map(d2),
+        1e-7,
+        "second derivative",
+    );
+
+    // x³ · mask: the third derivative of x³ is 6, where the mask is 1.
+    let x = Tensor::from_vec(vec![0.5f64, -1.5, 2.0], [3])
+        .unwrap()
+        .with_requires_grad(true);
+    let mask = Tensor::from_vec(vec![1.0f64, 1.0, 0.0], [3]).unwrap();
+    let mut g = masked_cube(&x, &mask).unwrap();
+    for _ in 0..3 {
+        g = autograd::grad(&g.sum_all().unwrap(), &[&x], opts.clone()).unwrap()[0]
+            .clone()
+            .unwrap();
+    }
+    assert_eq!(g.to_vec::<f64>().unwrap(), vec![6.0, 6.0, 0.0]);
+    // A fourth is beyond the generated orders: a clear error.
+    let err = autograd::grad(&g.sum_all().unwrap(), &[&x], opts).unwrap_err();
+    assert!(
+        matches!(
+            err.root_cause(),
+            Error::DerivativeOrder {
+                op: "masked_cube",
+                max: 3
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn broadcast_inputs_get_gradients_of_their_own_shape() {
+    crate::init();
+    let x = Tensor::from_vec(values(6, 5), [2, 3])
+        .unwrap()
+        .with_requires_grad(true);
+    let y = Tensor::from_vec(vec![0.3f64, -0.2, 0.9], [3])
+        .unwrap()
+        .with_requires_grad(true);
+    blend(&x, &y)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(x.grad().unwrap().dims(), &[2, 3]);
+    assert_eq!(y.grad().unwrap().dims(), &[3]);
+    let report = autograd::gradcheck(
+        "blend",
+        &|v| blend(&v[0], &v[1]),
+        &[x.detach(), y.detach()],
+        &[true, true],
+        &GradcheckOptions::default(),
+    );
+    assert!(report.is_ok(), "{report:?}");
+    // The mask gets no gradient, and the parameter travels with the op.
+    let m = Tensor::from_vec(vec![1.0f64, 0.0, 1.0], [3])
+        .unwrap()
+        .with_requires_grad(true);
+    let x = Tensor::from_vec(vec![1.0f64, 2.0, -1.0], [3])
+        .unwrap()
+        .with_requires_grad(true);
+    masked_cube(&x, &m)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>().unwrap(),
+        vec![3.0, 0.0, 3.0]
+    );
+    assert!(m.grad().is_none());
+    let l = leaky(&x.detach().with_requires_grad(true), 0.25).unwrap();
+    assert_eq!(l.to_vec::<f64>().unwrap(), vec![1.0, 2.0, -0.25]);
+}
+
+#[test]
+fn the_registry_describes_generated_ops() {
+    crate::init();
+    let reg = registry().unwrap();
+    let entry = reg.get("masked_cube").unwrap();
+    assert_eq!(entry.arity(), 2);
+    assert_eq!(entry.differentiable_arity(), 1);
+    assert!(entry.inputs.iter().all(|i| i.saved));
+    let source = entry.cuda_source.expect("a CUDA source");
+    assert!(source.contains("masked_cube_f32") && source.contains("masked_cube_d3_f64"));
+    assert!(source.contains("ew_seed3"));
+    assert_eq!(reg.get("leaky").unwrap().params, &["slope"]);
+    // A derivative op is not registered by itself (it is found through its op).
+    assert!(reg.get("mish'").is_err());
+    assert!(reg.get("relu").unwrap().cuda_source.is_none());
+}
+
+#[test]
+fn bad_inputs_are_errors_naming_the_op() {
+    crate::init();
+    let a = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], [3]).unwrap();
+    let b = Tensor::from_vec(vec![1.0f64, 2.0], [2]).unwrap();
+    let err = blend(&a, &b).unwrap_err();
+    assert!(matches!(err, Error::Broadcast { op: "blend", .. }), "{err}");
+    let f = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], [3]).unwrap();
+    let err = blend(&a, &f).unwrap_err();
+    assert!(
+        matches!(err, Error::DTypeMismatch { op: "blend", .. }),
+        "{err}"
+    );
+    // Empty tensors and scalars work.
+    let e = Tensor::from_vec(Vec::<f64>::new(), [0, 3]).unwrap();
+    assert_eq!(mish(&e).unwrap().dims(), &[0, 3]);
+    let s = Tensor::from_vec(vec![0.5f64], []).unwrap();
+    close(
+        &[mish(&s).unwrap().to_scalar::<f64>().unwrap()],
+        &[mish_ref(0.5)],
+        1e-15,
+        "scalar",
+    );
+}
+
+/// The check cases above run through the registry in `ops_registry`; this makes
+/// sure the generated ops are among the ops checked there.
+#[test]
+fn generated_ops_supply_check_cases() {
+    crate::init();
+    for name in ["mish", "leaky", "blend", "masked_cube"] {
+        let entry = registry().unwrap().get(name).unwrap();
+        let cases = (entry.check_cases.expect("check cases"))();
+        for case in cases {
+            case.check(&GradcheckOptions::default()).unwrap();
+            case.check_second_order(&GradcheckOptions::default())
+                .unwrap();
+        }
+    }
+    let _: fn() -> Vec<CheckCase> = mish::check_cases;
+}
