@@ -191,12 +191,12 @@ impl Translator<'_> {
                             "the value of the function is its last expression: remove this `;`",
                         );
                     } else {
-                        self.unsupported(e, "a statement other than `let`");
+                        self.statement(e);
                     }
                     ok = false;
                 }
                 Stmt::Expr(e, None) => {
-                    self.unsupported(e, "this statement");
+                    self.statement(e);
                     ok = false;
                 }
                 Stmt::Item(item) => {
@@ -231,6 +231,25 @@ impl Translator<'_> {
             cuda,
             kind: value.kind,
         })
+    }
+
+    /// An expression used as a statement (never supported): the error of the
+    /// expression itself where it has one (a loop, an `if` without `else`).
+    fn statement(&mut self, e: &Expr) {
+        match e {
+            Expr::ForLoop(_)
+            | Expr::While(_)
+            | Expr::Loop(_)
+            | Expr::If(_)
+            | Expr::Macro(_)
+            | Expr::Assign(_)
+            | Expr::Return(_) => {
+                self.expr(e);
+            }
+            _ => {
+                self.unsupported(e, "a statement other than `let`");
+            }
+        }
     }
 
     fn expr(&mut self, e: &Expr) -> Option<Tr> {

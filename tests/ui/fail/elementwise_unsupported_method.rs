@@ -1,0 +1,13 @@
+// An elementwise function may call the supported methods only; a misspelled one
+// gets a suggestion.
+use autograd::prelude::*;
+
+#[differentiable]
+mod rounded {
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.floor() + x.tnah()
+    }
+}
+
+fn main() {}
