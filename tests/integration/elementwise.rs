@@ -394,3 +394,52 @@ fn generated_ops_supply_check_cases() {
     }
     let _: fn() -> Vec<CheckCase> = mish::check_cases;
 }
+
+/// Every generated op's CUDA source compiles with NVRTC (for the H200's `sm_90`, and
+/// to PTX, where its kernels are found by name). Needs the NVRTC library, not a GPU:
+/// skipped loudly without it, a failure with `AUTOGRAD_REQUIRE_NVRTC=1` (CI).
+#[cfg(feature = "cuda")]
+#[test]
+fn every_generated_cuda_source_compiles_with_nvrtc() {
+    use autograd::elementwise::CUDA_PRELUDE;
+    use autograd_kernels::cuda::compile::{Output, compile_source, nvrtc_available};
+    use std::io::Write;
+    crate::init();
+    if !nvrtc_available() {
+        let required =
+            std::env::var("AUTOGRAD_REQUIRE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0");
+        let msg = "NVRTC (libnvrtc.so.13) was not found, so the generated CUDA sources were NOT \
+                   compiled (.ci/run installs it)";
+        assert!(!required, "AUTOGRAD_REQUIRE_NVRTC is set, but {msg}");
+        let _ = writeln!(std::io::stderr(), "\n******** SKIPPED: {msg} ********\n");
+        return;
+    }
+    let mut compiled = Vec::new();
+    for entry in registry().unwrap() {
+        let Some(source) = entry.cuda_source else {
+            continue;
+        };
+        let program = format!("{CUDA_PRELUDE}\n{source}");
+        let file = format!("{}.cu", entry.name);
+        compile_source(&file, &program, "sm_90", Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
+        let ptx = compile_source(&file, &program, "compute_90", Output::Ptx)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let ptx = String::from_utf8_lossy(&ptx);
+        for suffix in [
+            "f32", "f64", "d1_f32", "d2_f32", "d3_f32", "d1_f64", "d2_f64", "d3_f64",
+        ] {
+            let kernel = format!(".entry {}_{suffix}(", entry.name);
+            assert!(
+                ptx.contains(&kernel),
+                "{file}: no kernel `{kernel}` in the PTX"
+            );
+        }
+        compiled.push(entry.name);
+    }
+    for name in ["mish", "leaky", "blend", "masked_cube"] {
+        assert!(
+            compiled.contains(&name),
+            "{name} not compiled: {compiled:?}"
+        );
+    }
+}
