@@ -2,7 +2,8 @@
 //! graph keeps alive for its backward, its non-tensor parameters and where it is
 //! defined. Ops defined in the program itself are listed next to the standard ones.
 //!
-//! Run with `cargo run --example registry`.
+//! Run with `cargo run --example registry`; `-- --cuda <op>` prints the CUDA C++ of
+//! an op generated from an elementwise function (`-- --cuda erf`).
 
 use autograd::OpEntry;
 use autograd::prelude::*;
@@ -64,6 +65,33 @@ fn main() -> Result<()> {
     // Links the standard op library and builds the registry (sorted by name, a name
     // defined twice is an error naming both definitions).
     let registry = autograd::init()?;
+
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, name] = args.as_slice()
+        && flag == "--cuda"
+    {
+        let entry = registry.get(name)?;
+        match entry.cuda_source {
+            Some(source) => {
+                println!("{}\n{source}", autograd::elementwise::CUDA_PRELUDE);
+                return Ok(());
+            }
+            None => {
+                return Err(Error::InvalidArgument {
+                    op: "registry example",
+                    msg: format!(
+                        "`{name}` is not generated from an elementwise function; these are: {}",
+                        list(
+                            registry
+                                .iter()
+                                .filter(|e| e.cuda_source.is_some())
+                                .map(|e| e.name)
+                        )
+                    ),
+                });
+            }
+        }
+    }
 
     let header = [
         "op",

@@ -70,7 +70,9 @@ fn collect(items: &[syn::Item], ops: &mut Vec<OpDef>) {
         };
         let module = m.ident.to_string();
         ops.push(OpDef {
-            name: registered_name(&tokens).unwrap_or_else(|| module.clone()),
+            // `mod r#where` registers as `where`.
+            name: registered_name(&tokens)
+                .unwrap_or_else(|| module.trim_start_matches("r#").to_string()),
             method: tokens
                 .iter()
                 .any(|t| matches!(t, TokenTree::Ident(i) if i == "method")),

@@ -386,8 +386,9 @@ impl W5 {
 // ---------------------------------------------------------------------------- W6
 
 /// W6's activation as a user defines it: one scalar function, from which the macro
-/// generates the kernels and the derivative.
-#[autograd::differentiable]
+/// generates the kernels and the derivative. (Registered under another name than
+/// the standard library's own `mish`.)
+#[autograd::differentiable(name = "w6_mish")]
 pub mod mish {
     #[elementwise]
     pub fn forward(x: f32) -> f32 {

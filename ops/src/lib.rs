@@ -17,6 +17,7 @@
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast) |
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
+//! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where`](mod@r#where) |
 //!
 //! Conventions worth knowing:
 //! - Ties: [`max`](mod@max)/[`min`](mod@min) split the gradient equally among all elements equal to
@@ -30,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+mod activation;
 mod arith;
 mod device;
 mod ext;
@@ -40,6 +42,7 @@ mod shape;
 mod standard;
 mod unary;
 
+pub use activation::*;
 pub use arith::*;
 pub use autograd_core::primitives::*;
 pub use device::*;

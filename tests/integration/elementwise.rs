@@ -7,11 +7,11 @@
 
 use autograd::prelude::*;
 use autograd::{BackwardOptions, CheckCase, Error, GradcheckOptions, compute, registry};
-use mish::Method as _;
+use my_mish::Method as _;
 
 /// `x · tanh(ln(1 + eˣ))`.
 #[differentiable(method)]
-mod mish {
+mod my_mish {
     use autograd::prelude::*;
 
     #[elementwise]
@@ -21,9 +21,9 @@ mod mish {
 
     pub fn check_cases() -> Vec<CheckCase> {
         vec![CheckCase::new(
-            "mish",
+            "my_mish",
             vec![Tensor::from_vec(vec![-3.0f64, -0.7, 0.2, 1.3, 4.0], [5]).unwrap()],
-            |x| mish(&x[0]),
+            |x| my_mish(&x[0]),
         )]
     }
 }
@@ -162,12 +162,12 @@ fn the_kernel_matches_the_scalar_reference_over_every_kind_of_view() {
         let base = compute::cast(&base, dtype).unwrap();
         let x = base.to_vec::<f64>().unwrap();
         // Contiguous.
-        let got = mish(&base).unwrap().to_vec::<f64>().unwrap();
+        let got = my_mish(&base).unwrap().to_vec::<f64>().unwrap();
         let want: Vec<f64> = x.iter().map(|&v| mish_ref(v)).collect();
         close(&got, &want, tol, "contiguous");
         // Permuted (the transpose).
         let t = base.t().unwrap();
-        let got = t.mish().unwrap().to_vec::<f64>().unwrap();
+        let got = t.my_mish().unwrap().to_vec::<f64>().unwrap();
         let want: Vec<f64> = t
             .to_vec::<f64>()
             .unwrap()
@@ -177,7 +177,7 @@ fn the_kernel_matches_the_scalar_reference_over_every_kind_of_view() {
         close(&got, &want, tol, "permuted");
         // Offset (a narrowed view), and a single column (strided).
         let n = base.narrow(1, 2, 3).unwrap();
-        let got = mish(&n).unwrap().to_vec::<f64>().unwrap();
+        let got = my_mish(&n).unwrap().to_vec::<f64>().unwrap();
         let want: Vec<f64> = n
             .to_vec::<f64>()
             .unwrap()
@@ -217,7 +217,7 @@ fn long_inputs_cross_the_gather_chunks() {
     let n = 5000;
     let x = Tensor::from_vec(values(2 * n, 4), [2, n]).unwrap();
     let t = x.t().unwrap(); // [n, 2], strided
-    let got = t.mish().unwrap().to_vec::<f64>().unwrap();
+    let got = t.my_mish().unwrap().to_vec::<f64>().unwrap();
     let want: Vec<f64> = t
         .to_vec::<f64>()
         .unwrap()
@@ -235,7 +235,7 @@ fn gradients_of_every_order_match_the_formulas() {
         .unwrap()
         .with_requires_grad(true);
     let opts = BackwardOptions::default().create_graph(true);
-    let y = mish(&x).unwrap().sum_all().unwrap();
+    let y = my_mish(&x).unwrap().sum_all().unwrap();
     let g1 = autograd::grad(&y, &[&x], opts.clone()).unwrap()[0]
         .clone()
         .unwrap();
@@ -349,7 +349,7 @@ fn the_registry_describes_generated_ops() {
     assert!(source.contains("ew_seed3"));
     assert_eq!(reg.get("leaky").unwrap().params, &["slope"]);
     // A derivative op is not registered by itself (it is found through its op).
-    assert!(reg.get("mish'").is_err());
+    assert!(reg.get("my_mish'").is_err());
     assert!(reg.get("relu").unwrap().cuda_source.is_none());
 }
 
@@ -368,10 +368,10 @@ fn bad_inputs_are_errors_naming_the_op() {
     );
     // Empty tensors and scalars work.
     let e = Tensor::from_vec(Vec::<f64>::new(), [0, 3]).unwrap();
-    assert_eq!(mish(&e).unwrap().dims(), &[0, 3]);
+    assert_eq!(my_mish(&e).unwrap().dims(), &[0, 3]);
     let s = Tensor::from_vec(vec![0.5f64], []).unwrap();
     close(
-        &[mish(&s).unwrap().to_scalar::<f64>().unwrap()],
+        &[my_mish(&s).unwrap().to_scalar::<f64>().unwrap()],
         &[mish_ref(0.5)],
         1e-15,
         "scalar",
@@ -383,7 +383,7 @@ fn bad_inputs_are_errors_naming_the_op() {
 #[test]
 fn generated_ops_supply_check_cases() {
     crate::init();
-    for name in ["mish", "leaky", "blend", "masked_cube"] {
+    for name in ["my_mish", "leaky", "blend", "masked_cube"] {
         let entry = registry().unwrap().get(name).unwrap();
         let cases = (entry.check_cases.expect("check cases"))();
         for case in cases {
@@ -392,7 +392,7 @@ fn generated_ops_supply_check_cases() {
                 .unwrap();
         }
     }
-    let _: fn() -> Vec<CheckCase> = mish::check_cases;
+    let _: fn() -> Vec<CheckCase> = my_mish::check_cases;
 }
 
 /// Every generated op's CUDA source compiles with NVRTC (for the H200's `sm_90`, and
@@ -436,7 +436,7 @@ fn every_generated_cuda_source_compiles_with_nvrtc() {
         }
         compiled.push(entry.name);
     }
-    for name in ["mish", "leaky", "blend", "masked_cube"] {
+    for name in ["my_mish", "leaky", "blend", "masked_cube"] {
         assert!(
             compiled.contains(&name),
             "{name} not compiled: {compiled:?}"

@@ -1,0 +1,265 @@
+//! Elementwise functions defined by one scalar function each (`#[elementwise]`):
+//! the kernels and every derivative are generated from it.
+
+use autograd_core::cases;
+use autograd_core::{CheckCase, Tensor};
+use autograd_macros::differentiable;
+
+/// Values away from the kinks at 0 (and at ±1 for the clamps), both signs.
+fn away_from_kinks() -> Tensor {
+    cases::values(&[-1.5, -0.3, 0.4, 1.3, -0.7, 2.1], &[2, 3])
+}
+
+/// The error function.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod erf {
+    use super::*;
+
+    /// `erf(x) = 2/√π ∫₀ˣ e^(-t²) dt`.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.erf()
+    }
+
+    /// Gradcheck input: `[2, 3]` in `[-2, 2)`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "erf",
+            cases::uniform(31, &[2, 3], -2.0, 2.0),
+            erf,
+        )]
+    }
+}
+
+/// `ln(1 + eˣ)`, computed without overflow.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod softplus {
+    use super::*;
+
+    /// `max(x, 0) + ln(1 + e^(-|x|))`: the same value, never overflowing.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.max(0.0) + (-x.abs()).exp().ln_1p()
+    }
+
+    /// Gradcheck input: away from 0, where `max` and `abs` have kinks that cancel.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("softplus", away_from_kinks(), softplus)]
+    }
+}
+
+/// `x · σ(x)` (the sigmoid-weighted linear unit, or swish).
+#[differentiable(crate = ::autograd_core, method)]
+pub mod silu {
+    use super::*;
+
+    /// `x / (1 + e^(-x))`.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x / (1.0 + (-x).exp())
+    }
+
+    /// Gradcheck input: `[2, 3]` in `[-3, 3)`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "silu",
+            cases::uniform(32, &[2, 3], -3.0, 3.0),
+            silu,
+        )]
+    }
+}
+
+/// `x · tanh(softplus(x))`.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod mish {
+    use super::*;
+
+    /// `x · tanh(ln(1 + eˣ))`, the softplus computed without overflow.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x * (x.max(0.0) + (-x.abs()).exp().ln_1p()).tanh()
+    }
+
+    /// Gradcheck input: away from 0 (see `softplus`).
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("mish", away_from_kinks(), mish)]
+    }
+}
+
+/// `ln(1 + x)`, accurate near 0.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod log1p {
+    use super::*;
+
+    /// `ln(1 + x)`.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.ln_1p()
+    }
+
+    /// Gradcheck input: `[2, 3]` in `[-0.5, 2)`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "log1p",
+            cases::uniform(33, &[2, 3], -0.5, 2.0),
+            log1p,
+        )]
+    }
+}
+
+/// `eˣ - 1`, accurate near 0.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod expm1 {
+    use super::*;
+
+    /// `eˣ - 1`.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.exp_m1()
+    }
+
+    /// Gradcheck input: `[2, 3]` in `[-1, 1)`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "expm1",
+            cases::uniform(34, &[2, 3], -1.0, 1.0),
+            expm1,
+        )]
+    }
+}
+
+/// `x` where positive, `slope · x` elsewhere.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod leaky_relu {
+    use super::*;
+
+    /// The slope for negative inputs (PyTorch's default is 0.01).
+    #[derive(Clone, Copy, Debug)]
+    pub struct LeakyRelu {
+        /// The slope for negative inputs.
+        pub slope: f64,
+    }
+
+    /// `x` if `x > 0`, else `slope · x` (gradient `slope` at 0).
+    #[elementwise]
+    pub fn forward(&self, x: f32) -> f32 {
+        if x > 0.0 { x } else { self.slope * x }
+    }
+
+    /// Gradcheck input: away from the kink at 0.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("leaky_relu", away_from_kinks(), |x| {
+            leaky_relu(x, 0.1)
+        })]
+    }
+}
+
+/// The exponential linear unit.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod elu {
+    use super::*;
+
+    /// The scale of the negative part (PyTorch's default is 1).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Elu {
+        /// `alpha` in `alpha · (eˣ - 1)` for `x ≤ 0`.
+        pub alpha: f64,
+    }
+
+    /// `x` if `x > 0`, else `alpha · (eˣ - 1)`.
+    #[elementwise]
+    pub fn forward(&self, x: f32) -> f32 {
+        if x > 0.0 { x } else { self.alpha * x.exp_m1() }
+    }
+
+    /// Gradcheck input: away from the kink at 0.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("elu", away_from_kinks(), |x| elu(x, 0.7))]
+    }
+}
+
+/// `1 / x`.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod recip {
+    use super::*;
+
+    /// `1 / x`.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.recip()
+    }
+
+    /// Gradcheck input: away from 0.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("recip", away_from_kinks(), recip)]
+    }
+}
+
+/// `x` limited to `[min, max]`.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod clamp {
+    use super::*;
+
+    /// The bounds.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Clamp {
+        /// The lower bound.
+        pub min: f64,
+        /// The upper bound (at least `min`).
+        pub max: f64,
+    }
+
+    /// `min(max(x, min), max)`; the gradient is 1 inside, 0 outside, ½ on a bound.
+    #[elementwise]
+    pub fn forward(&self, x: f32) -> f32 {
+        x.clamp(self.min, self.max)
+    }
+
+    /// Gradcheck input: inside and outside `[-1, 1]`, none on a bound.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("clamp", away_from_kinks(), |x| {
+            clamp(x, -1.0, 1.0)
+        })]
+    }
+}
+
+/// `x` limited to `[-1, 1]`.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod hardtanh {
+    use super::*;
+
+    /// `min(max(x, -1), 1)`.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.clamp(-1.0, 1.0)
+    }
+
+    /// Gradcheck input: inside and outside `[-1, 1]`, none on a bound.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary("hardtanh", away_from_kinks(), hardtanh)]
+    }
+}
+
+/// `a` where `mask` is nonzero, else `b` (NumPy's and PyTorch's `where`).
+#[differentiable(crate = ::autograd_core)]
+pub mod r#where {
+    use super::*;
+
+    /// `a` where `mask ≠ 0`, else `b`, all three broadcast to one shape; the mask
+    /// gets no gradient.
+    #[elementwise]
+    pub fn forward(#[no_grad] mask: f32, a: f32, b: f32) -> f32 {
+        if mask != 0.0 { a } else { b }
+    }
+
+    /// Gradcheck input: a `[2, 3]` mask of both values, `a` and `b` broadcast.
+    pub fn check_cases() -> Vec<CheckCase> {
+        let mask = cases::values(&[1.0, 0.0, 0.0, 1.0, 1.0, 0.0], &[2, 3]);
+        let a = cases::uniform(35, &[2, 3], -1.0, 1.0);
+        let b = cases::uniform(36, &[3], -1.0, 1.0);
+        vec![
+            CheckCase::new("where", vec![mask, a, b], |v| r#where(&v[0], &v[1], &v[2]))
+                .differentiable(vec![false, true, true]),
+        ]
+    }
+}
