@@ -77,6 +77,9 @@ pub(crate) struct Input<'a> {
 /// `fn backward`: its parameters are chosen by name.
 pub(crate) struct Backward<'a> {
     pub original: &'a ItemFn,
+    /// `#[elementwise]`: the gradients of an elementwise forward as a scalar
+    /// function (`fn backward(x: f32, grad: f32) -> f32`).
+    pub elementwise: Option<&'a Attribute>,
     pub receiver: Option<&'a Receiver>,
     /// The typed parameters, in order.
     pub params: Vec<BackwardParam<'a>>,
@@ -401,6 +404,10 @@ impl<'a> Backward<'a> {
             .collect();
         Backward {
             original,
+            elementwise: original
+                .attrs
+                .iter()
+                .find(|a| a.path().is_ident("elementwise")),
             receiver,
             params,
         }

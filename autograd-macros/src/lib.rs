@@ -12,6 +12,9 @@
 //! - `valid`: semantic checks, one `validate` per node; every error on the user's
 //!   tokens, all reported together. An op that passes is a `Valid` tree.
 //! - `expand`: the generated code, read off the `Valid` tree.
+//! - `elementwise`: ops whose forward is a scalar function (`#[elementwise]`):
+//!   their checks, the translation of the body (to Rust generic over `Real`, and to
+//!   CUDA C++), and the generated kernels, backward and entries.
 //! - `fallback`: on error, the errors with the user's items and a stand-in function,
 //!   so that nothing else breaks.
 //! - `suggest`: the did-you-mean names of the messages.
@@ -110,6 +113,57 @@ use proc_macro::TokenStream;
 /// backward, check cases) submitted through `inventory`, and a function named after
 /// the module, re-exported next to it: `fn op(x: &Tensor, .., param: T, ..) ->
 /// Result<Tensor>`, which records the call when a differentiable input requires grad.
+///
+/// # Elementwise ops: one scalar function
+///
+/// A forward marked `#[elementwise]` is a function of plain numbers
+/// (`fn forward(x: f32, y: f32) -> f32`, `&self` for the op's parameters,
+/// `#[no_grad]` on an input that gets no gradient). The macro checks its body
+/// against a subset of Rust (inputs, `self.<param>`, float literals, `+ - * /`,
+/// unary `-`, comparisons, `&& || !`, `if`/`else`, `let`, parentheses, and the
+/// methods `exp exp_m1 ln ln_1p sqrt tanh sin cos erf abs recip powf powi min max
+/// clamp`; anything else is an error on its tokens) and generates:
+///
+/// - the CPU kernel, for f32 and f64, over any views with NumPy broadcasting:
+///   the function made generic over `autograd::elementwise::Real` (`if`/`else`
+///   becomes a select, so the loop has no branch), run in one loop per chunk;
+/// - the backward, with none written: `Derivative` ops that evaluate the same
+///   function on dual numbers (nested for higher orders), themselves recorded, so
+///   gradients of gradients work up to the third order;
+/// - the CUDA C++ source of the same function and its derivatives
+///   (`<module>::CUDA_SOURCE`, also in the registry entry), compiled by NVRTC in CI;
+/// - the op struct, registry entry (every input saved), typed function and method.
+///
+/// Where a better-conditioned formula exists, a backward may still be written, as
+/// `#[elementwise] fn backward(x: f32, grad: f32) -> f32` reading forward's inputs
+/// and `grad` by name and returning one gradient per differentiable input (a tuple
+/// for several), linear in `grad`; its own derivatives come from dual numbers.
+///
+/// ```
+/// use autograd::prelude::*;
+///
+/// #[differentiable(name = "doc_softplus")]
+/// mod softplus {
+///     #[elementwise]
+///     pub fn forward(x: f32) -> f32 {
+///         x.max(0.0) + (-x.abs()).exp().ln_1p()
+///     }
+///
+///     /// σ(x), without the cancellation of differentiating the form above.
+///     #[elementwise]
+///     pub fn backward(x: f32, grad: f32) -> f32 {
+///         grad / (1.0 + (-x).exp())
+///     }
+/// }
+/// # fn main() -> Result<()> {
+/// # autograd::init()?;
+/// let x = Tensor::from_slice(&[-1.0f64, 0.5], [2])?.with_requires_grad(true);
+/// softplus(&x)?.sum_all()?.backward()?;
+/// let s = |v: f64| 1.0 / (1.0 + (-v).exp());
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [s(-1.0), s(0.5)]);
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// # Arguments
 ///

@@ -108,6 +108,59 @@ mod masked_cube {
     }
 }
 
+/// `|x|` with an explicit backward whose gradient at 0 is 1 (the generated one
+/// gives 0 there): shows the explicit formula is the one used.
+#[differentiable]
+mod abs_right {
+    use autograd::prelude::*;
+
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.abs()
+    }
+
+    #[elementwise]
+    pub fn backward(x: f32, grad: f32) -> f32 {
+        if x >= 0.0 { grad } else { -grad }
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "abs_right",
+            vec![Tensor::from_vec(vec![-1.5f64, -0.2, 0.3, 2.0], [4]).unwrap()],
+            |x| abs_right(&x[0]),
+        )]
+    }
+}
+
+/// `√(a² + b²)`, its two gradients written out (a tuple), with a `let`.
+#[differentiable]
+mod hypot {
+    use autograd::prelude::*;
+
+    #[elementwise]
+    pub fn forward(a: f32, b: f32) -> f32 {
+        (a * a + b * b).sqrt()
+    }
+
+    #[elementwise]
+    pub fn backward(a: f32, b: f32, grad: f32) -> (f32, f32) {
+        let r = (a * a + b * b).sqrt();
+        (grad * a / r, grad * b / r)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "hypot, b broadcast",
+            vec![
+                Tensor::from_vec(vec![-1.5f64, 0.7, 2.0, 0.4], [2, 2]).unwrap(),
+                Tensor::from_vec(vec![0.9f64, -1.1], [2]).unwrap(),
+            ],
+            |v| hypot(&v[0], &v[1]),
+        )]
+    }
+}
+
 /// The scalar reference: the same formulas in plain f64.
 fn mish_ref(x: f64) -> f64 {
     x * (1.0 + x.exp()).ln().tanh()
@@ -383,7 +436,14 @@ fn bad_inputs_are_errors_naming_the_op() {
 #[test]
 fn generated_ops_supply_check_cases() {
     crate::init();
-    for name in ["my_mish", "leaky", "blend", "masked_cube"] {
+    for name in [
+        "my_mish",
+        "leaky",
+        "blend",
+        "masked_cube",
+        "abs_right",
+        "hypot",
+    ] {
         let entry = registry().unwrap().get(name).unwrap();
         let cases = (entry.check_cases.expect("check cases"))();
         for case in cases {
@@ -442,4 +502,51 @@ fn every_generated_cuda_source_compiles_with_nvrtc() {
             "{name} not compiled: {compiled:?}"
         );
     }
+}
+
+#[test]
+fn an_explicit_backward_is_the_one_used_and_differentiates_further() {
+    crate::init();
+    let x = Tensor::from_vec(vec![0.0f64, -2.0, 3.0], [3])
+        .unwrap()
+        .with_requires_grad(true);
+    abs_right(&x)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>().unwrap(),
+        vec![1.0, -1.0, 1.0]
+    );
+
+    // hypot: first and second derivatives from the written gradients.
+    let a = Tensor::from_vec(vec![3.0f64], [1])
+        .unwrap()
+        .with_requires_grad(true);
+    let b = Tensor::from_vec(vec![4.0f64], [1])
+        .unwrap()
+        .with_requires_grad(true);
+    let opts = BackwardOptions::default().create_graph(true);
+    let h = hypot(&a, &b).unwrap();
+    assert_eq!(h.to_vec::<f64>().unwrap(), vec![5.0]);
+    let g = autograd::grad(&h.sum_all().unwrap(), &[&a, &b], opts.clone()).unwrap();
+    let (ga, gb) = (g[0].clone().unwrap(), g[1].clone().unwrap());
+    assert_eq!(ga.to_vec::<f64>().unwrap(), vec![0.6]);
+    assert_eq!(gb.to_vec::<f64>().unwrap(), vec![0.8]);
+    // ∂²h/∂a² = b²/r³ = 16/125, ∂²h/∂a∂b = -ab/r³ = -12/125.
+    let g2 = autograd::grad(&ga.sum_all().unwrap(), &[&a, &b], opts).unwrap();
+    close(
+        &g2[0].clone().unwrap().to_vec::<f64>().unwrap(),
+        &[16.0 / 125.0],
+        1e-15,
+        "d2/da2",
+    );
+    close(
+        &g2[1].clone().unwrap().to_vec::<f64>().unwrap(),
+        &[-12.0 / 125.0],
+        1e-15,
+        "d2/dadb",
+    );
 }

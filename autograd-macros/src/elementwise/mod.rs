@@ -14,7 +14,7 @@ use crate::valid::{Errors, check_signature, struct_ident};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::{Ident, ReceiverKind};
-pub(crate) use translate::{MAX_INPUTS, Translated, is_scalar_type};
+pub(crate) use translate::{MAX_INPUTS, Translated, TranslatedBackward, is_scalar_type};
 
 /// An elementwise op that passed every check.
 pub(crate) struct Valid<'t, 'a> {
@@ -24,6 +24,118 @@ pub(crate) struct Valid<'t, 'a> {
     pub name: String,
     pub struct_ident: Ident,
     pub body: Translated,
+    /// An explicit `#[elementwise]` backward, if written.
+    pub backward: Option<ValidBackward>,
+}
+
+/// An explicit elementwise backward: its parameters (forward's inputs and `grad`,
+/// as declared) and its translation.
+pub(crate) struct ValidBackward {
+    pub params: Vec<Ident>,
+    pub body: TranslatedBackward,
+}
+
+/// Checks an explicit `#[elementwise] fn backward(x: f32, grad: f32) -> f32`.
+fn validate_backward(
+    b: &crate::ast::Backward<'_>,
+    inputs: &[(&Ident, bool)],
+    has_fields: bool,
+    errs: &mut Errors,
+) -> Option<ValidBackward> {
+    let f = b.original;
+    check_signature(f, errs);
+    if let Some(r) = b.receiver
+        && !has_fields
+    {
+        errs.at(
+            r,
+            "`&self` reads the op's parameters, but this op has none: remove `&self`",
+        );
+    }
+    let mut params: Vec<Ident> = Vec::new();
+    let mut ok = true;
+    for arg in &f.sig.inputs {
+        let syn::FnArg::Typed(pt) = arg else { continue };
+        let syn::Pat::Ident(pi) = &*pt.pat else {
+            errs.at(
+                &pt.pat,
+                "backward's parameters are plain names: write `x: f32` or `grad: f32`",
+            );
+            ok = false;
+            continue;
+        };
+        let ident = &pi.ident;
+        let known = ident == "grad" || inputs.iter().any(|(i, _)| *i == ident);
+        if !known {
+            let names: Vec<String> = inputs
+                .iter()
+                .map(|(i, _)| format!("`{i}`"))
+                .chain(["`grad`".to_string()])
+                .collect();
+            errs.at(
+                ident,
+                format!(
+                    "an elementwise backward reads forward's inputs and `grad` (the output's gradient), by name: {}",
+                    names.join(", ")
+                ),
+            );
+            ok = false;
+        }
+        if !is_scalar_type(&pt.ty) {
+            errs.at(
+                &pt.ty,
+                format!("an elementwise backward computes on numbers: write `{ident}: f32`"),
+            );
+            ok = false;
+        }
+        if params.contains(ident) {
+            errs.at(ident, format!("duplicate parameter `{ident}`"));
+            ok = false;
+        }
+        params.push(ident.clone());
+    }
+    let outputs = inputs.iter().filter(|(_, d)| *d).count();
+    let returns_ok = match &f.sig.output {
+        syn::ReturnType::Type(_, t) if outputs == 1 => is_scalar_type(t),
+        syn::ReturnType::Type(_, t) => {
+            matches!(&**t, syn::Type::Tuple(tt) if tt.elems.len() == outputs && tt.elems.iter().all(is_scalar_type))
+        }
+        syn::ReturnType::Default => false,
+    };
+    if !returns_ok {
+        let want = if outputs == 1 {
+            "f32".to_string()
+        } else {
+            format!("({})", vec!["f32"; outputs].join(", "))
+        };
+        let at: &dyn quote::ToTokens = match &f.sig.output {
+            syn::ReturnType::Type(_, t) => t,
+            syn::ReturnType::Default => &f.sig.ident,
+        };
+        errs.at(
+            at,
+            format!("an elementwise backward returns one gradient per differentiable input: write `-> {want}`"),
+        );
+        ok = false;
+    }
+    let body = match translate::translate_backward(&f.block, &params, outputs) {
+        Ok(body) => Some(body),
+        Err(es) => {
+            for e in es {
+                errs.push(e);
+            }
+            None
+        }
+    };
+    if let Some(body) = &body
+        && let Some(field) = body.fields.first()
+        && b.receiver.is_none()
+    {
+        errs.at(field, format!("`backward` reads `self.{field}` but does not take it: write `pub fn backward(&self, ..)`"));
+        ok = false;
+    }
+    let body = body?;
+    ok.then_some(ValidBackward { params, body })
 }
 
 /// Checks an op whose forward is marked `#[elementwise]`.
@@ -43,14 +155,17 @@ pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid
     };
     let f = forward.original;
     check_signature(f, &mut errs);
-    if let Some(b) = &op.backward {
+    let has_fields = op.params.as_ref().is_some_and(|p| p.has_fields());
+    if let Some(b) = &op.backward
+        && b.elementwise.is_none()
+    {
         errs.at(
             &b.original.sig.ident,
             "an `#[elementwise]` forward has its backward generated (derived from the same function by \
-             dual numbers): remove `backward`",
+             dual numbers): remove `backward`, or write it as an `#[elementwise]` scalar function of the \
+             inputs and `grad` where a better-conditioned formula exists",
         );
     }
-    let has_fields = op.params.as_ref().is_some_and(|p| p.has_fields());
     let s = struct_ident(op);
     if let Some(r) = forward.receiver {
         let by_ref =
@@ -149,6 +264,12 @@ pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid
         ),
         syn::ReturnType::Default => errs.at(&f.sig.ident, "an elementwise function returns one number: add `-> f32`"),
     }
+    let backward = match &op.backward {
+        Some(b) if b.elementwise.is_some() && !inputs.is_empty() => {
+            validate_backward(b, &inputs, has_fields, &mut errs)
+        }
+        _ => None,
+    };
     let idents: Vec<Ident> = inputs.iter().map(|(i, _)| (*i).clone()).collect();
     let body = translate::translate(&f.block, &idents);
     let body = match body {
@@ -184,6 +305,7 @@ pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid
         name,
         struct_ident: s,
         body,
+        backward,
     })
 }
 
@@ -254,6 +376,32 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
     let map_deriv = format_ident!("map{}", n + 1);
     let xs: Vec<Ident> = (0..n).map(|k| format_ident!("__x{}", k)).collect();
     let ks: Vec<usize> = (0..n).collect();
+    // The derivatives: of the function itself by nested duals, or, with an
+    // explicit backward, its gradients (and their derivatives by duals).
+    let derivatives = match &v.backward {
+        None => quote! {
+            Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                g * __elementwise(self, #(seed1(#xs, a == #ks)),*).d
+            }),
+            Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                g * __elementwise(self, #(seed2(#xs, a == #ks, b == #ks)),*).d.d
+            }),
+            Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                g * __elementwise(self, #(seed3(#xs, a == #ks, b == #ks, c == #ks)),*).d.d.d
+            }),
+        },
+        Some(_) => quote! {
+            Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                __gradient::<T>(self, a, #(#xs,)* g)
+            }),
+            Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                __gradient(self, a, #(seed1(#xs, b == #ks),)* Dual::constant(g)).d
+            }),
+            Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+                __gradient(self, a, #(seed2(#xs, b == #ks, c == #ks),)* Dual::constant(Dual::constant(g))).d.d
+            }),
+        },
+    };
     let eval = quote! {
         fn eval<T: #p::elementwise::Real + #p::Element>(
             &self,
@@ -261,32 +409,88 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             ins: &[&[T]],
             out: &mut [T],
         ) {
-            use #p::elementwise::{Eval, loops, seed1, seed2, seed3};
+            #[allow(unused_imports)]
+            use #p::elementwise::{Dual, Eval, loops, seed1, seed2, seed3};
             match what {
                 Eval::Value => loops::#map_value(ins, out, |[#(#xs),*]| __elementwise::<T>(self, #(#xs),*)),
-                Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
-                    g * __elementwise(self, #(seed1(#xs, a == #ks)),*).d
-                }),
-                Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
-                    g * __elementwise(self, #(seed2(#xs, a == #ks, b == #ks)),*).d.d
-                }),
-                Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
-                    g * __elementwise(self, #(seed3(#xs, a == #ks, b == #ks, c == #ks)),*).d.d.d
-                }),
+                #derivatives
                 // Refused by the caller's check.
                 Eval::Derivative(_) => {}
             }
         }
     };
 
+    // An explicit backward: as written (generic), and the gradient of input `a`
+    // picked out of it.
+    let backward_fns = v.backward.as_ref().map(|b| {
+        let params = &b.params;
+        let body = &b.body.rust;
+        let diff: Vec<usize> = v
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, d))| *d)
+            .map(|(k, _)| k)
+            .collect();
+        let ret = if diff.len() == 1 {
+            quote!(R)
+        } else {
+            let rs = diff.iter().map(|_| quote!(R));
+            quote!((#(#rs),*))
+        };
+        let args = params
+            .iter()
+            .map(|p| if p == "grad" { quote!(__g) } else { quote!(#p) });
+        let picks = diff.iter().enumerate().map(|(slot, k)| {
+            if diff.len() == 1 {
+                quote!(#k => __out,)
+            } else {
+                let i = syn::Index::from(slot);
+                quote!(#k => __out.#i,)
+            }
+        });
+        quote! {
+            #[inline(always)]
+            #[allow(unused_parens, unused_variables, unused_braces, non_snake_case, clippy::all)]
+            fn __elementwise_backward<R: __Real>(__op: &#s, #(#params: R),*) -> #ret #body
+
+            /// `grad · ∂f/∂x_a`, from the explicit backward.
+            #[inline(always)]
+            #[allow(unused_variables, non_snake_case, clippy::all)]
+            fn __gradient<R: __Real>(__op: &#s, __a: usize, #(#input_idents: R,)* __g: R) -> R {
+                let __out = __elementwise_backward::<R>(__op, #(#args),*);
+                match __a {
+                    #(#picks)*
+                    _ => <R as __Real>::lit(0.0),
+                }
+            }
+        }
+    });
+
+    let mut fields_used: Vec<Ident> = v.body.fields.clone();
+    for f in v.backward.iter().flat_map(|b| &b.body.fields) {
+        if !fields_used.contains(f) {
+            fields_used.push(f.clone());
+        }
+    }
+    let cuda_backward = v.backward.as_ref().map(|b| translate::CudaBackward {
+        lets: &b.body.cuda_lets,
+        values: &b.body.cuda_values,
+        inputs: v
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, d))| *d)
+            .map(|(k, _)| k)
+            .collect(),
+    });
+    let inputs_owned: Vec<Ident> = input_idents.iter().map(|i| (*i).clone()).collect();
     let cuda = translate::cuda_source(
         name,
-        &input_idents
-            .iter()
-            .map(|i| (*i).clone())
-            .collect::<Vec<_>>(),
-        &v.body.fields,
+        &inputs_owned,
+        &fields_used,
         &v.body.cuda,
+        cuda_backward,
     );
     let cuda_doc =
         format!("The CUDA C++ of the `{name}` op's kernels (after `elementwise::CUDA_PRELUDE`).");
@@ -319,6 +523,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
 
             #imports
             #scalar_fn
+            #backward_fns
 
             const _: () = {
                 #[automatically_derived]

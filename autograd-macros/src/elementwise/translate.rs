@@ -76,6 +76,62 @@ struct Translator<'a> {
     locals: Vec<(Ident, Kind)>,
     fields: Vec<Ident>,
     errors: Vec<syn::Error>,
+    /// For a backward of several gradients: how many the final tuple holds, and
+    /// (once translated) its elements' CUDA text.
+    tuple: Option<(usize, Vec<String>)>,
+    /// The function body's CUDA `let`s and value, apart.
+    top: Option<(String, String)>,
+}
+
+/// The translation of an elementwise backward: the body returns one gradient per
+/// differentiable input (a tuple when there are several).
+pub(crate) struct TranslatedBackward {
+    /// The body, generic over `R`, returning `R` or a tuple of `R`s.
+    pub rust: TokenStream,
+    /// The CUDA statements before the value (the `let`s).
+    pub cuda_lets: String,
+    /// Each gradient's CUDA expression.
+    pub cuda_values: Vec<String>,
+    pub fields: Vec<Ident>,
+}
+
+/// Translates the body of an elementwise backward whose parameters are `names`
+/// and which returns `outputs` gradients.
+pub(crate) fn translate_backward(
+    body: &Block,
+    names: &[Ident],
+    outputs: usize,
+) -> Result<TranslatedBackward, Vec<syn::Error>> {
+    let mut t = Translator {
+        inputs: names,
+        locals: Vec::new(),
+        fields: Vec::new(),
+        errors: Vec::new(),
+        tuple: (outputs > 1).then(|| (outputs, Vec::new())),
+        top: None,
+    };
+    let out = t.block(body, true);
+    if let Some(out) = &out
+        && out.kind == Kind::Mask
+    {
+        t.error(body, "a gradient is a number, and this is a comparison");
+    }
+    match out {
+        Some(out) if t.errors.is_empty() => {
+            let (lets, value) = t.top.take().unwrap_or_default();
+            let cuda_values = match t.tuple {
+                Some((_, values)) => values,
+                None => vec![value],
+            };
+            Ok(TranslatedBackward {
+                rust: out.rust,
+                cuda_lets: lets,
+                cuda_values,
+                fields: t.fields,
+            })
+        }
+        _ => Err(t.errors),
+    }
 }
 
 /// Translates the body of an elementwise forward whose inputs are `inputs`.
@@ -85,6 +141,8 @@ pub(crate) fn translate(body: &Block, inputs: &[Ident]) -> Result<Translated, Ve
         locals: Vec::new(),
         fields: Vec::new(),
         errors: Vec::new(),
+        tuple: None,
+        top: None,
     };
     let out = t.block(body, true);
     if let Some(out) = &out
@@ -184,7 +242,12 @@ impl Translator<'_> {
                     }
                     self.locals.push((ident.clone(), v.kind));
                 }
-                Stmt::Expr(e, None) if last => value = self.expr(e),
+                Stmt::Expr(e, None) if last => {
+                    value = match (e, top, self.tuple.as_ref().map(|t| t.0)) {
+                        (_, true, Some(n)) => self.tuple(e, n),
+                        _ => self.expr(e),
+                    }
+                }
                 Stmt::Expr(e, Some(semi)) => {
                     if last {
                         self.error(
@@ -221,6 +284,7 @@ impl Translator<'_> {
         let v_rust = &value.rust;
         let rust = quote!({ #rust #v_rust });
         let cuda = if top {
+            self.top = Some((cuda.clone(), value.cuda.clone()));
             format!("{cuda}return {};", value.cuda)
         } else if cuda.is_empty() {
             value.cuda
@@ -231,6 +295,45 @@ impl Translator<'_> {
             rust,
             cuda,
             kind: value.kind,
+        })
+    }
+
+    /// The final tuple of a backward of `n` gradients.
+    fn tuple(&mut self, e: &Expr, n: usize) -> Option<Tr> {
+        let Expr::Tuple(t) = e else {
+            self.error(
+                e,
+                format!(
+                    "backward returns {n} gradients, one per differentiable input: write `(ga, gb)`"
+                ),
+            );
+            return None;
+        };
+        if t.elems.len() != n {
+            self.error(
+                t,
+                format!(
+                    "backward returns {n} gradients, one per differentiable input, not {}",
+                    t.elems.len()
+                ),
+            );
+            return None;
+        }
+        let elems: Vec<Option<Tr>> = t.elems.iter().map(|e| self.expr(e)).collect();
+        let elems: Vec<Tr> = elems.into_iter().collect::<Option<_>>()?;
+        if elems.iter().any(|e| e.kind != Kind::Real) {
+            self.error(t, "a gradient is a number, not a comparison");
+            return None;
+        }
+        let rusts = elems.iter().map(|e| &e.rust);
+        let rust = quote!((#(#rusts),*));
+        if let Some((_, values)) = &mut self.tuple {
+            *values = elems.iter().map(|e| e.cuda.clone()).collect();
+        }
+        Some(Tr {
+            rust,
+            cuda: String::new(),
+            kind: Kind::Real,
         })
     }
 
@@ -686,7 +789,21 @@ fn cuda_double(v: f64) -> String {
 /// The CUDA C++ of one generated op: its function as a template over the number
 /// type, and entry points for the value and each derivative order in `float` and
 /// `double`, over contiguous operands.
-pub(crate) fn cuda_source(name: &str, inputs: &[Ident], fields: &[Ident], body: &str) -> String {
+/// An explicit backward as the CUDA source needs it: its `let`s, each gradient's
+/// expression, and the inputs they belong to (the differentiable ones, in order).
+pub(crate) struct CudaBackward<'a> {
+    pub lets: &'a str,
+    pub values: &'a [String],
+    pub inputs: Vec<usize>,
+}
+
+pub(crate) fn cuda_source(
+    name: &str,
+    inputs: &[Ident],
+    fields: &[Ident],
+    body: &str,
+    backward: Option<CudaBackward<'_>>,
+) -> String {
     let n = inputs.len();
     let params: String = fields
         .iter()
@@ -703,6 +820,19 @@ pub(crate) fn cuda_source(name: &str, inputs: &[Ident], fields: &[Ident], body: 
          __device__ __forceinline__ T {name}_f(const {name}_params& p, {}) {{ {body} }}\n",
         args.join(", ")
     );
+    if let Some(b) = &backward {
+        // grad · ∂f/∂x_a from the explicit backward.
+        let mut pick = "T(0.0)".to_string();
+        for (k, v) in b.inputs.iter().zip(b.values).rev() {
+            pick = format!("(a == {k} ? ({v}) : {pick})");
+        }
+        s.push_str(&format!(
+            "template <typename T>\n\
+             __device__ __forceinline__ T {name}_g(const {name}_params& p, int a, {}, T v_grad) {{ {}return {pick}; }}\n",
+            args.join(", "),
+            b.lets
+        ));
+    }
     let operands: String = (0..n)
         .map(|k| format!("const TY* __restrict__ x{k}, "))
         .collect();
@@ -717,20 +847,49 @@ pub(crate) fn cuda_source(name: &str, inputs: &[Ident], fields: &[Ident], body: 
         ));
         for order in 1..=3usize {
             let alphas: String = (0..order).map(|k| format!("int a{k}, ")).collect();
-            let seeded: Vec<String> = (0..n)
-                .map(|m| {
-                    let seeds: Vec<String> = (0..order).map(|k| format!("a{k} == {m}")).collect();
-                    format!("ew_seed{order}<{ty}>(x{m}[i], {})", seeds.join(", "))
-                })
-                .collect();
-            let part = ".d".repeat(order);
+            let value = match &backward {
+                None => {
+                    let seeded: Vec<String> = (0..n)
+                        .map(|m| {
+                            let seeds: Vec<String> =
+                                (0..order).map(|k| format!("a{k} == {m}")).collect();
+                            format!("ew_seed{order}<{ty}>(x{m}[i], {})", seeds.join(", "))
+                        })
+                        .collect();
+                    format!(
+                        "g[i] * {name}_f(p, {}){}",
+                        seeded.join(", "),
+                        ".d".repeat(order)
+                    )
+                }
+                Some(_) if order == 1 => {
+                    format!("{name}_g<{ty}>(p, a0, {}, g[i])", value_args.join(", "))
+                }
+                Some(_) => {
+                    let seeded: Vec<String> = (0..n)
+                        .map(|m| {
+                            let seeds: Vec<String> =
+                                (1..order).map(|k| format!("a{k} == {m}")).collect();
+                            format!("ew_seed{}<{ty}>(x{m}[i], {})", order - 1, seeds.join(", "))
+                        })
+                        .collect();
+                    let lifted = if order == 2 {
+                        format!("Dual<{ty}>(g[i])")
+                    } else {
+                        format!("Dual<Dual<{ty}>>(g[i])")
+                    };
+                    format!(
+                        "{name}_g(p, a0, {}, {lifted}){}",
+                        seeded.join(", "),
+                        ".d".repeat(order - 1)
+                    )
+                }
+            };
             s.push_str(&format!(
                 "extern \"C\" __global__ void {name}_d{order}_{suffix}(unsigned long long n, {alphas}{operands}\
                  const {ty}* __restrict__ g, {ty}* __restrict__ out, const {name}_params p) {{\n  \
                  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; \
-                 i < n; i += (unsigned long long)gridDim.x * blockDim.x) \
-                 out[i] = g[i] * {name}_f(p, {}){part};\n}}\n",
-                seeded.join(", ")
+                 i < n; i += (unsigned long long)gridDim.x * blockDim.x) out[i] = {value};\n}}\n"
             ));
         }
     }
