@@ -518,3 +518,102 @@ fn bad_views_and_dtype_mixes_are_errors_not_crashes() {
     );
     dev.synchronize().unwrap();
 }
+
+/// The kernels' 64-bit index path, which a launch takes when some element count
+/// or storage offset does not fit in 32 bits (`index32` in common.cuh). Every
+/// view of the tests above fits, so they run the 32-bit path; the emulated device
+/// can force the other one, and this runs each kind of kernel through it: unary
+/// and cast (one view), binary, in place and copies (two), the three reduction
+/// kernels (rows, cols, few), over contiguous, permuted, offset and broadcast
+/// views.
+#[test]
+#[cfg(feature = "cuda-emulator")]
+fn the_64_bit_index_path_matches_the_cpu() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    let all = views();
+    cuda::emu::with_64_bit_indices(|| {
+        let mut check = |what: String, want: Vec<f64>, got: Vec<f64>, tol| {
+            total += 1;
+            if let Err(e) = compare(&what, &want, &got, tol) {
+                failures.push(e);
+            }
+        };
+        for dtype in [DType::F32, DType::F64] {
+            let tol = tolerance(dtype);
+            for (va, lena, la) in &all {
+                let ca = data(*lena, 21, -2.0, 2.0, dtype);
+                let ga = upload(&dev, &ca);
+                for op in [UnaryOp::Neg, UnaryOp::Exp] {
+                    check(
+                        format!("64-bit {} {dtype} {va}", op.name()),
+                        values(&ca.unary(la, op).unwrap()),
+                        host(&ga.unary(la, op).unwrap()),
+                        tol,
+                    );
+                }
+                let to = if dtype == DType::F32 { DType::F64 } else { DType::F32 };
+                check(
+                    format!("64-bit cast {dtype} -> {to} {va}"),
+                    values(&ca.cast(la, to).unwrap()),
+                    host(&ga.cast(la, to).unwrap()),
+                    tolerance(DType::F32),
+                );
+                for (vb, lenb, lb) in &all {
+                    let cb = data(*lenb, 22, -2.0, 2.0, dtype);
+                    let gb = upload(&dev, &cb);
+                    check(
+                        format!("64-bit sub {dtype} {va} with {vb}"),
+                        values(&ca.binary(la, &cb, lb, BinaryOp::Sub).unwrap()),
+                        host(&ga.binary(la, &gb, lb, BinaryOp::Sub).unwrap()),
+                        tol,
+                    );
+                }
+                // In place and copies: the view as the source of a contiguous
+                // destination, and added into a permuted one.
+                let dl = Layout::contiguous(Shape::from([4, 6, 5]));
+                let pl = Layout::contiguous(Shape::from([5, 4, 6]))
+                    .permute(&[1, 2, 0])
+                    .unwrap();
+                let mut cd = data(120, 23, -1.0, 1.0, dtype);
+                let mut gd = upload(&dev, &cd);
+                cd.binary_assign(&dl, &ca, la, BinaryOp::Mul).unwrap();
+                gd.binary_assign(&dl, &ga, la, BinaryOp::Mul).unwrap();
+                ca.copy_into(la, &mut cd, &pl, true).unwrap();
+                ga.copy_into(la, &mut gd, &pl, true).unwrap();
+                check(
+                    format!("64-bit mul= and copy_into {dtype} {va}"),
+                    values(&cd),
+                    host(&gd),
+                    tol,
+                );
+                for op in every_reduce_op() {
+                    for axes in [&[0usize][..], &[2], &[0, 1], &[0, 2], &[0, 1, 2]] {
+                        check(
+                            format!("64-bit {} {dtype} {va} over {axes:?}", op.name()),
+                            values(&ca.reduce(la, op, axes).unwrap()),
+                            host(&ga.reduce(la, op, axes).unwrap()),
+                            tol,
+                        );
+                    }
+                }
+            }
+            // The cols kernel (more adjacent outputs than `few` takes), offset.
+            let c = data(1200, 24, -1.0, 1.0, dtype);
+            let g = upload(&dev, &c);
+            let l = Layout::contiguous(Shape::from([10, 120]))
+                .narrow(1, 10, 100)
+                .unwrap();
+            for op in every_reduce_op() {
+                check(
+                    format!("64-bit {} {dtype} columns of [10, 100] at offset 10", op.name()),
+                    values(&c.reduce(&l, op, &[0]).unwrap()),
+                    host(&g.reduce(&l, op, &[0]).unwrap()),
+                    tol,
+                );
+            }
+        }
+    });
+    dev.synchronize().unwrap();
+    check_all(failures, total);
+}
