@@ -552,7 +552,11 @@ fn the_64_bit_index_path_matches_the_cpu() {
                         tol,
                     );
                 }
-                let to = if dtype == DType::F32 { DType::F64 } else { DType::F32 };
+                let to = if dtype == DType::F32 {
+                    DType::F64
+                } else {
+                    DType::F32
+                };
                 check(
                     format!("64-bit cast {dtype} -> {to} {va}"),
                     values(&ca.cast(la, to).unwrap()),
@@ -606,7 +610,10 @@ fn the_64_bit_index_path_matches_the_cpu() {
                 .unwrap();
             for op in every_reduce_op() {
                 check(
-                    format!("64-bit {} {dtype} columns of [10, 100] at offset 10", op.name()),
+                    format!(
+                        "64-bit {} {dtype} columns of [10, 100] at offset 10",
+                        op.name()
+                    ),
                     values(&c.reduce(&l, op, &[0]).unwrap()),
                     host(&g.reduce(&l, op, &[0]).unwrap()),
                     tol,
@@ -616,4 +623,73 @@ fn the_64_bit_index_path_matches_the_cpu() {
     });
     dev.synchronize().unwrap();
     check_all(failures, total);
+}
+
+/// An f32 sum split into chunks (two passes) is rounded to f32 once, as one pass
+/// would round it: the chunks' partial sums stay f64 (issue 14). The values are
+/// integers of up to 16,000, positive in the first half and their negatives (plus 1
+/// every 67th) in the second, so every chunk's partial sum is far beyond 2^24,
+/// where f32 steps by 4 to 64, while the total, 7826, and every sum the CPU forms
+/// in f32 are exact. Rounding each partial to f32 is off by at least a unit
+/// whatever the number of chunks (checked below for 2 to 256); rounding once is
+/// exact, as is the CPU.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn split_f32_sums_round_once_and_match_the_cpu() {
+    let dev = gpu();
+    let n = 1usize << 20;
+    let half = n / 2;
+    let mut s = 99u64;
+    let mut first: Vec<f32> = Vec::with_capacity(half);
+    for _ in 0..half {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        first.push((1 + (s >> 33) % 16_000) as f32);
+    }
+    let second = first
+        .iter()
+        .enumerate()
+        .map(|(j, &x)| -x + if j % 67 == 0 { 1.0 } else { 0.0 });
+    let v: Vec<f32> = first.iter().copied().chain(second).collect();
+    let exact: f64 = v.iter().map(|&x| x as f64).sum();
+    assert_eq!(exact, half.div_ceil(67) as f64);
+    // Rounding each chunk's partial sum to f32 gives a measurably different total.
+    for chunks in [2usize, 4, 8, 16, 32, 64, 128, 256] {
+        let per = n / chunks;
+        let rounded: f64 = v
+            .chunks(per)
+            .map(|c| c.iter().map(|&x| x as f64).sum::<f64>() as f32 as f64)
+            .sum();
+        assert!(
+            (rounded as f32 as f64 - exact).abs() >= 1.0,
+            "{chunks} chunks: {rounded} vs {exact}"
+        );
+    }
+    let c = CpuStorage::F32(v);
+    let g = upload(&dev, &c);
+    let bits = |x: f64| (x as f32).to_bits();
+    // One output (the rows kernel): the CPU is exact here too.
+    let l = Layout::contiguous(Shape::from([n]));
+    let cpu = values(&c.reduce(&l, ReduceOp::Sum, &[0]).unwrap());
+    let got = host(&g.reduce(&l, ReduceOp::Sum, &[0]).unwrap());
+    assert_eq!(bits(cpu[0]), bits(exact), "CPU");
+    assert_eq!(bits(got[0]), bits(exact), "CUDA: {} vs {exact}", got[0]);
+    // Two adjacent outputs, the even and the odd elements. The
+    // CPU adds a strided f32 column in f32, rounding at every element, which on
+    // these values is far off (1117 for 3913); the device matches the CPU's f64
+    // sum of the same values, rounded once.
+    let l = Layout::contiguous(Shape::from([half, 2]));
+    let c64 = c
+        .cast(&Layout::contiguous(Shape::from([n])), DType::F64)
+        .unwrap();
+    let want = values(&c64.reduce(&l, ReduceOp::Sum, &[0]).unwrap());
+    assert_eq!(want[0] + want[1], exact);
+    let got = host(&g.reduce(&l, ReduceOp::Sum, &[0]).unwrap());
+    assert_eq!(
+        got.iter().map(|&x| bits(x)).collect::<Vec<_>>(),
+        want.iter().map(|&x| bits(x)).collect::<Vec<_>>(),
+        "CUDA columns: {got:?}, expected {want:?}"
+    );
+    dev.synchronize().unwrap();
 }
