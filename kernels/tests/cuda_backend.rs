@@ -675,7 +675,7 @@ fn split_f32_sums_round_once_and_match_the_cpu() {
     let got = host(&g.reduce(&l, ReduceOp::Sum, &[0]).unwrap());
     assert_eq!(bits(cpu[0]), bits(exact), "CPU");
     assert_eq!(bits(got[0]), bits(exact), "CUDA: {} vs {exact}", got[0]);
-    // Two adjacent outputs, the even and the odd elements. The
+    // Two adjacent outputs, the even and the odd elements (the few kernel). The
     // CPU adds a strided f32 column in f32, rounding at every element, which on
     // these values is far off (1117 for 3913); the device matches the CPU's f64
     // sum of the same values, rounded once.
@@ -692,4 +692,74 @@ fn split_f32_sums_round_once_and_match_the_cpu() {
         "CUDA columns: {got:?}, expected {want:?}"
     );
     dev.synchronize().unwrap();
+}
+
+/// A few outputs, each reducing many rows (the bias gradient of a narrow layer):
+/// the reduction is spread over many threads and blocks (the `few` kernel and its
+/// second pass), and agrees with the CPU for sum, max and min, including max and
+/// min's rules for ±0 ties (max takes +0, min -0, in any order) and NaN (it wins).
+/// 64 outputs is the most `few` takes, 65 the fewest `cols` does.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn few_outputs_of_many_rows_match_the_cpu_with_signed_zeros_and_nan() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    for dtype in [DType::F32, DType::F64] {
+        for outputs in [1usize, 2, 3, 4, 7, 64, 65] {
+            let rows = (300_000 / outputs).max(4096);
+            let random = values(&data(rows * outputs, 31, -1.0, 1.0, dtype));
+            // Column c: random (c % 3 == 0), zeros of alternating sign (1), random
+            // with one NaN in the middle (2).
+            let v: Vec<f64> = (0..rows * outputs)
+                .map(|i| {
+                    let (r, col) = (i / outputs, i % outputs);
+                    match col % 3 {
+                        1 if (r + col) % 2 == 0 => 0.0,
+                        1 => -0.0,
+                        2 if r == rows / 2 + col => f64::NAN,
+                        _ => random[i],
+                    }
+                })
+                .collect();
+            let c = CpuStorage::F64(v)
+                .cast(&Layout::contiguous(Shape::from([rows * outputs])), dtype)
+                .unwrap();
+            let g = upload(&dev, &c);
+            // The whole matrix, and a view whose reduced axes do not merge (rows
+            // 1..5 of every 6), over its rows.
+            let full = Layout::contiguous(Shape::from([rows, outputs]));
+            let split = Layout::contiguous(Shape::from([rows / 6, 6, outputs]))
+                .narrow(1, 1, 4)
+                .unwrap();
+            for (view, l, axes) in [
+                ("", &full, &[0usize][..]),
+                (" rows 1..5 of 6", &split, &[0, 1]),
+            ] {
+                for op in every_reduce_op() {
+                    total += 1;
+                    let want = values(&c.reduce(l, op, axes).unwrap());
+                    let got = host(&g.reduce(l, op, axes).unwrap());
+                    let what = format!("{} {dtype} {outputs} outputs{view}", op.name());
+                    let r = if op == ReduceOp::Sum {
+                        compare(&what, &want, &got, (1e-4, 1e-2))
+                    } else {
+                        // Bit for bit: -0 and +0 differ here.
+                        let same = |a: &f64, b: &f64| {
+                            (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+                        };
+                        if want.iter().zip(&got).all(|(a, b)| same(a, b)) {
+                            Ok(())
+                        } else {
+                            Err(format!("{what}: {got:?}, expected {want:?}"))
+                        }
+                    };
+                    if let Err(e) = r {
+                        failures.push(e);
+                    }
+                }
+            }
+        }
+    }
+    dev.synchronize().unwrap();
+    check_all(failures, total);
 }

@@ -112,22 +112,26 @@ pub(crate) fn binary_assign_kernel(op: BinaryOp, dtype: DType) -> String {
     format!("binary_assign_{}_{dtype}", op.name())
 }
 
-/// The reduction kernels of reduce.cu, chosen by `reduce.rs`.
+/// The three reduction kernels of reduce.cu, chosen by `reduce.rs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ReduceKind {
     /// One block per output, its threads striding over the reduced elements.
     Rows,
     /// One thread per output.
     Cols,
+    /// Few adjacent outputs: one block takes all of them, its threads split
+    /// between them.
+    Few,
 }
 
 impl ReduceKind {
-    pub(crate) const ALL: [ReduceKind; 2] = [ReduceKind::Rows, ReduceKind::Cols];
+    pub(crate) const ALL: [ReduceKind; 3] = [ReduceKind::Rows, ReduceKind::Cols, ReduceKind::Few];
 
     fn name(self) -> &'static str {
         match self {
             ReduceKind::Rows => "rows",
             ReduceKind::Cols => "cols",
+            ReduceKind::Few => "few",
         }
     }
 }
