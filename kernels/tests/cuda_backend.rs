@@ -354,13 +354,44 @@ fn matmul_matches_the_cpu_for_every_operand_layout() {
             21,
         ),
         (
-            "two batch axes, broadcast (copied first)",
+            "two batch axes, b broadcast over the first (b copied first)",
             c2(&[2, 3, 5, 7]),
             210,
             c2(&[3, 7, 4])
                 .broadcast_to(&Shape::from([2, 3, 7, 4]))
                 .unwrap(),
             84,
+        ),
+        (
+            "two batch axes, a broadcast over the first (a copied first)",
+            c2(&[3, 5, 7])
+                .broadcast_to(&Shape::from([2, 3, 5, 7]))
+                .unwrap(),
+            105,
+            c2(&[2, 3, 7, 4]),
+            168,
+        ),
+        (
+            "two batch axes, a's swapped, b one transposed matrix (a copied first)",
+            c2(&[3, 2, 5, 7]).permute(&[1, 0, 2, 3]).unwrap(),
+            210,
+            c2(&[4, 7])
+                .transpose(0, 1)
+                .unwrap()
+                .broadcast_to(&Shape::from([2, 3, 7, 4]))
+                .unwrap(),
+            28,
+        ),
+        (
+            "two batch axes, each broadcast over another (both copied first)",
+            c2(&[3, 5, 7])
+                .broadcast_to(&Shape::from([2, 3, 5, 7]))
+                .unwrap(),
+            105,
+            c2(&[2, 1, 7, 4])
+                .broadcast_to(&Shape::from([2, 3, 7, 4]))
+                .unwrap(),
+            56,
         ),
         (
             "broadcast inside a matrix (copied first)",
