@@ -12,7 +12,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-TEST=(cargo test -p autograd-kernels --features cuda-emulator --test cuda_backend
+# (--lib: the launch planning's unit tests, which see decisions the emulated sizes
+# cannot reach, such as the index width of a view with offsets past 2^32.)
+TEST=(cargo test -p autograd-kernels --features cuda-emulator --lib --test cuda_backend
     --test cuda_defects -- --include-ignored)
 
 backup=""
@@ -82,11 +84,11 @@ plant "divergent barrier (block_reduce)" "$CU/reduce.cu" \
     }
     if (threadIdx.x < 128) __syncthreads();"
 plant "stride off by one (strided_offset, outer axis)" "$CU/common.cuh" \
-    "        off += i * strides[0];" \
-    "        off += i * (strides[0] + 1);"
+    "        off += i * (I)strides[0];" \
+    "        off += i * ((I)strides[0] + 1);"
 plant "stride off by one (Index2, second operand)" "$CU/common.cuh" \
-    "        b += c * ix.strides_b[d];" \
-    "        b += c * (ix.strides_b[d] + 1);"
+    "        b += c * (I)ix.strides_b[d];" \
+    "        b += c * ((I)ix.strides_b[d] + 1);"
 plant "wrong ldc (matmul.rs)" "$CU/matmul.rs" \
     '        ldc: dim("n", n)?,' \
     '        ldc: dim("n", m)?,'
@@ -94,8 +96,20 @@ plant "missing grid-stride factor (GRID_LOOP)" "$CU/common.cuh" \
     'i += (u64)blockDim.x * gridDim.x)' \
     'i += (u64)blockDim.x)'
 plant "reduction splits not launched (reduce.rs grid y = 1)" "$CU/reduce.rs" \
-    "        grid: (blocks_x as u32, splits as u32, 1)," \
-    "        grid: (blocks_x as u32, 1, 1),"
+    "        grid: (lc.blocks_x as u32, lc.splits as u32, 1)," \
+    "        grid: (lc.blocks_x as u32, 1, 1),"
+plant "32-bit index path chosen from the element count alone (index.rs)" "$CU/index.rs" \
+    "        .all(|l| l.numel() <= max && l.required_len() <= max)" \
+    "        .all(|l| l.numel() <= max)"
+plant "64-bit index path drops the view's offset (GRID_LOOP_OFFSETS1)" "$CU/common.cuh" \
+    "            const u64 o = (ix).offset + strided_offset<u64>(" \
+    "            const u64 o = strided_offset<u64>("
+plant "f32 sum partials rounded to f32 at each split (partial_dtype)" "$CU/compile.rs" \
+    "        ReduceOp::Sum => DType::F64," \
+    "        ReduceOp::Sum => dtype,"
+plant "few outputs: the lanes of each output not combined (reduce_few)" "$CU/reduce.cu" \
+    "        for (unsigned l = 1; l < lanes; ++l) {" \
+    "        for (unsigned l = 1; l < 1; ++l) {"
 echo
 echo "| planted bug | result | first message |"
 echo "|---|---|---|"

@@ -297,7 +297,35 @@ pub use autograd_core::{
     Storage, StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, enable_grad, grad,
     grad_if, gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
 };
-pub use autograd_core::{anomaly, cases, compute, elementwise, memory, random};
+pub use autograd_core::{anomaly, cases, compute, elementwise, random};
+
+/// Accounting of tensor storage ([`stats`](memory::stats),
+/// [`thread_stats`](memory::thread_stats)) and the thread caches for reuse
+/// ([`clear_cpu_cache`](memory::clear_cpu_cache)); see
+/// [`autograd_core::memory`]. With the `cuda` feature, also [`trim`](memory::trim).
+pub mod memory {
+    pub use autograd_core::memory::*;
+
+    /// Returns the memory a CUDA device's pool keeps from freed tensors to the
+    /// device (after the work queued so far), for cuBLAS, other libraries and other
+    /// processes; an allocation that fails does this by itself, then retries once.
+    /// Nothing to do on the CPU (its reuse caches are
+    /// [`clear_cpu_cache`]'s). A GPU that is not there is [`Error::CudaUnavailable`](crate::Error::CudaUnavailable).
+    #[cfg(feature = "cuda")]
+    pub fn trim(device: crate::Device) -> crate::Result<()> {
+        use autograd_kernels::KernelError;
+        let crate::Device::Cuda(ordinal) = device else {
+            return Ok(());
+        };
+        let dev = autograd_kernels::cuda::device(ordinal).map_err(|e| match e {
+            KernelError::CudaUnavailable { ordinal, reason } => {
+                crate::Error::CudaUnavailable { ordinal, reason }
+            }
+            e => crate::Error::from(e),
+        })?;
+        Ok(autograd_kernels::cuda::memory::trim(&dev)?)
+    }
+}
 pub use autograd_macros::differentiable;
 pub use autograd_ops as ops;
 

@@ -48,3 +48,29 @@ fn asking_for_a_gpu_is_an_error_where_there_is_none_never_a_panic() -> Result<()
     }
     Ok(())
 }
+
+/// `memory::trim` (issue 14, defect 6: the kernels' `cuda::memory::trim` through
+/// the facade): on a GPU (or the emulated one) it hands the pool's kept memory
+/// back and the device stays usable; where there is no GPU it is
+/// `CudaUnavailable`; on the CPU there is nothing to do.
+#[test]
+fn memory_trim_returns_the_pool_or_says_there_is_no_gpu() -> Result<()> {
+    crate::init();
+    memory::trim(Device::Cpu)?;
+    let gpu = Device::Cuda(0);
+    if !gpu.is_available() {
+        let e = memory::trim(gpu).expect_err("no GPU to trim");
+        assert!(
+            matches!(e, Error::CudaUnavailable { ordinal: 0, .. }),
+            "{e:?}"
+        );
+        return Ok(());
+    }
+    let x = Tensor::from_slice(&[1.0f32; 4096], [4096])?.to(gpu)?;
+    drop(x);
+    memory::trim(gpu)?;
+    let y = Tensor::from_slice(&[2.0f32, 3.0], [2])?.to(gpu)?;
+    assert_eq!(y.to_vec::<f32>()?, vec![2.0, 3.0]);
+    assert!(memory::trim(Device::Cuda(4096)).is_err());
+    Ok(())
+}

@@ -30,12 +30,10 @@ __device__ __forceinline__ T mask(bool c) {
                 }                                                                                  \
             }                                                                                      \
         } else {                                                                                   \
-            GRID_LOOP(i, n) {                                                                      \
-                u64 oa, ob;                                                                        \
-                strided_offset2(ix, i, &oa, &ob);                                                  \
+            GRID_LOOP_OFFSETS2(ix, n, i, oa, ob, {                                                 \
                 const T x = a[oa], y = b[ob];                                                      \
                 out[i] = (__VA_ARGS__);                                                            \
-            }                                                                                      \
+            })                                                                                     \
         }                                                                                          \
     }                                                                                              \
     extern "C" __global__ void binary_assign_##NAME##_##SUF(                                       \
@@ -51,12 +49,10 @@ __device__ __forceinline__ T mask(bool c) {
                 pa[i * sa] = (__VA_ARGS__);                                                        \
             }                                                                                      \
         } else {                                                                                   \
-            GRID_LOOP(i, n) {                                                                      \
-                u64 oa, ob;                                                                        \
-                strided_offset2(ix, i, &oa, &ob);                                                  \
+            GRID_LOOP_OFFSETS2(ix, n, i, oa, ob, {                                                 \
                 const T x = a[oa], y = b[ob];                                                      \
                 a[oa] = (__VA_ARGS__);                                                             \
-            }                                                                                      \
+            })                                                                                     \
         }                                                                                          \
     }
 

@@ -11,8 +11,15 @@ typedef unsigned long long u64;
 
 #define MAX_DIMS 16
 
+// `index32` (nonzero or 0) is the host's decision (index.rs, `fits_u32`): when the
+// launch's element count and every storage offset its views reach are below 2^32,
+// the kernels do their per-axis division and remainder in 32-bit arithmetic
+// (`unsigned`) instead of 64-bit; otherwise in `u64`. Both run the same code
+// (templates over the index type I below), chosen once per launch.
+
 struct Index1 {
     u64 rank;
+    u64 index32;
     u64 offset;
     u64 dims[MAX_DIMS];
     u64 strides[MAX_DIMS];
@@ -20,6 +27,7 @@ struct Index1 {
 
 struct Index2 {
     u64 rank;
+    u64 index32;
     u64 offset_a;
     u64 offset_b;
     u64 dims[MAX_DIMS];
@@ -33,6 +41,7 @@ struct ReduceIndex {
     u64 offset;
     u64 kept_rank;
     u64 red_rank;
+    u64 index32;
     u64 kept_dims[MAX_DIMS];
     u64 kept_strides[MAX_DIMS];
     u64 red_dims[MAX_DIMS];
@@ -44,36 +53,73 @@ struct ReduceIndex {
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (u64)blockDim.x * gridDim.x)
 
 // Storage offset of logical element i (row-major) of a view with these dims and
-// strides. The outermost axis needs no division.
-__device__ __forceinline__ u64 strided_offset(u64 i, u64 rank, const u64* dims, const u64* strides) {
-    u64 off = 0;
+// strides, computed in the index type I (`unsigned` or `u64`; see `index32`). The
+// outermost axis needs no division. With I = unsigned every intermediate value is
+// at most the largest offset the view reaches, which the host checked fits.
+template <typename I>
+__device__ __forceinline__ I strided_offset(I i, u64 rank, const u64* dims, const u64* strides) {
+    I off = 0;
     for (int d = (int)rank - 1; d > 0; --d) {
-        const u64 n = dims[d];
-        off += (i % n) * strides[d];
+        const I n = (I)dims[d];
+        off += (i % n) * (I)strides[d];
         i /= n;
     }
     if (rank > 0) {
-        off += i * strides[0];
+        off += i * (I)strides[0];
     }
     return off;
 }
 
-__device__ __forceinline__ void strided_offset2(const Index2& ix, u64 i, u64* oa, u64* ob) {
-    u64 a = ix.offset_a, b = ix.offset_b;
+template <typename I>
+__device__ __forceinline__ void strided_offset2(const Index2& ix, I i, I* oa, I* ob) {
+    I a = (I)ix.offset_a, b = (I)ix.offset_b;
     for (int d = (int)ix.rank - 1; d > 0; --d) {
-        const u64 n = ix.dims[d];
-        const u64 c = i % n;
-        a += c * ix.strides_a[d];
-        b += c * ix.strides_b[d];
+        const I n = (I)ix.dims[d];
+        const I c = i % n;
+        a += c * (I)ix.strides_a[d];
+        b += c * (I)ix.strides_b[d];
         i /= n;
     }
     if (ix.rank > 0) {
-        a += i * ix.strides_a[0];
-        b += i * ix.strides_b[0];
+        a += i * (I)ix.strides_a[0];
+        b += i * (I)ix.strides_b[0];
     }
     *oa = a;
     *ob = b;
 }
+
+// Grid-stride loop over the n elements of an Index1 view `ix`, with `o` the storage
+// offset (offset included) of element `i`, in 32-bit arithmetic when the host
+// allowed it. The body is the variadic argument.
+#define GRID_LOOP_OFFSETS1(ix, n, i, o, ...)                                                       \
+    if ((ix).index32) {                                                                            \
+        GRID_LOOP(i, n) {                                                                          \
+            const unsigned o = (unsigned)(ix).offset +                                             \
+                strided_offset<unsigned>((unsigned)i, (ix).rank, (ix).dims, (ix).strides);         \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    } else {                                                                                       \
+        GRID_LOOP(i, n) {                                                                          \
+            const u64 o = (ix).offset + strided_offset<u64>(i, (ix).rank, (ix).dims, (ix).strides); \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
+
+// The same over an Index2 pair of views: `oa` and `ob` the two storage offsets.
+#define GRID_LOOP_OFFSETS2(ix, n, i, oa, ob, ...)                                                  \
+    if ((ix).index32) {                                                                            \
+        GRID_LOOP(i, n) {                                                                          \
+            unsigned oa, ob;                                                                       \
+            strided_offset2<unsigned>((ix), (unsigned)i, &oa, &ob);                                \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    } else {                                                                                       \
+        GRID_LOOP(i, n) {                                                                          \
+            u64 oa, ob;                                                                            \
+            strided_offset2<u64>((ix), i, &oa, &ob);                                               \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+    }
 
 // Overloads so one expression serves f32 and f64 (the float forms of the math
 // functions, not a promotion to double).

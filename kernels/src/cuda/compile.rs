@@ -112,10 +112,50 @@ pub(crate) fn binary_assign_kernel(op: BinaryOp, dtype: DType) -> String {
     format!("binary_assign_{}_{dtype}", op.name())
 }
 
-/// `rows`: one block per output; else one thread per output (see reduce.cu).
-pub(crate) fn reduce_kernel(op: ReduceOp, rows: bool, dtype: DType) -> String {
-    let kind = if rows { "rows" } else { "cols" };
-    format!("reduce_{kind}_{}_{dtype}", op.name())
+/// The three reduction kernels of reduce.cu, chosen by `reduce.rs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ReduceKind {
+    /// One block per output, its threads striding over the reduced elements.
+    Rows,
+    /// One thread per output.
+    Cols,
+    /// Few adjacent outputs: one block takes all of them, its threads split
+    /// between them.
+    Few,
+}
+
+impl ReduceKind {
+    pub(crate) const ALL: [ReduceKind; 3] = [ReduceKind::Rows, ReduceKind::Cols, ReduceKind::Few];
+
+    fn name(self) -> &'static str {
+        match self {
+            ReduceKind::Rows => "rows",
+            ReduceKind::Cols => "cols",
+            ReduceKind::Few => "few",
+        }
+    }
+}
+
+/// The dtype a reduction's partial results (every pass but the last) are written
+/// in: a sum's accumulator, f64, so that an f32 sum is rounded to f32 once;
+/// max and min keep their elements.
+pub(crate) fn partial_dtype(op: ReduceOp, dtype: DType) -> DType {
+    match op {
+        ReduceOp::Sum => DType::F64,
+        ReduceOp::Max | ReduceOp::Min => dtype,
+    }
+}
+
+/// `reduce_<kind>_<op>_<input>`, or `..._<input>_<output>` where the two differ
+/// (sums only: f32 input to f64 partial results, f64 partial results to the f32
+/// sum). See reduce.cu.
+pub(crate) fn reduce_kernel(op: ReduceOp, kind: ReduceKind, input: DType, output: DType) -> String {
+    let (kind, op) = (kind.name(), op.name());
+    if input == output {
+        format!("reduce_{kind}_{op}_{input}")
+    } else {
+        format!("reduce_{kind}_{op}_{input}_{output}")
+    }
 }
 
 /// `copy`, `copy_add` or `copy_atomic_add`.
@@ -224,8 +264,18 @@ pub fn kernel_names() -> Vec<(Module, String)> {
             names.push((Module::Binary, binary_assign_kernel(op, dtype)));
         }
         for op in every_reduce_op() {
-            names.push((Module::Reduce, reduce_kernel(op, true, dtype)));
-            names.push((Module::Reduce, reduce_kernel(op, false, dtype)));
+            for output in DTYPES {
+                // Mixed types only where a pass writes partial results in another
+                // dtype (f32 to f64) or reads them (f64 to f32).
+                let partials =
+                    partial_dtype(op, dtype) == output || partial_dtype(op, output) == dtype;
+                if output != dtype && !partials {
+                    continue;
+                }
+                for kind in ReduceKind::ALL {
+                    names.push((Module::Reduce, reduce_kernel(op, kind, dtype, output)));
+                }
+            }
         }
         for kind in ["copy", "copy_add", "copy_atomic_add"] {
             names.push((Module::Copy, copy_kernel(kind, dtype)));
@@ -421,11 +471,12 @@ pub fn check_sources(archs: &[&str]) -> Result<Vec<SourceCheck>> {
 mod tests {
     use super::*;
 
-    /// An entry as NVRTC 13 writes it for `compute_90` (copied from its output).
+    /// An entry as NVRTC 13 writes it for `compute_90` (copied from its output;
+    /// the index struct grew from 272 to 280 bytes with `index32` since).
     const PTX: &str = "
 .visible .entry unary_neg_f32(
 \t.param .u64 unary_neg_f32_param_0,
-\t.param .align 8 .b8 unary_neg_f32_param_1[272],
+\t.param .align 8 .b8 unary_neg_f32_param_1[280],
 \t.param .u64 unary_neg_f32_param_2,
 \t.param .u64 unary_neg_f32_param_3,
 \t.param .f64 unary_neg_f32_param_4
@@ -439,14 +490,14 @@ mod tests {
     fn ptx_parameters_are_read_and_a_changed_one_is_seen() {
         use Param::*;
         let want = kernel_params("unary_neg_f32");
-        assert_eq!(want, vec![U64, Struct(272), U64, U64, F64]);
+        assert_eq!(want, vec![U64, Struct(280), U64, U64, F64]);
         assert_eq!(ptx_params(PTX, "unary_neg_f32"), Some(want.clone()));
         assert_eq!(ptx_params(PTX, "unary_exp_f32"), None);
         // A kernel whose scalar became a float, or whose index struct grew, no
         // longer matches what the backend launches it with.
         for changed in [
             PTX.replace(".f64 unary", ".f32 unary"),
-            PTX.replace("[272]", "[280]"),
+            PTX.replace("[280]", "[288]"),
         ] {
             let got = ptx_params(&changed, "unary_neg_f32");
             assert!(got.is_some() && got != Some(want.clone()), "{changed}");

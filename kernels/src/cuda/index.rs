@@ -5,6 +5,11 @@
 //! Axes are merged the way the CPU walker merges them (size-1 axes dropped, axes
 //! laid out back to back in every operand joined), so a contiguous tensor is one
 //! axis and its kernels take the fast path with no index arithmetic.
+//!
+//! Each struct also carries the launch's index width (`index32`, decided here by
+//! [`fits_u32`] and nowhere else): the kernels' per-axis division and remainder
+//! run in 32-bit arithmetic when every element count and storage offset of the
+//! launch fits in 32 bits, in 64-bit otherwise.
 
 use crate::walk::Walk;
 use crate::{KernelError, Layout, Result};
@@ -18,6 +23,7 @@ pub(crate) const MAX_DIMS: usize = 16;
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Index1 {
     rank: u64,
+    index32: u64,
     offset: u64,
     dims: [u64; MAX_DIMS],
     strides: [u64; MAX_DIMS],
@@ -28,6 +34,7 @@ pub(crate) struct Index1 {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Index2 {
     rank: u64,
+    index32: u64,
     offset_a: u64,
     offset_b: u64,
     dims: [u64; MAX_DIMS],
@@ -42,6 +49,7 @@ pub(crate) struct ReduceIndex {
     offset: u64,
     kept_rank: u64,
     red_rank: u64,
+    index32: u64,
     kept_dims: [u64; MAX_DIMS],
     kept_strides: [u64; MAX_DIMS],
     red_dims: [u64; MAX_DIMS],
@@ -61,6 +69,30 @@ fn too_many_axes(rank: usize) -> KernelError {
     ))
 }
 
+#[cfg(feature = "cuda-emulator")]
+thread_local! {
+    /// Set by `emu::with_64_bit_indices`: this thread's launches take the 64-bit
+    /// index path whatever their size, so that the emulated device, whose test
+    /// sizes all fit in 32 bits, runs that path too.
+    pub(crate) static FORCE_64_BIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a launch over `views` may index in 32 bits (`index32` in common.cuh):
+/// the element count and one past the largest storage offset of every view are at
+/// most `u32::MAX`, so no index, offset or intermediate product of
+/// `strided_offset` (each at most the largest offset) wraps around. The one place
+/// this is decided.
+pub(crate) fn fits_u32(views: &[&Layout]) -> bool {
+    #[cfg(feature = "cuda-emulator")]
+    if FORCE_64_BIT.with(std::cell::Cell::get) {
+        return false;
+    }
+    let max = u32::MAX as usize;
+    views
+        .iter()
+        .all(|l| l.numel() <= max && l.required_len() <= max)
+}
+
 fn fill(dst: &mut [u64; MAX_DIMS], src: &[usize]) {
     for (d, &s) in dst.iter_mut().zip(src) {
         *d = s as u64;
@@ -76,6 +108,7 @@ impl Index1 {
         }
         let mut ix = Index1 {
             rank: rank as u64,
+            index32: fits_u32(&[l]) as u64,
             offset: l.offset() as u64,
             dims: [0; MAX_DIMS],
             strides: [0; MAX_DIMS],
@@ -108,6 +141,7 @@ impl Index2 {
         }
         let mut ix = Index2 {
             rank: rank as u64,
+            index32: fits_u32(&[a, b]) as u64,
             offset_a: a.offset() as u64,
             offset_b: b.offset() as u64,
             dims: [0; MAX_DIMS],
@@ -163,6 +197,7 @@ impl ReducePlan {
             offset: l.offset() as u64,
             kept_rank: kr as u64,
             red_rank: rr as u64,
+            index32: fits_u32(&[l]) as u64,
             kept_dims: [0; MAX_DIMS],
             kept_strides: [0; MAX_DIMS],
             red_dims: [0; MAX_DIMS],
@@ -227,6 +262,32 @@ mod tests {
         let p = ReducePlan::new(&l, &[0, 1]).unwrap();
         assert_eq!((p.out_n, p.red_n, p.index.red_rank), (1, 2048 * 1024, 1));
         assert_eq!(p.kept_inner_stride, None);
+    }
+
+    #[test]
+    fn the_32_bit_index_path_is_taken_only_where_every_offset_fits() {
+        let big = u32::MAX as usize;
+        let small = Layout::contiguous(Shape::from([4, 3, 5]));
+        assert_eq!(Index1::new(&small).unwrap().index32, 1);
+        // Few elements, but an offset past 2^32.
+        let far = Layout::new(Shape::from([4]), &[1], big).unwrap();
+        assert_eq!(Index1::new(&far).unwrap().index32, 0);
+        // Few elements, but a stride that reaches past 2^32 (and one that does not).
+        let wide = Layout::new(Shape::from([3, 2]), &[1 << 31, 1], 0).unwrap();
+        assert_eq!(Index1::new(&wide).unwrap().index32, 0);
+        let near = Layout::new(Shape::from([2, 2]), &[1 << 31, 1], 0).unwrap();
+        assert_eq!(Index1::new(&near).unwrap().index32, 1);
+        // 2^32 elements of a broadcast scalar: one offset, too many elements.
+        let many = Layout::new(Shape::from([1 << 16, 1 << 16]), &[0, 0], 0).unwrap();
+        assert_eq!(Index1::new(&many).unwrap().index32, 0);
+        // Two operands: either one past 2^32 makes it 64-bit.
+        let far4 = Layout::new(Shape::from([4, 3, 5]), &[15, 5, 1], big).unwrap();
+        assert_eq!(Index2::new(&small, &small).unwrap().index32, 1);
+        assert_eq!(Index2::new(&small, &far4).unwrap().index32, 0);
+        assert_eq!(Index2::new(&far4, &small).unwrap().index32, 0);
+        // Reductions read one view.
+        assert_eq!(ReducePlan::new(&small, &[1]).unwrap().index.index32, 1);
+        assert_eq!(ReducePlan::new(&far4, &[1]).unwrap().index.index32, 0);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! which becomes cuBLAS's transpose flag), and the batch axes as one stride (0 for
 //! a broadcast operand). Only a view that fits none of these (a matrix with
 //! neither stride 1, a broadcast inside a matrix, batch axes that do not merge) is
-//! copied to a contiguous buffer first, on the device.
+//! copied to a contiguous buffer first, on the device; where the two operands'
+//! batch axes merge only apart (one broadcast over some batch axes and not others),
+//! only the operand whose own batch axes do not merge is copied ([`to_copy`]).
 
 use super::driver::{Driver, GemmArgs};
 use super::{CudaElement, CudaStorage, alloc};
@@ -44,6 +46,18 @@ fn contiguous(x: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Layout)> {
     ))
 }
 
+/// Which operands' batch axes (`shape`, with strides `a` and `b`) must be copied
+/// to a contiguous buffer for one batch stride per operand to describe them: none
+/// when they merge into one axis in both together; else each operand whose own
+/// batch axes do not merge into one (a copy's do, and so do both together then).
+fn to_copy(shape: &[usize], a: &[usize], b: &[usize]) -> (bool, bool) {
+    if Walk::new(shape, [a, b]).shape.len() <= 1 {
+        return (false, false);
+    }
+    let merges = |s: &[usize]| Walk::new(shape, [s]).shape.len() <= 1;
+    (!merges(a), !merges(b))
+}
+
 /// `dims` is `(batch, m, k, n)` from `check::matmul_dims`, which checked that the
 /// two views agree (same batch axes, inner sizes) and that the result's size fits.
 pub(super) fn matmul<T: CudaElement>(
@@ -61,16 +75,24 @@ pub(super) fn matmul<T: CudaElement>(
     if len == 0 || k == 0 {
         return CudaStorage::filled(dev, len, T::DTYPE, 0.0);
     }
-    let w = Walk::new(
-        batch_shape,
-        [&la.strides()[..r - 2], &lb.strides()[..r - 2]],
-    );
-    if w.shape.len() > 1 {
-        // Batch axes that no single stride describes: materialise both operands.
-        let (a2, la2) = contiguous(a, la)?;
-        let (b2, lb2) = contiguous(b, lb)?;
-        return matmul::<T>(&a2, &la2, &b2, &lb2, dims);
+    let (sa, sb) = (&la.strides()[..r - 2], &lb.strides()[..r - 2]);
+    match to_copy(batch_shape, sa, sb) {
+        (false, false) => {}
+        (true, false) => {
+            let (a2, la2) = contiguous(a, la)?;
+            return matmul::<T>(&a2, &la2, b, lb, dims);
+        }
+        (false, true) => {
+            let (b2, lb2) = contiguous(b, lb)?;
+            return matmul::<T>(a, la, &b2, &lb2, dims);
+        }
+        (true, true) => {
+            let (a2, la2) = contiguous(a, la)?;
+            let (b2, lb2) = contiguous(b, lb)?;
+            return matmul::<T>(&a2, &la2, &b2, &lb2, dims);
+        }
     }
+    let w = Walk::new(batch_shape, [sa, sb]);
     let (stride_a, stride_b) = match w.shape.len() {
         1 => (w.strides[0][0], w.strides[1][0]),
         _ => (0, 0),
@@ -117,7 +139,27 @@ pub(super) fn matmul<T: CudaElement>(
 
 #[cfg(test)]
 mod tests {
-    use super::transposed_operand;
+    use super::{to_copy, transposed_operand};
+
+    #[test]
+    fn only_the_operand_whose_batch_axes_do_not_merge_is_copied() {
+        // [2, 3] batch: a contiguous (strides 3*35, 35), b [3, 7, 4] broadcast over
+        // the first batch axis (0, 28): b alone is copied.
+        assert_eq!(to_copy(&[2, 3], &[105, 35], &[0, 28]), (false, true));
+        // And the other way round.
+        assert_eq!(to_copy(&[2, 3], &[0, 35], &[84, 28]), (true, false));
+        // a's batch axes swapped (they never merge), b one matrix for all: a.
+        assert_eq!(to_copy(&[2, 3], &[35, 70], &[0, 0]), (true, false));
+        // Each broadcast over a different axis: both.
+        assert_eq!(to_copy(&[2, 3], &[0, 35], &[28, 0]), (true, true));
+        // Merging together (contiguous, or one broadcast over all): neither.
+        assert_eq!(to_copy(&[2, 3], &[105, 35], &[84, 28]), (false, false));
+        assert_eq!(to_copy(&[2, 3], &[105, 35], &[0, 0]), (false, false));
+        assert_eq!(
+            to_copy(&[2, 1, 3], &[105, 7, 35], &[0, 9, 0]),
+            (false, false)
+        );
+    }
 
     #[test]
     fn operands_are_described_as_they_lie() {

@@ -1,15 +1,25 @@
-// Reductions over a set of axes. Per ReduceOp variant and dtype there are two
-// kernels, chosen by the host for the memory order of the view:
+// Reductions over a set of axes. Per ReduceOp variant and element type there are
+// three kernels, chosen by the host (reduce.rs) for the memory order of the view
+// and the number of outputs:
 //
 // - reduce_rows_<op>_<dtype>: one block per output element, its threads striding
 //   over the reduced elements (coalesced when the reduced axes are innermost);
 // - reduce_cols_<op>_<dtype>: one thread per output element, each walking the
-//   reduced elements (coalesced when the kept axes are innermost).
+//   reduced elements (coalesced when the kept axes are innermost);
+// - reduce_few_<op>_<dtype>: few outputs (at most 64), adjacent in memory:
+//   one block takes all of them and splits its threads between them (thread t
+//   takes output t % out_n and every lanes-th reduced element, lanes = blockDim.x /
+//   out_n), so adjacent threads still read adjacent elements and no thread idles;
+//   each output's lanes are then combined in shared memory.
 //
-// Both split the reduction into gridDim.y chunks of `chunk` elements when there
-// are too few outputs to fill the device; chunk s of output o is written to
+// All three split the reduction into gridDim.y chunks of `chunk` elements when
+// there are too few outputs to fill the device; chunk s of output o is written to
 // out[s * out_n + o], and the host reduces those partial results in a second pass.
-// Sums accumulate in double (f32 sums of millions of elements stay accurate).
+// Sums accumulate in double (f32 sums of millions of elements stay accurate), and
+// their partial results are written in double too: reduce_<kind>_sum_f32_f64 takes
+// the f32 input to double partials, reduce_<kind>_sum_f64_f32 the double partials
+// to the f32 result, so an f32 sum is rounded to f32 once, however many passes.
+// (Names: reduce_<kind>_<op>_<in>, with _<out> added where the types differ.)
 
 template <typename T>
 struct ReduceSum {
@@ -31,6 +41,15 @@ struct ReduceMin {
     __device__ static Acc identity() { return m_inf(T(0)); }
     __device__ static Acc combine(Acc a, Acc b) { return m_min(a, b); }
 };
+
+// The reduction kernels' shared memory, one array for all of them (a kernel gets
+// it only if it uses it): block_reduce takes the first 32 entries, reduce_few one
+// per thread, so blocks of reduce_few have at most REDUCE_SCRATCH threads
+// (reduce.rs launches FEW_BLOCK = 128). Typed double, the widest accumulator; a
+// float accumulator uses the same bytes. (Kept small: the emulator holds shared
+// memory in the host thread's static TLS, of which a dlopen'ed library gets ~1.5 KiB.)
+#define REDUCE_SCRATCH 128
+__shared__ double reduce_scratch[REDUCE_SCRATCH];
 
 // Combines `v` across the block; the result is valid in thread 0. blockDim.x is a
 // multiple of 32 and at most 1024.
@@ -55,63 +74,113 @@ __device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v, typ
     return v;
 }
 
-template <typename Op, typename T>
+template <typename Op, typename In, typename Out, typename I>
 __device__ __forceinline__ void reduce_rows(const u64 out_n, const u64 red_n, const u64 chunk,
-                                            const ReduceIndex& ix, const T* __restrict__ in,
-                                            T* __restrict__ out) {
+                                            const ReduceIndex& ix, const In* __restrict__ in,
+                                            Out* __restrict__ out) {
     typedef typename Op::Acc Acc;
-    __shared__ Acc shared[32];
+    Acc* const shared = (Acc*)reduce_scratch;
     const u64 start = (u64)blockIdx.y * chunk;
     const u64 end = min(red_n, start + chunk);
     for (u64 o = blockIdx.x; o < out_n; o += gridDim.x) {
-        const u64 base = ix.offset + strided_offset(o, ix.kept_rank, ix.kept_dims, ix.kept_strides);
+        const I base = (I)ix.offset + strided_offset<I>((I)o, ix.kept_rank, ix.kept_dims, ix.kept_strides);
         Acc acc = Op::identity();
         if (ix.red_rank <= 1) {
-            const u64 st = ix.red_rank == 1 ? ix.red_strides[0] : 0;
+            const I st = ix.red_rank == 1 ? (I)ix.red_strides[0] : (I)0;
             for (u64 r = start + threadIdx.x; r < end; r += blockDim.x) {
-                acc = Op::combine(acc, (Acc)in[base + r * st]);
+                acc = Op::combine(acc, (Acc)in[base + (I)r * st]);
             }
         } else {
             for (u64 r = start + threadIdx.x; r < end; r += blockDim.x) {
-                acc = Op::combine(acc, (Acc)in[base + strided_offset(r, ix.red_rank, ix.red_dims, ix.red_strides)]);
+                acc = Op::combine(acc, (Acc)in[base + strided_offset<I>((I)r, ix.red_rank, ix.red_dims, ix.red_strides)]);
             }
         }
         acc = block_reduce<Op>(acc, shared);
         if (threadIdx.x == 0) {
-            out[(u64)blockIdx.y * out_n + o] = (T)acc;
+            out[(u64)blockIdx.y * out_n + o] = (Out)acc;
         }
     }
 }
 
-template <typename Op, typename T>
+template <typename Op, typename In, typename Out, typename I>
 __device__ __forceinline__ void reduce_cols(const u64 out_n, const u64 red_n, const u64 chunk,
-                                            const ReduceIndex& ix, const T* __restrict__ in,
-                                            T* __restrict__ out) {
+                                            const ReduceIndex& ix, const In* __restrict__ in,
+                                            Out* __restrict__ out) {
     typedef typename Op::Acc Acc;
     const u64 start = (u64)blockIdx.y * chunk;
     const u64 end = min(red_n, start + chunk);
     GRID_LOOP(o, out_n) {
-        const u64 base = ix.offset + strided_offset(o, ix.kept_rank, ix.kept_dims, ix.kept_strides);
+        const I base = (I)ix.offset + strided_offset<I>((I)o, ix.kept_rank, ix.kept_dims, ix.kept_strides);
         Acc acc = Op::identity();
         for (u64 r = start; r < end; ++r) {
-            acc = Op::combine(acc, (Acc)in[base + strided_offset(r, ix.red_rank, ix.red_dims, ix.red_strides)]);
+            acc = Op::combine(acc, (Acc)in[base + strided_offset<I>((I)r, ix.red_rank, ix.red_dims, ix.red_strides)]);
         }
-        out[(u64)blockIdx.y * out_n + o] = (T)acc;
+        out[(u64)blockIdx.y * out_n + o] = (Out)acc;
     }
 }
 
-#define REDUCE_KERNELS(SUF, T, NAME, OP)                                                           \
-    extern "C" __global__ void reduce_rows_##NAME##_##SUF(                                         \
+// The host launches it with grid.x = 1, blockDim.x <= REDUCE_SCRATCH and out_n <=
+// blockDim.x / 2 (so lanes >= 2).
+template <typename Op, typename In, typename Out, typename I>
+__device__ __forceinline__ void reduce_few(const u64 out_n, const u64 red_n, const u64 chunk,
+                                           const ReduceIndex& ix, const In* __restrict__ in,
+                                           Out* __restrict__ out) {
+    typedef typename Op::Acc Acc;
+    Acc* const shared = (Acc*)reduce_scratch;
+    if (blockIdx.x != 0) {
+        return; // (the whole block: no barrier is left waiting)
+    }
+    const unsigned n = (unsigned)out_n;
+    const unsigned lanes = blockDim.x / n;
+    const unsigned o = threadIdx.x % n, lane = threadIdx.x / n;
+    const u64 start = (u64)blockIdx.y * chunk;
+    const u64 end = min(red_n, start + chunk);
+    Acc acc = Op::identity();
+    if (lane < lanes) {
+        const I base = (I)ix.offset + strided_offset<I>((I)o, ix.kept_rank, ix.kept_dims, ix.kept_strides);
+        if (ix.red_rank <= 1) {
+            const I st = ix.red_rank == 1 ? (I)ix.red_strides[0] : (I)0;
+            for (u64 r = start + lane; r < end; r += lanes) {
+                acc = Op::combine(acc, (Acc)in[base + (I)r * st]);
+            }
+        } else {
+            for (u64 r = start + lane; r < end; r += lanes) {
+                acc = Op::combine(acc, (Acc)in[base + strided_offset<I>((I)r, ix.red_rank, ix.red_dims, ix.red_strides)]);
+            }
+        }
+    }
+    shared[threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.x < n) {
+        // Lane 0's value is this thread's own; the others in lane order.
+        for (unsigned l = 1; l < lanes; ++l) {
+            acc = Op::combine(acc, shared[l * n + threadIdx.x]);
+        }
+        out[(u64)blockIdx.y * out_n + threadIdx.x] = (Out)acc;
+    }
+}
+
+#define REDUCE_KIND(KIND, NAME, SUF, OP, IN, OUT)                                                  \
+    extern "C" __global__ void reduce_##KIND##_##NAME##_##SUF(                                     \
         const u64 out_n, const u64 red_n, const u64 chunk, const ReduceIndex ix,                   \
-        const T* __restrict__ in, T* __restrict__ out) {                                           \
-        reduce_rows<OP<T>, T>(out_n, red_n, chunk, ix, in, out);                                   \
-    }                                                                                              \
-    extern "C" __global__ void reduce_cols_##NAME##_##SUF(                                         \
-        const u64 out_n, const u64 red_n, const u64 chunk, const ReduceIndex ix,                   \
-        const T* __restrict__ in, T* __restrict__ out) {                                           \
-        reduce_cols<OP<T>, T>(out_n, red_n, chunk, ix, in, out);                                   \
+        const IN* __restrict__ in, OUT* __restrict__ out) {                                        \
+        if (ix.index32) {                                                                          \
+            reduce_##KIND<OP, IN, OUT, unsigned>(out_n, red_n, chunk, ix, in, out);                \
+        } else {                                                                                   \
+            reduce_##KIND<OP, IN, OUT, u64>(out_n, red_n, chunk, ix, in, out);                     \
+        }                                                                                          \
     }
 
-FOR_EACH_DTYPE(REDUCE_KERNELS, sum, ReduceSum)
-FOR_EACH_DTYPE(REDUCE_KERNELS, max, ReduceMax)
-FOR_EACH_DTYPE(REDUCE_KERNELS, min, ReduceMin)
+#define REDUCE_KERNELS(NAME, SUF, OP, IN, OUT)                                                     \
+    REDUCE_KIND(rows, NAME, SUF, OP, IN, OUT)                                                      \
+    REDUCE_KIND(cols, NAME, SUF, OP, IN, OUT)                                                      \
+    REDUCE_KIND(few, NAME, SUF, OP, IN, OUT)
+
+REDUCE_KERNELS(sum, f32, ReduceSum<float>, float, float)
+REDUCE_KERNELS(sum, f64, ReduceSum<double>, double, double)
+REDUCE_KERNELS(sum, f32_f64, ReduceSum<float>, float, double)
+REDUCE_KERNELS(sum, f64_f32, ReduceSum<float>, double, float)
+REDUCE_KERNELS(max, f32, ReduceMax<float>, float, float)
+REDUCE_KERNELS(max, f64, ReduceMax<double>, double, double)
+REDUCE_KERNELS(min, f32, ReduceMin<float>, float, float)
+REDUCE_KERNELS(min, f64, ReduceMin<double>, double, double)

@@ -64,11 +64,11 @@ __device__ __forceinline__ T op_pow_scalar(T x, T p) {
                 }                                                                                  \
             }                                                                                      \
         } else {                                                                                   \
-            GRID_LOOP(i, n) {                                                                      \
-                const T x = in[ix.offset + strided_offset(i, ix.rank, ix.dims, ix.strides)];       \
+            GRID_LOOP_OFFSETS1(ix, n, i, o, {                                                      \
+                const T x = in[o];                                                                 \
                 (void)x;                                                                           \
                 out[i] = (__VA_ARGS__);                                                            \
-            }                                                                                      \
+            })                                                                                     \
         }                                                                                          \
     }
 

@@ -49,7 +49,10 @@
 //! - CUDA's math functions' accuracy (the host's libm runs instead), FMA
 //!   contraction (compiled with `-ffp-contract=off`; NVRTC contracts), and
 //!   anything depending on the real number of SMs or on warp scheduling;
-//! - sizes of 2^31 elements and beyond (the emulated suite uses small sizes),
+//! - sizes of 2^31 elements and beyond (the emulated suite uses small sizes; its
+//!   views all fit the kernels' 32-bit index path, and [`with_64_bit_indices`]
+//!   runs them through the 64-bit path, but a 64-bit offset truncated somewhere
+//!   on that path only shows at those sizes),
 //!   real cuBLAS's algorithms and workspaces, the driver's and NVRTC's own
 //!   behaviour (the NVRTC compile check, `kernels/tests/nvrtc.rs`, covers the
 //!   sources' compilation for the GPU);
@@ -308,6 +311,20 @@ pub fn memory_stats() -> Result<(u64, u64, u64)> {
     // SAFETY: three valid out-pointers.
     unsafe { (api.mem_info)(&mut l, &mut p, &mut c) };
     Ok((l, p, c))
+}
+
+/// Runs `f` with every launch this thread plans taking the kernels' 64-bit index
+/// path (`index32` = 0), as views of 2^32 elements or offsets would: the emulated
+/// suite's sizes all fit in 32 bits, so without this only the 32-bit path runs.
+pub fn with_64_bit_indices<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            super::index::FORCE_64_BIT.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(super::index::FORCE_64_BIT.with(|c| c.replace(true)));
+    f()
 }
 
 /// Bit mask of the schedules each launch runs under (all of them unless
