@@ -50,17 +50,38 @@ pub fn run<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, inputs: &[&Tensor])
         .collect::<Result<Vec<_>>>()?;
     let storages: Vec<_> = inputs.iter().map(|t| t.storage_arc()).collect();
     let err = |e| Error::from_kernel(e, name, &shape, first.dtype(), first.device());
+    #[cfg(feature = "cuda")]
+    if let StorageData::Cuda(_) = storages[0].data() {
+        let mut gpu = Vec::with_capacity(inputs.len());
+        for (s, l) in storages.iter().zip(&layouts) {
+            match s.data() {
+                StorageData::Cuda(c) => gpu.push((c, l)),
+                StorageData::Cpu(_) => {
+                    return Err(Error::DeviceMismatch {
+                        op: name,
+                        lhs: first.device(),
+                        rhs: s.device(),
+                    });
+                }
+            }
+        }
+        let out = autograd_kernels::cuda::CudaStorage::run_generated(kernel, what, &gpu, &shape)
+            .map_err(err)?;
+        return Ok(Tensor::from_storage(
+            Storage::new(StorageData::Cuda(out), first.device()),
+            shape,
+        ));
+    }
     let mut cpu = Vec::with_capacity(inputs.len());
     for (s, l) in storages.iter().zip(&layouts) {
         match s.data() {
             StorageData::Cpu(c) => cpu.push((c, l)),
             #[cfg(feature = "cuda")]
             StorageData::Cuda(_) => {
-                return Err(Error::InvalidArgument {
+                return Err(Error::DeviceMismatch {
                     op: name,
-                    msg: "ops generated from an elementwise function run on the CPU only so far; \
-                          move the inputs with `.to(Device::Cpu)`"
-                        .into(),
+                    lhs: first.device(),
+                    rhs: s.device(),
                 });
             }
         }

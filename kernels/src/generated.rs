@@ -18,6 +18,20 @@ pub enum Eval<'a> {
 }
 
 impl Eval<'_> {
+    /// What the CUDA kernels take as `what`: the order in the low byte, then the
+    /// inputs differentiated along, a byte each.
+    pub fn code(&self) -> u64 {
+        match self {
+            Eval::Value => 0,
+            Eval::Derivative(alpha) => alpha
+                .iter()
+                .enumerate()
+                .fold(alpha.len() as u64, |w, (k, &a)| {
+                    w | ((a as u64 & 0xff) << (8 * (k + 1)))
+                }),
+        }
+    }
+
     /// Operands the kernel reads for `arity` inputs of `f`.
     pub fn operands(&self, arity: usize) -> usize {
         match self {
@@ -31,6 +45,13 @@ impl Eval<'_> {
 /// the supported methods (`ew_exp`, ..) for `float`, `double` and duals.
 pub const CUDA_PRELUDE: &str = include_str!("generated.cuh");
 
+/// Most parameters (fields of the op's struct read by its function) a generated
+/// op's CUDA kernels take.
+pub const MAX_PARAMS: usize = 4;
+
+/// Most inputs of a generated op's function.
+pub const MAX_INPUTS: usize = 4;
+
 /// The highest derivative order a generated kernel evaluates (nested dual numbers,
 /// one level an order).
 pub const MAX_ORDER: usize = 3;
@@ -42,6 +63,14 @@ pub trait ElementwiseKernel: Send + Sync {
 
     /// Number of inputs of `f`.
     fn arity(&self) -> usize;
+
+    /// The CUDA C++ of the op's kernels (compiled after [`CUDA_PRELUDE`]): one
+    /// entry point per dtype, `<name>_f32` and `<name>_f64`, taking
+    /// `(n, what, x0, x1, x2, x3, g, out, p0, p1, p2, p3)` (see [`Eval::code`]).
+    fn cuda_source(&self) -> &'static str;
+
+    /// The op's parameters as the CUDA kernels take them (`p0..p3`).
+    fn cuda_params(&self) -> [f64; MAX_PARAMS];
 
     /// `out[i] = what(ins[..][i])` over contiguous operands of `out`'s length; `ins`
     /// holds [`Eval::operands`] slices. The caller checks the count, the lengths and
@@ -291,6 +320,12 @@ mod tests {
         }
         fn arity(&self) -> usize {
             2
+        }
+        fn cuda_source(&self) -> &'static str {
+            ""
+        }
+        fn cuda_params(&self) -> [f64; MAX_PARAMS] {
+            [0.0; MAX_PARAMS]
         }
         fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut [T]) {
             match what {

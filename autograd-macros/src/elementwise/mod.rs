@@ -16,6 +16,9 @@ use quote::{format_ident, quote};
 use syn::{Ident, ReceiverKind};
 pub(crate) use translate::{MAX_INPUTS, Translated, TranslatedBackward, is_scalar_type};
 
+/// Most parameters an elementwise op's function reads (its CUDA kernels take four).
+const MAX_PARAMS: usize = 4;
+
 /// An elementwise op that passed every check.
 pub(crate) struct Valid<'t, 'a> {
     pub op: &'t Op<'a>,
@@ -291,6 +294,19 @@ pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid
             None
         }
     };
+    let mut read: Vec<&Ident> = Vec::new();
+    let all_fields = body.iter().flat_map(|b| &b.fields);
+    for field in all_fields.chain(backward.iter().flat_map(|b| &b.body.fields)) {
+        if !read.contains(&field) {
+            read.push(field);
+        }
+        if read.len() > MAX_PARAMS && read.last() == Some(&field) {
+            errs.at(
+                field,
+                format!("an elementwise op reads at most {MAX_PARAMS} of its parameters (its GPU kernels take them as arguments)"),
+            );
+        }
+    }
     errs.finish()?;
     let Some(body) = body else {
         return Err(syn::Error::new_spanned(f, "elementwise body"));
@@ -485,6 +501,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             .collect(),
     });
     let inputs_owned: Vec<Ident> = input_idents.iter().map(|i| (*i).clone()).collect();
+    let padding = (fields_used.len()..4).map(|_| quote!(0.0));
     let cuda = translate::cuda_source(
         name,
         &inputs_owned,
@@ -533,6 +550,12 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                     }
                     fn arity(&self) -> usize {
                         #n
+                    }
+                    fn cuda_source(&self) -> &'static str {
+                        CUDA_SOURCE
+                    }
+                    fn cuda_params(&self) -> [f64; 4] {
+                        [#(self.#fields_used as f64,)* #(#padding),*]
                     }
                     #eval
                 }

@@ -833,65 +833,76 @@ pub(crate) fn cuda_source(
             b.lets
         ));
     }
-    let operands: String = (0..n)
-        .map(|k| format!("const TY* __restrict__ x{k}, "))
-        .collect();
+    let value_args: Vec<String> = (0..n).map(|k| format!("x{k}[i]")).collect();
+    let mut cases = format!(
+        "      case 0: r = {name}_f<T>(p, {}); break;\n",
+        value_args.join(", ")
+    );
+    for order in 1..=3usize {
+        let value = match &backward {
+            None => {
+                let seeded: Vec<String> = (0..n)
+                    .map(|m| {
+                        let seeds: Vec<String> =
+                            (0..order).map(|k| format!("a{k} == {m}")).collect();
+                        format!("ew_seed{order}<T>(x{m}[i], {})", seeds.join(", "))
+                    })
+                    .collect();
+                format!(
+                    "g[i] * {name}_f(p, {}){}",
+                    seeded.join(", "),
+                    ".d".repeat(order)
+                )
+            }
+            Some(_) if order == 1 => format!("{name}_g<T>(p, a0, {}, g[i])", value_args.join(", ")),
+            Some(_) => {
+                let seeded: Vec<String> = (0..n)
+                    .map(|m| {
+                        let seeds: Vec<String> =
+                            (1..order).map(|k| format!("a{k} == {m}")).collect();
+                        format!("ew_seed{}<T>(x{m}[i], {})", order - 1, seeds.join(", "))
+                    })
+                    .collect();
+                let lifted = if order == 2 {
+                    "Dual<T>(g[i])"
+                } else {
+                    "Dual<Dual<T>>(g[i])"
+                };
+                format!(
+                    "{name}_g(p, a0, {}, {lifted}){}",
+                    seeded.join(", "),
+                    ".d".repeat(order - 1)
+                )
+            }
+        };
+        cases.push_str(&format!("      case {order}: r = {value}; break;\n"));
+    }
+    let inits: Vec<String> = (0..fields.len()).map(|k| format!("p{k}")).collect();
+    s.push_str(&format!(
+        "// One pass over n elements: the value (what = 0), or the derivative of order\n\
+         // what & 0xff along inputs a0, a1, a2 (the next bytes of what), times g.\n\
+         template <typename T>\n\
+         __device__ __forceinline__ void {name}_run(unsigned long long n, unsigned long long what, \
+         const T* __restrict__ x0, const T* __restrict__ x1, const T* __restrict__ x2, \
+         const T* __restrict__ x3, const T* __restrict__ g, T* __restrict__ out, const {name}_params& p) {{\n\
+           const int order = (int)(what & 0xff), a0 = (int)((what >> 8) & 0xff), \
+         a1 = (int)((what >> 16) & 0xff), a2 = (int)((what >> 24) & 0xff);\n\
+           (void)x1; (void)x2; (void)x3; (void)g; (void)a1; (void)a2;\n\
+           for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; \
+         i += (unsigned long long)gridDim.x * blockDim.x) {{\n\
+             T r;\n\
+             switch (order) {{\n{cases}      default: r = T(0.0);\n    }}\n    out[i] = r;\n  }}\n}}\n"
+    ));
     for (ty, suffix) in [("float", "f32"), ("double", "f64")] {
-        let operands = operands.replace("TY", ty);
-        let value_args: Vec<String> = (0..n).map(|k| format!("x{k}[i]")).collect();
         s.push_str(&format!(
-            "extern \"C\" __global__ void {name}_{suffix}(unsigned long long n, {operands}{ty}* __restrict__ out, \
-             const {name}_params p) {{\n  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; \
-             i < n; i += (unsigned long long)gridDim.x * blockDim.x) out[i] = {name}_f<{ty}>(p, {});\n}}\n",
-            value_args.join(", ")
+            "extern \"C\" __global__ void {name}_{suffix}(unsigned long long n, unsigned long long what, \
+             const {ty}* x0, const {ty}* x1, const {ty}* x2, const {ty}* x3, const {ty}* g, {ty}* out, \
+             double p0, double p1, double p2, double p3) {{\n  \
+             (void)p0; (void)p1; (void)p2; (void)p3;\n  \
+             const {name}_params p = {{{}}};\n  \
+             {name}_run<{ty}>(n, what, x0, x1, x2, x3, g, out, p);\n}}\n",
+            inits.join(", ")
         ));
-        for order in 1..=3usize {
-            let alphas: String = (0..order).map(|k| format!("int a{k}, ")).collect();
-            let value = match &backward {
-                None => {
-                    let seeded: Vec<String> = (0..n)
-                        .map(|m| {
-                            let seeds: Vec<String> =
-                                (0..order).map(|k| format!("a{k} == {m}")).collect();
-                            format!("ew_seed{order}<{ty}>(x{m}[i], {})", seeds.join(", "))
-                        })
-                        .collect();
-                    format!(
-                        "g[i] * {name}_f(p, {}){}",
-                        seeded.join(", "),
-                        ".d".repeat(order)
-                    )
-                }
-                Some(_) if order == 1 => {
-                    format!("{name}_g<{ty}>(p, a0, {}, g[i])", value_args.join(", "))
-                }
-                Some(_) => {
-                    let seeded: Vec<String> = (0..n)
-                        .map(|m| {
-                            let seeds: Vec<String> =
-                                (1..order).map(|k| format!("a{k} == {m}")).collect();
-                            format!("ew_seed{}<{ty}>(x{m}[i], {})", order - 1, seeds.join(", "))
-                        })
-                        .collect();
-                    let lifted = if order == 2 {
-                        format!("Dual<{ty}>(g[i])")
-                    } else {
-                        format!("Dual<Dual<{ty}>>(g[i])")
-                    };
-                    format!(
-                        "{name}_g(p, a0, {}, {lifted}){}",
-                        seeded.join(", "),
-                        ".d".repeat(order - 1)
-                    )
-                }
-            };
-            s.push_str(&format!(
-                "extern \"C\" __global__ void {name}_d{order}_{suffix}(unsigned long long n, {alphas}{operands}\
-                 const {ty}* __restrict__ g, {ty}* __restrict__ out, const {name}_params p) {{\n  \
-                 for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; \
-                 i < n; i += (unsigned long long)gridDim.x * blockDim.x) out[i] = {value};\n}}\n"
-            ));
-        }
     }
     s
 }

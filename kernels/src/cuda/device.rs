@@ -159,6 +159,23 @@ impl CudaDevice {
         lock(&self.functions).insert(name.to_string(), f.clone());
         Ok(f)
     }
+
+    /// Kernel `name` of a generated op's program `source` (compiled at the first
+    /// use of `key`, the op's name), for the calling thread.
+    pub(crate) fn generated_function(
+        &self,
+        key: &str,
+        source: &str,
+        name: &str,
+    ) -> Result<<Drv as Driver>::Func> {
+        self.bind()?;
+        if let Some(f) = lock(&self.functions).get(name) {
+            return Ok(f.clone());
+        }
+        let f = self.driver.load_generated(key, source, name)?;
+        lock(&self.functions).insert(name.to_string(), f.clone());
+        Ok(f)
+    }
 }
 
 /// Buffers come from the device's default stream-ordered memory pool

@@ -110,6 +110,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The context must be bound.
     fn load_function(&self, module: Module, name: &str) -> Result<Self::Func>;
 
+    /// Loads kernel `name` of a generated program (an op generated from an
+    /// elementwise function: `source` is the whole program), compiling it at the
+    /// first use of `key`. The context must be bound.
+    fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<Self::Func>;
+
     /// Launches `f` (the kernel `name`) with `args`.
     ///
     /// # Safety

@@ -610,3 +610,6 @@ impl BackendStorage for CudaStorage {
         Self::filled(&self.device, len, dtype, value)
     }
 }
+
+// After the macros above, which it uses.
+mod generated;

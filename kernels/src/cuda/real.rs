@@ -119,6 +119,8 @@ pub(crate) struct Cudarc {
     /// The device's default memory pool (`cuMemAllocAsync`), when it has one.
     pool: Option<MemPool>,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
+    /// The programs of generated ops, by key (the op's name).
+    generated: Mutex<HashMap<String, Arc<CudaModule>>>,
     /// Created at the first matrix product; the lock also serialises cuBLAS calls
     /// (a handle is not to be used by two threads at once).
     blas: Mutex<Option<CudaBlas>>,
@@ -236,6 +238,7 @@ impl Driver for Cudarc {
             multiprocessors,
             pool,
             modules: Mutex::new(HashMap::new()),
+            generated: Mutex::new(HashMap::new()),
             blas: Mutex::new(None),
         })
     }
@@ -325,6 +328,34 @@ impl Driver for Cudarc {
                 module.file()
             ))
         })
+    }
+
+    fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<CudaFunction> {
+        let module = {
+            let mut generated = lock(&self.generated);
+            match generated.get(key) {
+                Some(m) => m.clone(),
+                None => {
+                    let (major, minor) = self.compute_capability;
+                    let file = format!("{key}.cu");
+                    let cubin = compile::compile_source(
+                        &file,
+                        source,
+                        &format!("sm_{major}{minor}"),
+                        Output::Cubin,
+                    )?;
+                    let m = self
+                        .ctx
+                        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                        .map_err(|e| driver_error(&format!("loading {file}"), e))?;
+                    generated.insert(key.to_string(), m.clone());
+                    m
+                }
+            }
+        };
+        module
+            .load_function(name)
+            .map_err(|e| KernelError::Device(format!("kernel `{name}` is not in {key}.cu ({e:?})")))
     }
 
     unsafe fn launch(

@@ -81,6 +81,12 @@ unsafe extern "C" {
 }
 
 const RTLD_NOW: c_int = 2;
+/// The runtime's symbols (the fiber scheduler, the running thread's indices) are
+/// global, so that generated programs compiled at run time bind to them.
+const RTLD_GLOBAL: c_int = 0x100;
+
+/// The shim header, for programs compiled at run time (generated ops).
+const SHIM: &str = include_str!("shim.h");
 
 #[repr(C)]
 struct EmuArg {
@@ -174,7 +180,7 @@ fn api() -> std::result::Result<&'static Api, String> {
         let path = CString::new(LIBRARY).map_err(|_| "bad library path".to_string())?;
         // SAFETY: loading the emulator library built by build.rs; its initialisers
         // are the C++ runtime's.
-        let h = unsafe { dlopen(path.as_ptr(), RTLD_NOW) };
+        let h = unsafe { dlopen(path.as_ptr(), RTLD_NOW | RTLD_GLOBAL) };
         if h.is_null() {
             return Err(format!("loading the CUDA emulator failed: {}", dl_error()));
         }
@@ -362,6 +368,66 @@ impl Emulator {
     }
 }
 
+/// A generated program compiled as host C++ behind the shim, as build.rs compiles
+/// the fixed sources, but at run time: g++ (or `$CXX`) into a shared library in a
+/// temporary folder, loaded once per key. Returns the library's handle.
+fn generated_library(key: &str, source: &str) -> Result<usize> {
+    static LIBRARIES: Mutex<Vec<(String, usize)>> = Mutex::new(Vec::new());
+    let mut libs = LIBRARIES.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, h)) = libs.iter().find(|(k, _)| k == key) {
+        return Ok(*h);
+    }
+    api_or_err()?; // the runtime first: the program binds to its symbols
+    let fail = |what: String| KernelError::Device(format!("emulated CUDA: {key}.cu: {what}"));
+    let dir = std::env::temp_dir().join(format!("autograd-emu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| fail(format!("creating {}: {e}", dir.display())))?;
+    std::fs::write(dir.join("shim.h"), SHIM).map_err(|e| fail(format!("writing shim.h: {e}")))?;
+    let stem: String = key
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let unit = dir.join(format!("{stem}.cpp"));
+    let lib = dir.join(format!("lib{stem}.so"));
+    std::fs::write(
+        &unit,
+        format!("#include \"shim.h\"\n#line 1 \"{key}.cu\"\n{source}"),
+    )
+    .map_err(|e| fail(format!("writing {}: {e}", unit.display())))?;
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
+    let out = std::process::Command::new(&cxx)
+        .args([
+            "-std=c++17",
+            "-O1",
+            "-fPIC",
+            "-shared",
+            "-ffp-contract=off",
+            "-w",
+        ])
+        .arg("-I")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&lib)
+        .arg(&unit)
+        .output()
+        .map_err(|e| fail(format!("running {cxx}: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "{cxx} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let path =
+        CString::new(lib.to_string_lossy().as_bytes()).map_err(|_| fail("bad path".into()))?;
+    // SAFETY: loading the library just built from the generated source; it has no
+    // initialisers of its own beyond the C++ runtime's.
+    let h = unsafe { dlopen(path.as_ptr(), RTLD_NOW) };
+    if h.is_null() {
+        return Err(fail(format!("loading it failed: {}", dl_error())));
+    }
+    libs.push((key.to_string(), h as usize));
+    Ok(h as usize)
+}
+
 impl Driver for Emulator {
     type Buf<T: CudaElement> = EmuBuf<T>;
     type Func = EmuFunc;
@@ -504,6 +570,20 @@ impl Driver for Emulator {
                 module.file()
             ))),
         }
+    }
+
+    fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<EmuFunc> {
+        require_bound("cuModuleGetFunction")?;
+        let handle = generated_library(key, source)?;
+        let ptr = symbol(handle as *mut c_void, name).map_err(|e| {
+            KernelError::Device(format!(
+                "kernel `{name}` is not in {key}.cu (emulated: {e})"
+            ))
+        })?;
+        Ok(EmuFunc {
+            ptr: ptr as usize,
+            name: CString::new(name).unwrap_or_default(),
+        })
     }
 
     unsafe fn launch(

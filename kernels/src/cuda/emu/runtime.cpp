@@ -501,7 +501,7 @@ struct EmuArg {
     const void* value;  // the value; for a buffer, its u64 device address
 };
 
-enum Sig { S_UNARY, S_COPY, S_BINARY, S_REDUCE, S_FILL, S_CAST, S_UNKNOWN };
+enum Sig { S_UNARY, S_COPY, S_BINARY, S_REDUCE, S_FILL, S_CAST, S_GENERATED, S_UNKNOWN };
 
 Sig signature(const std::string& s) {
     if (s == "u1ppd") return S_UNARY;
@@ -510,6 +510,8 @@ Sig signature(const std::string& s) {
     if (s == "uuuRpp") return S_REDUCE;
     if (s == "upd") return S_FILL;
     if (s == "u1pp") return S_CAST;
+    // An op generated from an elementwise function: n, what, x0..x3, g, out, p0..p3.
+    if (s == "uuppppppdddd") return S_GENERATED;
     return S_UNKNOWN;
 }
 
@@ -557,6 +559,12 @@ void invoke(const void* p) {
     case S_CAST:
         ((void (*)(u64, Index1, u64, u64))c.fn)(arg<u64>(a[0]), arg<Index1>(a[1]),
                                                  arg<u64>(a[2]), arg<u64>(a[3]));
+        break;
+    case S_GENERATED:
+        ((void (*)(u64, u64, u64, u64, u64, u64, u64, u64, double, double, double, double))c.fn)(
+            arg<u64>(a[0]), arg<u64>(a[1]), arg<u64>(a[2]), arg<u64>(a[3]), arg<u64>(a[4]),
+            arg<u64>(a[5]), arg<u64>(a[6]), arg<u64>(a[7]), arg<double>(a[8]),
+            arg<double>(a[9]), arg<double>(a[10]), arg<double>(a[11]));
         break;
     case S_UNKNOWN:
         break;
