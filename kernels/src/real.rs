@@ -593,7 +593,8 @@ mod tests {
 
     #[test]
     fn derivatives_of_the_methods() {
-        let cases: [(fn(Dual<f64>) -> Dual<f64>, fn(f64) -> f64); 10] = [
+        type Case = (fn(Dual<f64>) -> Dual<f64>, fn(f64) -> f64);
+        let cases: [Case; 10] = [
             (|x| x.exp_m1(), |x: f64| x.exp()),
             (|x| x.ln_1p(), |x: f64| 1.0 / (1.0 + x)),
             (|x| x.sqrt(), |x: f64| 0.5 / x.sqrt()),
