@@ -19,6 +19,7 @@ pub mod cuda;
 mod dtype;
 mod error;
 mod layout;
+pub mod math;
 mod op;
 mod shape;
 mod walk;
