@@ -94,6 +94,10 @@ pub fn exp_m1(x: f32) -> f32 {
     if x == 0.0 { x } else { y }
 }
 
+/// `ln 2` in two parts for `ln` (musl's `logf` constants).
+const LN2_HI_LOG: f32 = 6.931_381e-1;
+const LN2_LO_LOG: f32 = 9.058_001e-6;
+
 /// `ln(x)` for finite `x > 0` (subnormals included), without the special values.
 #[inline(always)]
 fn ln_core(x: f32) -> f32 {
@@ -114,9 +118,6 @@ fn ln_core(x: f32) -> f32 {
     let dk = k as f32 + kadj;
     s * (hfsq + r) + dk * LN2_LO_LOG - hfsq + f + dk * LN2_HI_LOG
 }
-/// `ln 2` in two parts for `ln` (musl's `logf`): `dk * LN2_HI_LOG` is exact.
-const LN2_HI_LOG: f32 = 6.931_381e-1;
-const LN2_LO_LOG: f32 = 9.058_001e-6;
 
 /// `ln(x)`.
 ///
@@ -155,8 +156,8 @@ pub fn tanh(x: f32) -> f32 {
     let a = clamp(x.abs(), 0.0, 10.0);
     let (n, r) = reduce_ln2(a + a);
     let p = expm1_poly(r);
-    let m = if n < 30 { n } else { 30 };
-    let t = (p + (1.0 - pow2i(-m))) * pow2i(n);
+    // 0 <= n <= 29.
+    let t = (p + (1.0 - pow2i(-n))) * pow2i(n);
     with_sign_of(t / (t + 2.0), x)
 }
 
@@ -246,9 +247,11 @@ pub fn cos(x: f32) -> f32 {
 pub fn erf(x: f32) -> f32 {
     let a = x.abs();
     let z = a * a;
-    let small = a * horner!(z;
+    // erf(x) = x + x·y with y = erf(x)/x - 1 small: x is exact, y's rounding shrinks.
+    let y = horner!(z;
         7.875_875e-5, -8.016_864_3e-4, 5.189_087_2e-3, -2.685_421_1e-2,
-        1.128_359_4e-1, -3.761_262_6e-1, ERF_C0);
+        1.128_359_4e-1, -3.761_262_6e-1, 1.283_791_7e-1);
+    let small = a + a * y;
     let t = clamp(a, 1.0, 4.0) - 2.5;
     let big = horner!(t;
         8.837_966_4e-7, 4.879_900_6e-7, -1.566_748_5e-5, 1.783_762_5e-5,
@@ -259,10 +262,6 @@ pub fn erf(x: f32) -> f32 {
     let y = if a >= 3.919_206 { 1.0 } else { y };
     with_sign_of(y, x)
 }
-
-/// The fitted constant term of `erf`'s polynomial on `[0, 1]`: one ulp below `2/√π`
-/// rounded, which gives 2 ulp where the rounded constant gives 3.
-const ERF_C0: f32 = f32::from_bits(0x3F90_6EBA);
 
 /// `x^y` with the special cases of `std`'s `powf` (C's `pow`): `x^±0 = 1` and
 /// `1^y = 1` for every `x`, `y` (NaN included); a negative `x` gives the signed
