@@ -268,8 +268,9 @@ pub fn erf(x: f32) -> f32 {
 /// result for an integral `y` and NaN for a finite non-integral `y`; zeros and
 /// infinities as in C.
 ///
-/// Computed as `e^{y·ln|x|}` in `f64` (with this crate's `f64` functions), so the
-/// result is the `f64` value rounded once: max error 1 ulp over all `x`, `y`.
+/// Computed as `e^{y·ln|x|}` in `f64` (two lanes a 128-bit register where `f32` has
+/// four, but no double-`f32` arithmetic to get `ln|x|` exact enough), so the result is
+/// an `f64` value within about 2^-36 rounded once: max error 1 ulp over all `x`, `y`.
 #[inline(always)]
 pub fn powf(x: f32, y: f32) -> f32 {
     super::f64::pow_f32_in_f64(x as f64, y as f64) as f32

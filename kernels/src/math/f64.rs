@@ -404,10 +404,38 @@ fn pow_special(x: f64, y: f64, r: f64) -> f64 {
     }
 }
 
-/// `f32` `powf` computed in `f64`: `ln` and `exp` in plain `f64` are exact enough.
+/// `f32` `powf` computed in `f64`: `e^{y·ln|x|}` with polynomials of lower degree than
+/// this module's `ln` and `exp`, enough for a result that is then rounded to `f32`
+/// (relative error about 2^-36 before that rounding).
 #[inline(always)]
 pub(super) fn pow_f32_in_f64(x: f64, y: f64) -> f64 {
-    pow_special(x, y, exp(y * ln(x.abs())))
+    let ax = x.abs();
+    let (dk, m) = split_exponent(ax);
+    let f = m - 1.0;
+    let s = f / (2.0 + f);
+    let z = s * s;
+    let r = z * horner!(z;
+        1.938_729_901_124_342_2e-1, 2.219_011_972_118_275e-1, 2.857_177_491_632_499_3e-1,
+        3.999_999_869_651_572e-1, 6.666_666_666_744_985e-1);
+    let hfsq = 0.5 * f * f;
+    let l = s * (hfsq + r) - hfsq + f + dk * core::f64::consts::LN_2;
+    let l = if ax == 0.0 { f64::NEG_INFINITY } else { l };
+    let l = if ax.is_nan() | (ax == f64::INFINITY) {
+        ax
+    } else {
+        l
+    };
+    // Beyond [-120, 100] the f32 result is 0 or ∞ whatever the f64 one is.
+    let p = clamp(y * l, -120.0, 100.0);
+    let (n, _, r) = reduce_ln2(p);
+    let e = 1.0
+        + (r + r
+            * r
+            * (0.5
+                + r * horner!(r;
+        2.485_229_591_718_249e-5, 1.989_198_905_262_853_2e-4, 1.388_886_557_892_215_3e-3,
+        8.333_310_017_113_927e-3, 4.166_666_668_253_72e-2, 1.666_666_668_254_161_7e-1)));
+    pow_special(x, y, e * pow2i(n))
 }
 
 /// `x^y` with the special cases of `std`'s `powf` (C's `pow`): `x^±0 = 1` and
