@@ -20,6 +20,7 @@ mod dtype;
 mod error;
 pub mod generated;
 mod layout;
+pub mod math;
 mod op;
 pub mod real;
 mod shape;
