@@ -75,7 +75,7 @@ pub trait ElementwiseKernel: Send + Sync {
     /// `out[i] = what(ins[..][i])` over contiguous operands of `out`'s length; `ins`
     /// holds [`Eval::operands`] slices. The caller checks the count, the lengths and
     /// the derivative order (at most [`MAX_ORDER`], each entry below `arity`).
-    fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut [T]);
+    fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut Vec<T>);
 }
 
 /// Elements computed per call of the kernel when operands have to be gathered
@@ -156,14 +156,13 @@ fn run_typed<T: Real + CpuElement, K: ElementwiseKernel>(
         typed.push((data, l));
     }
     let mut out: Vec<T> = pool::take(n)?;
-    out.resize(n, T::ZERO);
     let dense: Option<Vec<&[T]>> = typed
         .iter()
         .map(|&(d, l)| crate::cpu::dense_range(l).map(|r| &d[r]))
         .collect();
     if let Some(slices) = dense {
         kernel.eval(what, &slices, &mut out);
-        return Ok(out);
+        return complete(kernel, out, n);
     }
     // Some operand is strided or broadcast: gather chunks of every such operand
     // into a buffer (dense ones are sliced), then run the kernel on the chunk.
@@ -197,10 +196,24 @@ fn run_typed<T: Real + CpuElement, K: ElementwiseKernel>(
                 }
             })
             .collect();
-        kernel.eval(what, &slices, &mut out[start..start + len]);
+        kernel.eval(what, &slices, &mut out);
         start += len;
     }
-    Ok(out)
+    complete(kernel, out, n)
+}
+
+/// The output, once the kernel has appended every element (an error, not a
+/// short buffer, if it did not).
+fn complete<T, K: ElementwiseKernel>(kernel: &K, out: Vec<T>, n: usize) -> Result<Vec<T>> {
+    if out.len() == n {
+        Ok(out)
+    } else {
+        Err(KernelError::Layout(format!(
+            "`{}`: the kernel wrote {} of {n} elements",
+            kernel.name(),
+            out.len()
+        )))
+    }
 }
 
 /// A position in a strided view, walked in row-major order.
@@ -263,9 +276,10 @@ impl Cursor {
 pub mod loops {
     macro_rules! map_n {
         ($name:ident, $avx:ident, $n:literal) => {
-            /// `out[i] = f(ins[0][i], .., ins[N-1][i])`; every slice has `out`'s length.
+            /// Appends `f(ins[0][i], .., ins[N-1][i])` to `out` for every `i` of the
+            /// operands (slices of one length).
             #[inline(always)]
-            pub fn $name<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut [T], f: F) {
+            pub fn $name<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
                 #[cfg(target_arch = "x86_64")]
                 {
                     if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
@@ -280,19 +294,26 @@ pub mod loops {
 
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
-            fn $avx<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut [T], f: F) {
+            fn $avx<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
                 body::<T, F, $n>(ins, out, f)
             }
         };
     }
 
     #[inline(always)]
-    fn body<T: Copy, F: Fn([T; N]) -> T, const N: usize>(ins: &[&[T]], out: &mut [T], f: F) {
-        let n = out.len();
+    fn body<T: Copy, F: Fn([T; N]) -> T, const N: usize>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
+        let n = ins.first().map_or(0, |s| s.len());
         let ins: [&[T]; N] = std::array::from_fn(|k| &ins[k][..n]);
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = f(std::array::from_fn(|k| ins[k][i]));
+        // Written in place, with no pass to initialise the output first (an
+        // `extend` over an iterator of `f` does not vectorize; this loop does).
+        out.reserve(n);
+        let start = out.len();
+        for (i, o) in out.spare_capacity_mut()[..n].iter_mut().enumerate() {
+            o.write(f(std::array::from_fn(|k| ins[k][i])));
         }
+        // SAFETY: the `n` elements after the old length were just written, and the
+        // capacity holds them (reserved above).
+        unsafe { out.set_len(start + n) };
     }
 
     map_n!(map1, map1_avx2, 1);
@@ -327,7 +348,7 @@ mod tests {
         fn cuda_params(&self) -> [f64; MAX_PARAMS] {
             [0.0; MAX_PARAMS]
         }
-        fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut [T]) {
+        fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut Vec<T>) {
             match what {
                 Eval::Value => loops::map2(ins, out, |[x, y]| f(x, y)),
                 Eval::Derivative([i]) => loops::map3(ins, out, |[x, y, g]| {

@@ -423,7 +423,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             &self,
             what: #p::elementwise::Eval<'_>,
             ins: &[&[T]],
-            out: &mut [T],
+            out: &mut ::std::vec::Vec<T>,
         ) {
             #[allow(unused_imports)]
             use #p::elementwise::{Dual, Eval, loops, seed1, seed2, seed3};
