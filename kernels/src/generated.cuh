@@ -80,10 +80,10 @@ template <typename T> __device__ __forceinline__ Dual<T> ew_powi(Dual<T> x, int 
     return ew_chain(x, ew_powi(x.v, n), slope);
 }
 template <typename T> __device__ __forceinline__ Dual<T> ew_min(Dual<T> a, Dual<T> b) {
-    return a.v < b.v ? a : (b.v < a.v ? b : Dual<T>(a.v, (a.d + b.d) * T(0.5)));
+    return b.v < a.v ? b : (b.v == a.v ? Dual<T>(a.v, (a.d + b.d) * T(0.5)) : a);
 }
 template <typename T> __device__ __forceinline__ Dual<T> ew_max(Dual<T> a, Dual<T> b) {
-    return a.v > b.v ? a : (b.v > a.v ? b : Dual<T>(a.v, (a.d + b.d) * T(0.5)));
+    return b.v > a.v ? b : (b.v == a.v ? Dual<T>(a.v, (a.d + b.d) * T(0.5)) : a);
 }
 
 // Seeds: the derivative parts of input x for the derivative orders 1 to 3.

@@ -409,7 +409,9 @@ impl<T: Real> Real for Dual<T> {
             v: self.v,
             d: (self.d + o.d) * T::lit(0.5),
         };
-        Self::select(self.v.lt(o.v), self, Self::select(o.v.lt(self.v), o, tie))
+        // As plain `min`: `other` only where it is smaller, `self` where they are
+        // unordered (NaN); the mean of the derivatives only at a true tie.
+        Self::select(o.v.lt(self.v), o, Self::select(o.v.eq(self.v), tie, self))
     }
     #[inline(always)]
     fn max(self, o: Self) -> Self {
@@ -417,7 +419,7 @@ impl<T: Real> Real for Dual<T> {
             v: self.v,
             d: (self.d + o.d) * T::lit(0.5),
         };
-        Self::select(self.v.gt(o.v), self, Self::select(o.v.gt(self.v), o, tie))
+        Self::select(o.v.gt(self.v), o, Self::select(o.v.eq(self.v), tie, self))
     }
     #[inline(always)]
     fn lt(self, o: Self) -> T::Mask {

@@ -67,8 +67,17 @@ struct Case {
 /// list with the registry.
 const UNARY: &[&str] = &[
     "neg", "exp", "log", "sqrt", "square", "abs", "tanh", "sigmoid", "relu", "gelu", "sin", "cos",
+    "erf", "softplus", "silu", "mish", "log1p", "expm1", "recip", "hardtanh",
 ];
-const WITH_SCALAR: &[&str] = &["add_scalar", "mul_scalar", "div_scalar", "pow_scalar"];
+const WITH_SCALAR: &[&str] = &[
+    "add_scalar",
+    "mul_scalar",
+    "div_scalar",
+    "pow_scalar",
+    "leaky_relu",
+    "elu",
+    "clamp",
+];
 const BINARY: &[&str] = &["add", "sub", "mul", "div", "pow", "maximum", "minimum"];
 const REDUCE: &[&str] = &["sum", "mean", "max", "min", "logsumexp"];
 const OTHER: &[&str] = &[
@@ -92,6 +101,7 @@ const OTHER: &[&str] = &[
     "cross_entropy",
     "mse_loss",
     "to_device",
+    "where",
 ];
 
 fn covered() -> impl Iterator<Item = &'static str> {
@@ -374,6 +384,26 @@ fn strategy(name: &'static str) -> BoxedStrategy<Case> {
         return case(name, axis_params(), one_input(0..=4));
     }
     match name {
+        // A mask (no gradient) and two values, all broadcast to one shape.
+        "where" => case(name, no_params(), |smooth| {
+            dims(0..=3)
+                .prop_flat_map(|base| {
+                    (
+                        Just(base.clone()),
+                        broadcast_partner(base.clone()),
+                        broadcast_partner(base),
+                    )
+                })
+                .prop_flat_map(move |(a, m, b)| {
+                    (input(m, smooth), input(a, smooth), input(b, smooth)).prop_map(
+                        |(mut m, a, b)| {
+                            m.differentiable = false;
+                            vec![m, a, b]
+                        },
+                    )
+                })
+                .boxed()
+        }),
         "sum_all" | "mean_all" | "transpose" => case(name, no_params(), one_input(0..=4)),
         "unsqueeze" | "squeeze" => case(name, axis_params(), one_input(0..=4)),
         "reshape" | "broadcast_to" | "sum_to_shape" => case(name, no_params(), one_input(0..=4))
@@ -695,6 +725,18 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "cross_entropy" => ops::cross_entropy(&x[0], &x[1]),
         "mse_loss" => ops::mse_loss(&x[0], &x[1]),
         "to_device" => ops::to_device(&x[0], target_device(p)),
+        "erf" => ops::erf(&x[0]),
+        "softplus" => ops::softplus(&x[0]),
+        "silu" => ops::silu(&x[0]),
+        "mish" => ops::mish(&x[0]),
+        "log1p" => ops::log1p(&x[0]),
+        "expm1" => ops::expm1(&x[0]),
+        "recip" => ops::recip(&x[0]),
+        "hardtanh" => ops::hardtanh(&x[0]),
+        "leaky_relu" => ops::leaky_relu(&x[0], p.scalar),
+        "elu" => ops::elu(&x[0], p.scalar),
+        "clamp" => ops::clamp(&x[0], p.scalar, p.scalar + 1.0),
+        "where" => ops::r#where(&x[0], &x[1], &x[2]),
         other => panic!("no runner for `{other}`"),
     }
 }
@@ -747,6 +789,10 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "cross_entropy" => r::cross_entropy(&x[0], &x[1]),
         "mse_loss" => r::mse_loss(&x[0], &x[1]),
         "to_device" => Some(x[0].clone()),
+        "leaky_relu" => Some(x[0].map(|v| if v > 0.0 { v } else { p.scalar * v })),
+        "elu" => Some(x[0].map(|v| if v > 0.0 { v } else { p.scalar * v.exp_m1() })),
+        "clamp" => Some(x[0].map(|v| r::clamp(v, p.scalar, p.scalar + 1.0))),
+        "where" => r::select(&x[0], &x[1], &x[2]),
         other => panic!("no reference for `{other}`"),
     }
 }
@@ -984,9 +1030,15 @@ macro_rules! properties {
             )*
         }
 
+        /// `where` is a keyword: its test has another name.
+        #[test]
+        fn where_() {
+            run_property("where");
+        }
+
         #[test]
         fn the_per_op_tests_are_the_covered_list() {
-            let mut listed = vec![$(stringify!($op)),*];
+            let mut listed = vec![$(stringify!($op),)* "where"];
             listed.sort_unstable();
             let mut ours: Vec<&str> = covered().collect();
             ours.sort_unstable();
@@ -1003,6 +1055,7 @@ properties! {
     sum_all mean_all softmax log_softmax
     reshape broadcast_to sum_to_shape transpose permute unsqueeze squeeze narrow pad concat
     index_select index_add matmul cross_entropy mse_loss to_device
+    erf softplus silu mish log1p expm1 recip hardtanh leaky_relu elu clamp
 }
 
 /// IEEE propagation through whole graphs, forward and backward, spelled out.

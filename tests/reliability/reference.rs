@@ -437,6 +437,14 @@ pub fn unary_fn(op: &str) -> Option<fn(f64) -> f64> {
         "gelu" => gelu,
         "sin" => f64::sin,
         "cos" => f64::cos,
+        "erf" => erf,
+        "softplus" => |x: f64| max_first(x, 0.0) + (-x.abs()).exp().ln_1p(),
+        "silu" => |x: f64| x / (1.0 + (-x).exp()),
+        "mish" => |x: f64| x * (max_first(x, 0.0) + (-x.abs()).exp().ln_1p()).tanh(),
+        "log1p" => f64::ln_1p,
+        "expm1" => f64::exp_m1,
+        "recip" => |x: f64| 1.0 / x,
+        "hardtanh" => |x: f64| clamp(x, -1.0, 1.0),
         _ => return None,
     })
 }
@@ -453,4 +461,65 @@ pub fn binary_fn(op: &str) -> Option<fn(f64, f64) -> f64> {
         "minimum" => min_nan,
         _ => return None,
     })
+}
+
+/// `if other > x { other } else { x }`: the larger, `x` when they are not ordered
+/// (NaN): the `max` of generated ops.
+pub fn max_first(x: f64, other: f64) -> f64 {
+    if other > x { other } else { x }
+}
+
+/// `min(max(x, lo), hi)` with the NaN rules of generated ops (a NaN `x` stays NaN,
+/// a NaN bound is ignored).
+pub fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
+    let t = max_first(x, lo);
+    if hi < t { hi } else { t }
+}
+
+/// The error function: its series for |x| < 3, the asymptotic expansion of
+/// `erfc` beyond (relative error below 1e-12 either way).
+pub fn erf(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    let a = x.abs();
+    let v = if a < 3.0 {
+        let (mut sum, mut term) = (0.0, a);
+        for n in 0..80 {
+            sum += term / (2 * n + 1) as f64;
+            term *= -a * a / (n + 1) as f64;
+        }
+        sum * std::f64::consts::FRAC_2_SQRT_PI
+    } else if a.is_infinite() {
+        1.0
+    } else {
+        // erfc(a) = e^(-a²)/(a√π) · (1 - 1/(2a²) + 3/(2a²)² - 15/(2a²)³ + ..)
+        let (mut sum, mut term, z) = (1.0, 1.0, 1.0 / (2.0 * a * a));
+        for k in 1..12 {
+            term *= -((2 * k - 1) as f64) * z;
+            sum += term;
+        }
+        1.0 - (-a * a).exp() / (a * std::f64::consts::PI.sqrt()) * sum
+    };
+    if x < 0.0 { -v } else { v }
+}
+
+/// `where(mask, a, b)` with the three broadcast to one shape.
+pub fn select(mask: &Nd, a: &Nd, b: &Nd) -> Option<Nd> {
+    let shape = zip(&zip(mask, a, |_, _| 0.0)?, b, |_, _| 0.0)?.dims;
+    let (m, a, b) = (
+        broadcast_to(mask, &shape)?,
+        broadcast_to(a, &shape)?,
+        broadcast_to(b, &shape)?,
+    );
+    let data = (0..m.data.len())
+        .map(|i| {
+            if m.data[i] != 0.0 {
+                a.data[i]
+            } else {
+                b.data[i]
+            }
+        })
+        .collect();
+    Some(Nd { dims: shape, data })
 }
