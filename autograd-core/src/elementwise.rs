@@ -13,7 +13,9 @@ use crate::{Error, Result, Tensor};
 use autograd_kernels::broadcast_shapes;
 use smallvec::SmallVec;
 
-pub use autograd_kernels::generated::{CUDA_PRELUDE, ElementwiseKernel, Eval, MAX_ORDER, loops};
+pub use autograd_kernels::generated::{
+    CUDA_PRELUDE, ElementwiseKernel, Eval, MAX_ORDER, MAX_PARAMS, loops,
+};
 pub use autograd_kernels::real::{Dual, Mask, Real, seed1, seed2, seed3};
 
 /// An op generated from a scalar function (implemented by `#[differentiable]`):

@@ -353,10 +353,7 @@ impl<'a> Forward<'a> {
             .collect();
         Forward {
             original,
-            elementwise: original
-                .attrs
-                .iter()
-                .find(|a| a.path().is_ident("elementwise")),
+            elementwise: elementwise_attr(original),
             receiver,
             params,
         }
@@ -374,6 +371,11 @@ impl<'a> Forward<'a> {
     pub fn takes_self(&self) -> bool {
         self.receiver.is_some()
     }
+}
+
+/// A function's `#[elementwise]` attribute, if it has one.
+fn elementwise_attr(f: &ItemFn) -> Option<&Attribute> {
+    f.attrs.iter().find(|a| a.path().is_ident("elementwise"))
 }
 
 /// `#[no_grad]`, or an attribute spelled close to it (a misspelling, taken as meant).
@@ -404,10 +406,7 @@ impl<'a> Backward<'a> {
             .collect();
         Backward {
             original,
-            elementwise: original
-                .attrs
-                .iter()
-                .find(|a| a.path().is_ident("elementwise")),
+            elementwise: elementwise_attr(original),
             receiver,
             params,
         }

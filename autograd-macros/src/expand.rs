@@ -89,14 +89,7 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             let def = def.original;
             quote!(#def)
         }
-        None => {
-            let doc = format!("The `{name}` op (no parameters).");
-            quote! {
-                #[doc = #doc]
-                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-                pub struct #s;
-            }
-        }
+        None => unit_struct(name, s),
     };
 
     let (mut free_fns, mut methods) = (Vec::new(), Vec::new());
@@ -269,6 +262,16 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             };
         }
         #vis use self::#ident::#ident;
+    }
+}
+
+/// The op struct of an op without parameters: a unit struct named after the module.
+pub(crate) fn unit_struct(name: &str, s: &syn::Ident) -> TokenStream {
+    let doc = format!("The `{name}` op (no parameters).");
+    quote! {
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct #s;
     }
 }
 

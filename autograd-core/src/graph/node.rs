@@ -45,13 +45,16 @@ impl Autograd {
     /// A handle of the node that produced an op output.
     pub(crate) fn node_arc(&self) -> Option<Arc<Node>> {
         match self {
-            Autograd::Interior(f) => {
-                let any: Arc<dyn Any + Send + Sync> = f.clone();
-                any.downcast::<Node>().ok()
-            }
+            Autograd::Interior(f) => node_of(f),
             _ => None,
         }
     }
+}
+
+/// The node behind a tensor's producer link (`Node` is the only `GradFn`).
+fn node_of(f: &Arc<dyn GradFn>) -> Option<Arc<Node>> {
+    let any: Arc<dyn Any + Send + Sync> = f.clone();
+    any.downcast::<Node>().ok()
 }
 
 impl Tensor {
@@ -60,7 +63,7 @@ impl Tensor {
         match self.autograd() {
             Autograd::None => Edge::None,
             Autograd::Leaf(slot) => Edge::Leaf(slot.clone()),
-            Autograd::Interior(_) => self.autograd().node_arc().map_or(Edge::None, Edge::Node),
+            Autograd::Interior(f) => node_of(f).map_or(Edge::None, Edge::Node),
         }
     }
 }

@@ -9,7 +9,7 @@ mod translate;
 
 use crate::ast::{ForwardParam, Op};
 use crate::attr::Args;
-use crate::expand::{crate_path, typed_fn_and_method};
+use crate::expand::{crate_path, typed_fn_and_method, unit_struct};
 use crate::valid::{Errors, check_signature, struct_ident};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -300,12 +300,12 @@ pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid
         if !read.contains(&field) {
             read.push(field);
         }
-        if read.len() > MAX_PARAMS && read.last() == Some(&field) {
-            errs.at(
-                field,
-                format!("an elementwise op reads at most {MAX_PARAMS} of its parameters (its GPU kernels take them as arguments)"),
-            );
-        }
+    }
+    for field in read.iter().skip(MAX_PARAMS) {
+        errs.at(
+            field,
+            format!("an elementwise op reads at most {MAX_PARAMS} of its parameters (its GPU kernels take them as arguments)"),
+        );
     }
     errs.finish()?;
     let Some(body) = body else {
@@ -356,14 +356,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             let clone = (!derives_clone).then(|| quote!(#[derive(Clone)]));
             quote!(#clone #def)
         }
-        None => {
-            let doc = format!("The `{name}` op (no parameters).");
-            quote! {
-                #[doc = #doc]
-                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-                pub struct #s;
-            }
-        }
+        None => unit_struct(name, s),
     };
     let check_cases = v.op.check_cases.as_ref().map(|c| c.original);
     let (typed_fn, method_item) = typed_fn_and_method(
@@ -501,7 +494,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             .collect(),
     });
     let inputs_owned: Vec<Ident> = input_idents.iter().map(|i| (*i).clone()).collect();
-    let padding = (fields_used.len()..4).map(|_| quote!(0.0));
+    let slots = 0..fields_used.len();
     let cuda = translate::cuda_source(
         name,
         &inputs_owned,
@@ -554,8 +547,11 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                     fn cuda_source(&self) -> &'static str {
                         CUDA_SOURCE
                     }
-                    fn cuda_params(&self) -> [f64; 4] {
-                        [#(self.#fields_used as f64,)* #(#padding),*]
+                    fn cuda_params(&self) -> [f64; #p::elementwise::MAX_PARAMS] {
+                        #[allow(unused_mut)]
+                        let mut p = [0.0; #p::elementwise::MAX_PARAMS];
+                        #(p[#slots] = self.#fields_used as f64;)*
+                        p
                     }
                     #eval
                 }
