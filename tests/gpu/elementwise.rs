@@ -84,3 +84,37 @@ fn generated_ops_and_their_derivatives_match_the_cpu() {
 fn grad_of(t: &Tensor) -> Tensor {
     t.grad().expect("a gradient")
 }
+
+/// A generated op whose entry point is named like one of the fixed kernels
+/// (`unary_exp_f32`): each call launches its own kernel.
+#[differentiable]
+mod unary_exp {
+    use autograd::prelude::*;
+
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x * 2.0
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "unary_exp (doubles)",
+            vec![Tensor::from_vec(vec![0.5f64, -1.0], [2]).unwrap()],
+            |x| unary_exp(&x[0]),
+        )]
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn a_generated_op_named_like_a_fixed_kernel_runs_its_own() {
+    let dev = gpu();
+    let x = Tensor::from_vec(vec![0.5f32, -1.0, 2.0], [3])
+        .unwrap()
+        .to(dev)
+        .unwrap();
+    let e = compute::to_device(&ops::exp(&x).unwrap(), Device::Cpu).unwrap();
+    let d = compute::to_device(&unary_exp(&x).unwrap(), Device::Cpu).unwrap();
+    assert_eq!(d.to_vec::<f32>().unwrap(), vec![1.0, -2.0, 4.0]);
+    assert!((e.to_vec::<f32>().unwrap()[0] - 0.5f32.exp()).abs() < 1e-6);
+}

@@ -169,11 +169,14 @@ impl CudaDevice {
         name: &str,
     ) -> Result<<Drv as Driver>::Func> {
         self.bind()?;
-        if let Some(f) = lock(&self.functions).get(name) {
+        // Cached apart from the fixed kernels' names (an op may be called
+        // `unary_exp`, whose f32 entry point would then be `unary_exp_f32`).
+        let cached = format!("generated {name}");
+        if let Some(f) = lock(&self.functions).get(&cached) {
             return Ok(f.clone());
         }
         let f = self.driver.load_generated(key, source, name)?;
-        lock(&self.functions).insert(name.to_string(), f.clone());
+        lock(&self.functions).insert(cached, f.clone());
         Ok(f)
     }
 }
