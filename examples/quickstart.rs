@@ -11,19 +11,15 @@ use autograd::{GradcheckOptions, ops};
 /// graph saves `x` for this op and nothing else.
 #[differentiable]
 mod softplus {
+    use autograd::ops;
     use autograd::prelude::*;
-    use autograd::{BinaryOp, UnaryOp, compute, ops};
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {
-        // max(x, 0) + ln(1 + e^-|x|): never overflows. `compute` runs kernels
-        // without recording; the macro records the op as one node around it.
-        let f = |t: &Tensor, op| compute::unary(t, op);
-        let tail = f(
-            &f(&f(&f(x, UnaryOp::Abs)?, UnaryOp::Neg)?, UnaryOp::Exp)?,
-            UnaryOp::AddScalar(1.0),
-        )?;
-        let tail = f(&tail, UnaryOp::Log)?;
-        compute::binary(&f(x, UnaryOp::Relu)?, &tail, BinaryOp::Add)
+        // max(x, 0) + ln(1 + e^-|x|): never overflows. Forward runs with recording
+        // off, so the ops it calls leave no nodes; the macro records the op as one
+        // node around it.
+        let tail = ops::log1p(&ops::exp(&(-ops::abs(x)?)?)?)?;
+        ops::relu(x)? + tail
     }
 
     /// d/dx softplus(x) = sigmoid(x) = 1 / (1 + e^-x), written with differentiable

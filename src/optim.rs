@@ -278,7 +278,7 @@ impl Optimizer for Adam {
                         param: p.downgrade(),
                         step: 1,
                         m: scale(&g, 1.0 - b1)?,
-                        v: scale(&compute::unary(&g, UnaryOp::Square)?, 1.0 - b2)?,
+                        v: scale(&crate::ops::square(&g)?, 1.0 - b2)?,
                     },
                     Some(s) => AdamState {
                         param: s.param.clone(),
@@ -286,14 +286,14 @@ impl Optimizer for Adam {
                         m: add(&scale(&s.m, b1)?, &scale(&g, 1.0 - b1)?)?,
                         v: add(
                             &scale(&s.v, b2)?,
-                            &scale(&compute::unary(&g, UnaryOp::Square)?, 1.0 - b2)?,
+                            &scale(&crate::ops::square(&g)?, 1.0 - b2)?,
                         )?,
                     },
                 };
                 let correction1 = 1.0 - b1.powi(state.step);
                 let correction2 = 1.0 - b2.powi(state.step);
                 let denom = compute::unary(
-                    &compute::unary(&scale(&state.v, 1.0 / correction2)?, UnaryOp::Sqrt)?,
+                    &crate::ops::sqrt(&scale(&state.v, 1.0 / correction2)?)?,
                     UnaryOp::AddScalar(self.eps),
                 )?;
                 let update = compute::binary(

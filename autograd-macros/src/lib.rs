@@ -139,6 +139,15 @@ use proc_macro::TokenStream;
 /// and `grad` by name and returning one gradient per differentiable input (a tuple
 /// for several), linear in `grad`; its own derivatives come from dual numbers.
 ///
+/// A backward may also read `output`, forward's result (`fn backward(output: f32,
+/// grad: f32) -> f32 { grad * output }` for `exp`). The graph then saves the output
+/// and only the inputs the backward names, as a hand-written op reading `output`
+/// does: where the next op saves the same tensor (a matmul after `tanh`), the two
+/// share one buffer. Each input's gradient runs as an elementwise op of its own over
+/// what the backward reads (at most four values), generated from the backward's
+/// body; it is recorded under `create_graph`, so gradients of gradients flow through
+/// the output to the inputs.
+///
 /// ```
 /// use autograd::prelude::*;
 ///

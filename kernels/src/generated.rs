@@ -69,6 +69,13 @@ pub trait ElementwiseKernel: Send + Sync {
     /// `(n, what, x0, x1, x2, x3, g, out, p0, p1, p2, p3)` (see [`Eval::code`]).
     fn cuda_source(&self) -> &'static str;
 
+    /// The name [`Self::cuda_source`] is compiled under, once per device: the op's
+    /// name, or for the gradient op of a backward reading `output` (whose entry
+    /// points are in its op's program), its op's.
+    fn program(&self) -> &'static str {
+        self.name()
+    }
+
     /// The op's parameters as the CUDA kernels take them (`p0..p3`).
     fn cuda_params(&self) -> [f64; MAX_PARAMS];
 

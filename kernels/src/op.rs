@@ -1,42 +1,18 @@
-//! The primitive computations a backend implements. Every differentiable op of the
-//! library is built from these; parameters (a scalar, an exponent) travel in the
-//! variant so that a backend compiles one kernel per variant, not per call site.
+//! The primitive computations a backend implements: the arithmetic the engine and
+//! the ops' backward formulas are made of, the reductions, copies and fills.
+//! Parameters (a scalar, an exponent) travel in the variant so that a backend
+//! compiles one kernel per variant, not per call site.
+//!
+//! Functions with a formula of their own (exp, tanh, gelu, pow, maximum, ..) are not
+//! here: each is an op generated from one scalar function (`#[elementwise]`), and
+//! its CPU loop and CUDA kernel both come from that function
+//! ([`crate::generated`]).
 
 /// Elementwise functions of one operand.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum UnaryOp {
     /// -x.
     Neg,
-    /// e^x.
-    Exp,
-    /// Natural logarithm (NaN below 0, -inf at 0).
-    Log,
-    /// Square root (NaN below 0).
-    Sqrt,
-    /// |x|.
-    Abs,
-    /// Hyperbolic tangent.
-    Tanh,
-    /// 1 / (1 + e^-x), computed without overflow for large |x|.
-    Sigmoid,
-    /// max(x, 0).
-    Relu,
-    /// Sine (radians).
-    Sin,
-    /// Cosine (radians).
-    Cos,
-    /// x * x.
-    Square,
-    /// 1 / x.
-    Recip,
-    /// -1, 0 or 1 (NaN stays NaN).
-    Sign,
-    /// 1 where x > 0, else 0: the derivative of relu.
-    Step,
-    /// Gaussian error linear unit, tanh approximation.
-    Gelu,
-    /// Derivative of [`UnaryOp::Gelu`].
-    GeluGrad,
     /// x + c for a constant c.
     AddScalar(f64),
     /// x * c for a constant c.
@@ -63,12 +39,6 @@ pub enum BinaryOp {
     Mul,
     /// a / b (IEEE: division by zero gives an infinity or NaN, never an error).
     Div,
-    /// a^b
-    Pow,
-    /// The larger of a and b (NaN if either is NaN).
-    Maximum,
-    /// The smaller of a and b (NaN if either is NaN).
-    Minimum,
     /// 1.0 where a == b, else 0.0 (comparisons produce masks of the operands' dtype).
     Eq,
     /// 1.0 where a > b.
@@ -97,21 +67,6 @@ impl UnaryOp {
     pub fn name(&self) -> &'static str {
         match self {
             UnaryOp::Neg => "neg",
-            UnaryOp::Exp => "exp",
-            UnaryOp::Log => "log",
-            UnaryOp::Sqrt => "sqrt",
-            UnaryOp::Abs => "abs",
-            UnaryOp::Tanh => "tanh",
-            UnaryOp::Sigmoid => "sigmoid",
-            UnaryOp::Relu => "relu",
-            UnaryOp::Sin => "sin",
-            UnaryOp::Cos => "cos",
-            UnaryOp::Square => "square",
-            UnaryOp::Recip => "recip",
-            UnaryOp::Sign => "sign",
-            UnaryOp::Step => "step",
-            UnaryOp::Gelu => "gelu",
-            UnaryOp::GeluGrad => "gelu_grad",
             UnaryOp::AddScalar(_) => "add_scalar",
             UnaryOp::MulScalar(_) => "mul_scalar",
             UnaryOp::DivScalar(_) => "div_scalar",
@@ -142,9 +97,6 @@ impl BinaryOp {
             BinaryOp::Sub => "sub",
             BinaryOp::Mul => "mul",
             BinaryOp::Div => "div",
-            BinaryOp::Pow => "pow",
-            BinaryOp::Maximum => "maximum",
-            BinaryOp::Minimum => "minimum",
             BinaryOp::Eq => "eq",
             BinaryOp::Gt => "gt",
             BinaryOp::Ge => "ge",

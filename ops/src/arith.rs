@@ -1,10 +1,9 @@
 //! Elementwise arithmetic with NumPy broadcasting. Backward returns gradients of the
 //! output's shape; the engine sums them back to each input's shape.
 
-use crate::log;
 use autograd_core::cases;
-use autograd_core::primitives::{add_scalar, mul, mul_scalar};
-use autograd_core::{BinaryOp, CheckCase, Result, Tensor, UnaryOp, compute, grad_if};
+use autograd_core::primitives::{mul, mul_scalar};
+use autograd_core::{CheckCase, Result, Tensor, UnaryOp, compute};
 use autograd_macros::differentiable;
 
 /// `a^b` elementwise, the exponent a tensor too.
@@ -19,23 +18,9 @@ pub mod pow {
     /// `a^b` elementwise, broadcasting (NaN for a negative base and a non-integral
     /// exponent, as `powf`). An error when the shapes do not broadcast, or the dtypes
     /// or devices differ.
-    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        compute::binary(a, b, BinaryOp::Pow)
-    }
-
-    /// d/da = b·a^(b-1), d/db = a^b·ln a (from the saved output).
-    pub fn backward(
-        grad: &Tensor,
-        a: &Tensor,
-        b: &Tensor,
-        output: &Tensor,
-        needs: [bool; 2],
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let da = grad_if(needs[0], || {
-            mul(grad, &mul(b, &pow(a, &add_scalar(b, -1.0)?)?)?)
-        })?;
-        let db = grad_if(needs[1], || mul(grad, &mul(output, &log(a)?)?))?;
-        Ok((da, db))
+    #[elementwise]
+    pub fn forward(a: f32, b: f32) -> f32 {
+        a.powf(b)
     }
 
     /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
@@ -43,18 +28,6 @@ pub mod pow {
     pub fn check_cases() -> Vec<CheckCase> {
         cases::binary("pow", pow, (0.5, 2.0), (-1.5, 1.5))
     }
-}
-
-/// Masks routing the gradient of `maximum`/`minimum`: 1 where `wins(a, b)`, ½ where
-/// `a == b`, 0 elsewhere (and 0 where either is NaN). Constants: their derivative is
-/// zero wherever it exists.
-fn tie_split_mask(a: &Tensor, b: &Tensor, wins: BinaryOp) -> Result<Tensor> {
-    let strict = compute::binary(a, b, wins)?;
-    let ties = compute::unary(
-        &compute::binary(a, b, BinaryOp::Eq)?,
-        UnaryOp::MulScalar(0.5),
-    )?;
-    compute::binary(&strict, &ties, BinaryOp::Add)
 }
 
 /// The larger of `a` and `b` elementwise (NaN if either is NaN).
@@ -65,23 +38,17 @@ fn tie_split_mask(a: &Tensor, b: &Tensor, wins: BinaryOp) -> Result<Tensor> {
 pub mod maximum {
     use super::*;
 
-    /// The larger of `a` and `b` elementwise, broadcasting. An error when the shapes do
-    /// not broadcast, or the dtypes or devices differ.
-    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        compute::binary(a, b, BinaryOp::Maximum)
-    }
-
-    /// `grad` to the larger operand, half to each where they tie.
-    pub fn backward(
-        grad: &Tensor,
-        a: &Tensor,
-        b: &Tensor,
-        needs: [bool; 2],
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        Ok((
-            grad_if(needs[0], || mul(grad, &tie_split_mask(a, b, BinaryOp::Gt)?))?,
-            grad_if(needs[1], || mul(grad, &tie_split_mask(a, b, BinaryOp::Lt)?))?,
-        ))
+    /// The larger of `a` and `b` elementwise, broadcasting (`a + b`, a NaN, where
+    /// they are unordered). An error when the shapes do not broadcast, or the dtypes
+    /// or devices differ.
+    /// (`+ 0.0` makes a tie of `-0` and `+0` give `+0` in either order.)
+    #[elementwise]
+    pub fn forward(a: f32, b: f32) -> f32 {
+        if a != a || b != b {
+            a + b
+        } else {
+            a.max(b) + 0.0
+        }
     }
 
     /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
@@ -98,23 +65,17 @@ pub mod maximum {
 pub mod minimum {
     use super::*;
 
-    /// The smaller of `a` and `b` elementwise, broadcasting. An error when the shapes
-    /// do not broadcast, or the dtypes or devices differ.
-    pub fn forward(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-        compute::binary(a, b, BinaryOp::Minimum)
-    }
-
-    /// `grad` to the smaller operand, half to each where they tie.
-    pub fn backward(
-        grad: &Tensor,
-        a: &Tensor,
-        b: &Tensor,
-        needs: [bool; 2],
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        Ok((
-            grad_if(needs[0], || mul(grad, &tie_split_mask(a, b, BinaryOp::Lt)?))?,
-            grad_if(needs[1], || mul(grad, &tie_split_mask(a, b, BinaryOp::Gt)?))?,
-        ))
+    /// The smaller of `a` and `b` elementwise, broadcasting (a NaN where they are
+    /// unordered). An error when the shapes do not broadcast, or the dtypes or
+    /// devices differ.
+    /// (As `-maximum(-a, -b)`: a tie of `-0` and `+0` gives `-0` in either order.)
+    #[elementwise]
+    pub fn forward(a: f32, b: f32) -> f32 {
+        if a != a || b != b {
+            a + b
+        } else {
+            -((-a).max(-b) + 0.0)
+        }
     }
 
     /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.

@@ -1,7 +1,7 @@
 //! Neural-network ops: softmax, log-softmax and the usual losses.
 
 use crate::reduce::stable_max;
-use crate::{exp, mul, mul_scalar, neg, sub, sum};
+use crate::{exp, log, mul, mul_scalar, neg, square, sub, sum};
 use autograd_core::cases;
 use autograd_core::{
     BinaryOp, CheckCase, Error, ReduceOp, Result, Tensor, UnaryOp, compute, grad_if,
@@ -12,11 +12,8 @@ use autograd_macros::differentiable;
 /// without overflow.
 fn log_softmax_forward(op: &'static str, x: &Tensor, axis: usize) -> Result<Tensor> {
     let shifted = compute::binary(x, &stable_max(op, x, axis)?, BinaryOp::Sub)?;
-    let e = compute::unary(&shifted, UnaryOp::Exp)?;
-    let log_sum = compute::unary(
-        &compute::reduce(&e, ReduceOp::Sum, &[axis], true)?,
-        UnaryOp::Log,
-    )?;
+    let e = exp(&shifted)?;
+    let log_sum = log(&compute::reduce(&e, ReduceOp::Sum, &[axis], true)?)?;
     compute::binary(&shifted, &log_sum, BinaryOp::Sub)
 }
 
@@ -38,7 +35,7 @@ pub mod softmax {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("softmax", self.axis, x)?;
         let m = stable_max("softmax", x, axis)?;
-        let e = compute::unary(&compute::binary(x, &m, BinaryOp::Sub)?, UnaryOp::Exp)?;
+        let e = exp(&compute::binary(x, &m, BinaryOp::Sub)?)?;
         let s = compute::reduce(&e, ReduceOp::Sum, &[axis], true)?;
         compute::binary(&e, &s, BinaryOp::Div)
     }
@@ -229,7 +226,7 @@ pub mod mse_loss {
             });
         }
         let diff = compute::binary(pred, target, BinaryOp::Sub)?;
-        let sq = compute::unary(&diff, UnaryOp::Square)?;
+        let sq = square(&diff)?;
         let axes: Vec<usize> = (0..sq.rank()).collect();
         let total = compute::reduce(&sq, ReduceOp::Sum, &axes, false)?;
         compute::unary(&total, UnaryOp::MulScalar(1.0 / pred.numel() as f64))

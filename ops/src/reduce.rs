@@ -35,8 +35,7 @@ pub(crate) fn stable_max(op: &'static str, x: &Tensor, axis: usize) -> Result<Te
         DType::F32 => (f32::MIN as f64, f32::MAX as f64),
         DType::F64 => (f64::MIN, f64::MAX),
     };
-    let m = compute::binary(&m, &m.full_like(lo)?, BinaryOp::Maximum)?;
-    compute::binary(&m, &m.full_like(hi)?, BinaryOp::Minimum)
+    crate::clamp(&m, lo, hi)
 }
 
 /// Sum of every element: a scalar.
@@ -296,9 +295,9 @@ pub mod logsumexp {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("logsumexp", self.axis, x)?;
         let m = stable_max("logsumexp", x, axis)?;
-        let e = compute::unary(&compute::binary(x, &m, BinaryOp::Sub)?, UnaryOp::Exp)?;
+        let e = crate::exp(&compute::binary(x, &m, BinaryOp::Sub)?)?;
         let s = compute::reduce(&e, ReduceOp::Sum, &[axis], true)?;
-        let out = compute::binary(&compute::unary(&s, UnaryOp::Log)?, &m, BinaryOp::Add)?;
+        let out = compute::binary(&crate::log(&s)?, &m, BinaryOp::Add)?;
         if self.keepdim {
             Ok(out)
         } else {

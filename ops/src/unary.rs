@@ -1,8 +1,9 @@
-//! Elementwise functions of one tensor.
+//! Elementwise functions of one tensor, each written once as a scalar function
+//! (`#[elementwise]`): the CPU loops, the CUDA kernels and every derivative are
+//! generated from it.
 
-use crate::{add, add_scalar, div, mul, mul_scalar, neg};
 use autograd_core::cases;
-use autograd_core::{CheckCase, Result, Tensor, UnaryOp, compute, is_grad_enabled};
+use autograd_core::{CheckCase, Result, Tensor};
 use autograd_macros::differentiable;
 
 fn unary_case(
@@ -25,13 +26,15 @@ pub mod exp {
     use super::*;
 
     /// `e^x` elementwise.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Exp)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.exp()
     }
 
     /// d/dx e^x = e^x: the output, saved instead of the input.
-    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
-        mul(grad, output)
+    #[elementwise]
+    pub fn backward(output: f32, grad: f32) -> f32 {
+        grad * output
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[-1, 1)`.
@@ -46,13 +49,9 @@ pub mod log {
     use super::*;
 
     /// The natural logarithm elementwise (NaN below 0, `-inf` at 0).
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Log)
-    }
-
-    /// d/dx ln x = 1/x.
-    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        crate::div(grad, x)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.ln()
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[0.5, 2)`, away from the pole at 0.
@@ -61,32 +60,28 @@ pub mod log {
     }
 }
 
-/// `max(x, 0)`. The gradient at exactly 0 is 0.
+/// `max(x, 0)`. The gradient at exactly 0 is 0; NaN stays NaN.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod relu {
     use super::*;
 
-    /// `max(x, 0)` elementwise.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Relu)
+    /// `x` where positive (or NaN), else 0.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        if x > 0.0 || x != x { x } else { 0.0 }
     }
 
     /// The gradient passes where the output is positive. The output is saved (not
     /// the input): the next op usually saves it too, so the two share one buffer.
-    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
-        mul(grad, &relu_mask(output)?)
+    #[elementwise]
+    pub fn backward(output: f32, grad: f32) -> f32 {
+        if output > 0.0 { grad } else { 0.0 }
     }
 
     /// Gradcheck input: fixed values of both signs, none near the kink at 0.
     pub fn check_cases() -> Vec<CheckCase> {
-        // Away from 0, where relu has no derivative.
         vec![cases::unary("relu", away_from_zero(), relu)]
     }
-}
-
-/// 1 where `x > 0`, else 0: a constant (its derivative is zero almost everywhere).
-pub fn relu_mask(x: &Tensor) -> Result<Tensor> {
-    compute::unary(x, UnaryOp::Step)
 }
 
 /// Square root.
@@ -95,13 +90,15 @@ pub mod sqrt {
     use super::*;
 
     /// The square root elementwise (NaN below 0).
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Sqrt)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.sqrt()
     }
 
     /// d/dx √x = 1 / (2√x): the output, saved instead of the input.
-    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
-        div(grad, &mul_scalar(output, 2.0)?)
+    #[elementwise]
+    pub fn backward(output: f32, grad: f32) -> f32 {
+        grad / (2.0 * output)
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[0.5, 2)`, away from the infinite slope
@@ -117,13 +114,9 @@ pub mod square {
     use super::*;
 
     /// `x²` elementwise.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Square)
-    }
-
-    /// d/dx x² = 2x.
-    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        mul(grad, &mul_scalar(x, 2.0)?)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x * x
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[-1, 1)`.
@@ -138,13 +131,9 @@ pub mod abs {
     use super::*;
 
     /// `|x|` elementwise.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Abs)
-    }
-
-    /// The sign of `x` is a constant: its derivative is zero wherever it exists.
-    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        mul(grad, &compute::unary(x, UnaryOp::Sign)?)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.abs()
     }
 
     /// Gradcheck input: fixed values of both signs, none near the kink at 0.
@@ -159,16 +148,15 @@ pub mod tanh {
     use super::*;
 
     /// The hyperbolic tangent elementwise.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Tanh)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.tanh()
     }
 
     /// d/dx tanh x = 1 - tanh² x: from the saved output.
-    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
-        mul(
-            grad,
-            &add_scalar(&mul_scalar(&square(output)?, -1.0)?, 1.0)?,
-        )
+    #[elementwise]
+    pub fn backward(output: f32, grad: f32) -> f32 {
+        grad * (1.0 - output * output)
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[-2, 2)`.
@@ -182,15 +170,19 @@ pub mod tanh {
 pub mod sigmoid {
     use super::*;
 
-    /// The logistic function elementwise.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Sigmoid)
+    /// With `e = e^-|x|` (never above 1): `1 / (1 + e)` for `x ≥ 0`, `e / (1 + e)`
+    /// below.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        let e = (-x.abs()).exp();
+        let s = 1.0 / (1.0 + e);
+        if x >= 0.0 { s } else { e * s }
     }
 
     /// d/dx σ(x) = σ(x)(1 - σ(x)): from the saved output.
-    pub fn backward(grad: &Tensor, output: &Tensor) -> Result<Tensor> {
-        let one_minus = add_scalar(&neg(output)?, 1.0)?;
-        mul(grad, &mul(output, &one_minus)?)
+    #[elementwise]
+    pub fn backward(output: f32, grad: f32) -> f32 {
+        grad * output * (1.0 - output)
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.
@@ -199,47 +191,16 @@ pub mod sigmoid {
     }
 }
 
-/// √(2/π).
-const GELU_C: f64 = 0.797_884_560_802_865_4;
-const GELU_A: f64 = 0.044_715;
-
-/// d/dx gelu(x) written with differentiable ops, `t = tanh(c(x + a x³))`:
-/// `½(1 + t) + ½ x (1 - t²) c (1 + 3a x²)`.
-fn gelu_derivative(x: &Tensor) -> Result<Tensor> {
-    let x2 = square(x)?;
-    let t = tanh(&mul_scalar(
-        &mul(x, &add_scalar(&mul_scalar(&x2, GELU_A)?, 1.0)?)?,
-        GELU_C,
-    )?)?;
-    let left = mul_scalar(&add_scalar(&t, 1.0)?, 0.5)?;
-    let sech2 = add_scalar(&neg(&square(&t)?)?, 1.0)?;
-    let poly = add_scalar(&mul_scalar(&x2, 3.0 * GELU_A)?, 1.0)?;
-    let right = mul_scalar(&mul(&mul(x, &sech2)?, &poly)?, 0.5 * GELU_C)?;
-    add(&left, &right)
-}
-
 /// Gaussian error linear unit, tanh approximation (as `jax.nn.gelu` by default and
 /// PyTorch's `gelu(approximate="tanh")`): `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod gelu {
     use super::*;
 
-    /// GELU (tanh approximation) elementwise, in one fused kernel.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Gelu)
-    }
-
-    /// When the backward pass is not recorded (the usual case), one fused kernel
-    /// computes the derivative: nothing could be recorded from it anyway. When it is
-    /// recorded (`create_graph`), the derivative is built from differentiable ops so
-    /// that gradients of gradients are exact.
-    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        let d = if is_grad_enabled() {
-            gelu_derivative(x)?
-        } else {
-            compute::unary(x, UnaryOp::GeluGrad)?
-        };
-        mul(grad, &d)
+    /// GELU (tanh approximation) elementwise; `0.797..` is `√(2/π)`.
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        0.5 * x * (1.0 + (0.7978845608028654 * (x + 0.044715 * x * x * x)).tanh())
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.
@@ -254,13 +215,9 @@ pub mod sin {
     use super::*;
 
     /// The sine elementwise (radians).
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Sin)
-    }
-
-    /// d/dx sin x = cos x.
-    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        mul(grad, &cos(x)?)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.sin()
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.
@@ -275,13 +232,9 @@ pub mod cos {
     use super::*;
 
     /// The cosine elementwise (radians).
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Cos)
-    }
-
-    /// d/dx cos x = -sin x.
-    pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        neg(&mul(grad, &sin(x)?)?)
+    #[elementwise]
+    pub fn forward(x: f32) -> f32 {
+        x.cos()
     }
 
     /// Gradcheck input: a `[2, 3]` tensor in `[-3, 3)`.

@@ -34,11 +34,25 @@ fn generated_ops_and_their_derivatives_match_the_cpu() {
         let base = Rng::new(7).uniform([3, 4], -2.0, 2.0, dtype).unwrap();
         // A strided view (the transpose).
         let x = base.t().unwrap();
-        let fs: [(&str, UnaryFn<'_>); 4] = [
+        let fs: [(&str, UnaryFn<'_>); 16] = [
             ("mish", &|v| ops::mish(v)),
             ("erf", &|v| ops::erf(v)),
             ("silu", &|v| ops::silu(v)),
             ("elu", &|v| ops::elu(v, 0.5)),
+            // The standard functions written once (the last five with a backward
+            // reading the output: their gradients run as ops of their own).
+            ("log", &|v| ops::log(&(v * v)?)),
+            ("square", &|v| ops::square(v)),
+            ("abs", &|v| ops::abs(v)),
+            ("gelu", &|v| ops::gelu(v)),
+            ("sin", &|v| ops::sin(v)),
+            ("cos", &|v| ops::cos(v)),
+            ("pow", &|v| ops::pow(&(v * v)?, v)),
+            ("exp", &|v| ops::exp(v)),
+            ("tanh", &|v| ops::tanh(v)),
+            ("sigmoid", &|v| ops::sigmoid(v)),
+            ("sqrt", &|v| ops::sqrt(&(v * v)?)),
+            ("relu", &|v| ops::relu(v)),
         ];
         for (name, f) in fs {
             let cpu = derivatives(f, &x, Device::Cpu).unwrap();

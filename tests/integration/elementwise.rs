@@ -161,6 +161,35 @@ mod hypot {
     }
 }
 
+/// `a · eᵇ`, whose backward reads `b` and the output (not `a`): the graph saves
+/// those two, and each gradient runs as an op of its own.
+#[differentiable]
+mod scaled_exp {
+    use autograd::prelude::*;
+
+    #[elementwise]
+    pub fn forward(a: f32, b: f32) -> f32 {
+        a * b.exp()
+    }
+
+    /// ∂/∂a = eᵇ, ∂/∂b = the output.
+    #[elementwise]
+    pub fn backward(b: f32, output: f32, grad: f32) -> (f32, f32) {
+        (grad * b.exp(), grad * output)
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![CheckCase::new(
+            "scaled_exp, a broadcast",
+            vec![
+                Tensor::from_vec(vec![-1.5f64, 0.7], [2]).unwrap(),
+                Tensor::from_vec(vec![0.9f64, -1.1, 0.3, 0.2], [2, 2]).unwrap(),
+            ],
+            |v| scaled_exp(&v[0], &v[1]),
+        )]
+    }
+}
+
 /// The scalar reference: the same formulas in plain f64.
 fn mish_ref(x: f64) -> f64 {
     x * (1.0 + x.exp()).ln().tanh()
@@ -403,7 +432,7 @@ fn the_registry_describes_generated_ops() {
     assert_eq!(reg.get("leaky").unwrap().params, &["slope"]);
     // A derivative op is not registered by itself (it is found through its op).
     assert!(reg.get("my_mish'").is_err());
-    assert!(reg.get("relu").unwrap().cuda_source.is_none());
+    assert!(reg.get("matmul").unwrap().cuda_source.is_none());
 }
 
 #[test]
@@ -484,8 +513,19 @@ fn every_generated_cuda_source_compiles_with_nvrtc() {
         let ptx = compile_source(&file, &program, "compute_90", Output::Ptx)
             .unwrap_or_else(|e| panic!("{e}"));
         let ptx = String::from_utf8_lossy(&ptx);
+        // The op's entry points, and those of its gradient ops (a backward reading
+        // `output`) in the same program.
+        let declared: Vec<&str> = source
+            .split("__global__ void ")
+            .skip(1)
+            .filter_map(|rest| rest.split('(').next())
+            .collect();
         for suffix in ["f32", "f64"] {
-            let kernel = format!(".entry {}_{suffix}(", entry.name);
+            let own = format!("{}_{suffix}", entry.name);
+            assert!(declared.contains(&own.as_str()), "{file}: no `{own}`");
+        }
+        for kernel in declared {
+            let kernel = format!(".entry {kernel}(");
             assert!(
                 ptx.contains(&kernel),
                 "{file}: no kernel `{kernel}` in the PTX"
@@ -493,7 +533,14 @@ fn every_generated_cuda_source_compiles_with_nvrtc() {
         }
         compiled.push(entry.name);
     }
-    for name in ["my_mish", "leaky", "blend", "masked_cube"] {
+    for name in [
+        "my_mish",
+        "leaky",
+        "blend",
+        "masked_cube",
+        "scaled_exp",
+        "exp",
+    ] {
         assert!(
             compiled.contains(&name),
             "{name} not compiled: {compiled:?}"
@@ -548,6 +595,65 @@ fn an_explicit_backward_is_the_one_used_and_differentiates_further() {
     );
 }
 
+/// A backward reading `output`: the graph saves the output and the inputs named,
+/// nothing else; the gradients and their derivatives are right (through the
+/// output, reconnected to its node under `create_graph`).
+#[test]
+fn a_backward_reading_the_output_saves_it_and_differentiates_through_it() {
+    crate::init();
+    let entry = registry().unwrap().get("scaled_exp").unwrap();
+    assert!(entry.saves_output);
+    assert_eq!(entry.saved_names(), ["b", "output"]);
+    let a = Tensor::from_vec(vec![2.0f64], [1])
+        .unwrap()
+        .with_requires_grad(true);
+    let b = Tensor::from_vec(vec![0.5f64], [1])
+        .unwrap()
+        .with_requires_grad(true);
+    let y = scaled_exp(&a, &b).unwrap();
+    assert_eq!(y.grad_fn().unwrap().saved_tensor_count(), 2);
+    let e = 0.5f64.exp();
+    let opts = BackwardOptions::default().create_graph(true);
+    let g = autograd::grad(&y.sum_all().unwrap(), &[&a, &b], opts.clone()).unwrap();
+    let (ga, gb) = (g[0].clone().unwrap(), g[1].clone().unwrap());
+    close(&ga.to_vec::<f64>().unwrap(), &[e], 1e-15, "d/da");
+    close(&gb.to_vec::<f64>().unwrap(), &[2.0 * e], 1e-15, "d/db");
+    // ∂²/∂b² = a eᵇ, ∂²/∂b∂a = eᵇ: the second through the output's node.
+    let g2 = autograd::grad(&gb.sum_all().unwrap(), &[&a, &b], opts.clone()).unwrap();
+    close(
+        &g2[0].clone().unwrap().to_vec::<f64>().unwrap(),
+        &[e],
+        1e-15,
+        "d2/dbda",
+    );
+    close(
+        &g2[1].clone().unwrap().to_vec::<f64>().unwrap(),
+        &[2.0 * e],
+        1e-15,
+        "d2/db2",
+    );
+    // Third order: ∂³/∂b³ = a eᵇ.
+    let g3 = autograd::grad(&g2[1].clone().unwrap().sum_all().unwrap(), &[&b], opts).unwrap();
+    close(
+        &g3[0].clone().unwrap().to_vec::<f64>().unwrap(),
+        &[2.0 * e],
+        1e-15,
+        "d3/db3",
+    );
+    // The standard ops that read their output save it alone.
+    for name in ["exp", "tanh", "sigmoid", "sqrt", "relu"] {
+        let entry = registry().unwrap().get(name).unwrap();
+        assert_eq!(entry.saved_names(), ["output"], "{name}");
+    }
+    let opts = GradcheckOptions::default();
+    let x = [
+        Tensor::from_vec(vec![-1.5f64, 0.7], [2]).unwrap(),
+        Tensor::from_vec(vec![0.9f64, -1.1, 0.3, 0.2], [2, 2]).unwrap(),
+    ];
+    let f = |v: &[Tensor]| scaled_exp(&v[0], &v[1]);
+    autograd::gradgradcheck("scaled_exp", &f, &x, &[true, true], &opts).unwrap();
+}
+
 /// Every standard op generated from an elementwise function against a plain f64
 /// reference, over contiguous, permuted, offset and broadcast views, in f32 and f64.
 #[test]
@@ -561,7 +667,20 @@ fn every_standard_generated_op_matches_its_scalar_reference_over_views() {
         &'a dyn Fn(&Tensor) -> Result<Tensor>,
         &'a dyn Fn(f64) -> f64,
     );
-    let cases: [Case<'_>; 11] = [
+    let gelu =
+        |x: f64| 0.5 * x * (1.0 + (0.797_884_560_802_865_4 * (x + 0.044_715 * x * x * x)).tanh());
+    let cases: [Case<'_>; 22] = [
+        ("exp", &|x| ops::exp(x), &|x| x.exp()),
+        ("log", &|x| ops::log(&x.abs()?), &|x| x.abs().ln()),
+        ("sqrt", &|x| ops::sqrt(&x.abs()?), &|x| x.abs().sqrt()),
+        ("square", &|x| ops::square(x), &|x| x * x),
+        ("abs", &|x| ops::abs(x), &|x| x.abs()),
+        ("tanh", &|x| ops::tanh(x), &|x| x.tanh()),
+        ("sigmoid", &|x| ops::sigmoid(x), &sigmoid),
+        ("relu", &|x| ops::relu(x), &|x| x.max(0.0)),
+        ("gelu", &|x| ops::gelu(x), &gelu),
+        ("sin", &|x| ops::sin(x), &|x| x.sin()),
+        ("cos", &|x| ops::cos(x), &|x| x.cos()),
         ("erf", &|x| ops::erf(x), &erf_ref),
         ("softplus", &|x| ops::softplus(x), &softplus),
         ("silu", &|x| ops::silu(x), &|x| x * sigmoid(x)),

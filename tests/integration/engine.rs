@@ -52,7 +52,10 @@ fn only_ancestors_of_the_root_are_visited() -> Result<()> {
     assert_eq!(grad_vec(&x), vec![3.0, 3.0]);
     // The dead branch can still be differentiated on its own.
     ops::sum_all(&dead)?.backward()?;
-    assert_eq!(grad_vec(&x), vec![3.0 + 1f64.exp(), 3.0 + 2f64.exp()]);
+    let want = [3.0 + 1f64.exp(), 3.0 + 2f64.exp()];
+    for (g, w) in grad_vec(&x).iter().zip(want) {
+        assert!((g - w).abs() <= 4.0 * f64::EPSILON * w, "{g} vs {w}");
+    }
     Ok(())
 }
 

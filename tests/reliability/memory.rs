@@ -209,7 +209,9 @@ fn backward_failing_half_way_holds_no_gradient_buffers_or_claims() -> Result<()>
         // No node is still claimed by the failed pass: another pass runs through sin.
         ops::sum_all(&s)?.backward()?;
         let expected: Vec<f64> = x.to_vec::<f64>()?.iter().map(|v| v.cos()).collect();
-        assert_eq!(x.grad().unwrap().to_vec::<f64>()?, expected);
+        for (g, e) in x.grad().unwrap().to_vec::<f64>()?.iter().zip(&expected) {
+            assert!((g - e).abs() <= 2.0 * f64::EPSILON, "{g} vs cos: {e}");
+        }
         drop((x, loss, s));
         assert_eq!(live(), baseline, "round {round} leaked");
     }

@@ -31,11 +31,20 @@ pub(crate) struct Valid<'t, 'a> {
     pub backward: Option<ValidBackward>,
 }
 
-/// An explicit elementwise backward: its parameters (forward's inputs and `grad`,
-/// as declared) and its translation.
+/// An explicit elementwise backward: its parameters (forward's inputs, `output`
+/// and `grad`, as declared) and its translation.
 pub(crate) struct ValidBackward {
     pub params: Vec<Ident>,
     pub body: TranslatedBackward,
+}
+
+impl ValidBackward {
+    /// Whether it reads the forward's result: then it runs as ops of its own
+    /// (one per differentiable input, see [`gradient_ops`]) on what it reads, and
+    /// the graph saves the output and only the inputs it names.
+    fn reads_output(&self) -> bool {
+        self.params.iter().any(|p| p == "output")
+    }
 }
 
 /// Checks an explicit `#[elementwise] fn backward(x: f32, grad: f32) -> f32`.
@@ -68,17 +77,18 @@ fn validate_backward(
             continue;
         };
         let ident = &pi.ident;
-        let known = ident == "grad" || inputs.iter().any(|(i, _)| *i == ident);
+        let known = ident == "grad" || ident == "output" || inputs.iter().any(|(i, _)| *i == ident);
         if !known {
             let names: Vec<String> = inputs
                 .iter()
                 .map(|(i, _)| format!("`{i}`"))
-                .chain(["`grad`".to_string()])
+                .chain(["`output`".to_string(), "`grad`".to_string()])
                 .collect();
             errs.at(
                 ident,
                 format!(
-                    "an elementwise backward reads forward's inputs and `grad` (the output's gradient), by name: {}",
+                    "an elementwise backward reads forward's inputs, `output` (its result) and `grad` (the \
+                     output's gradient), by name: {}",
                     names.join(", ")
                 ),
             );
@@ -136,6 +146,25 @@ fn validate_backward(
     {
         errs.at(field, format!("`backward` reads `self.{field}` but does not take it: write `pub fn backward(&self, ..)`"));
         ok = false;
+    }
+    if params.iter().any(|p| p == "output") {
+        if let Some((clash, _)) = inputs.iter().find(|(i, _)| *i == "output") {
+            errs.at(
+                clash,
+                "`output` names forward's result in backward: rename this input",
+            );
+            ok = false;
+        }
+        if params.len() > MAX_INPUTS {
+            errs.at(
+                &f.sig.ident,
+                format!(
+                    "a backward that reads `output` runs as an elementwise op of what it reads: it takes at \
+                     most {MAX_INPUTS} values"
+                ),
+            );
+            ok = false;
+        }
     }
     let body = body?;
     ok.then_some(ValidBackward { params, body })
@@ -338,7 +367,6 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
     } = v.op;
     let s = &v.struct_ident;
     let name = v.name.as_str();
-    let n = v.inputs.len();
     let input_idents: Vec<&Ident> = v.inputs.iter().map(|(i, _)| *i).collect();
     let fields: Vec<_> = v.op.params.iter().flat_map(|p| &p.fields).collect();
     let field_idents: Vec<&Ident> = fields.iter().map(|f| f.ident).collect();
@@ -371,13 +399,289 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         args,
     );
 
+    // A backward reading `output` runs as ops of its own; the op's kernel then
+    // derives its derivatives from the function alone.
+    let from_output = v.backward.as_ref().filter(|b| b.reads_output());
+    let in_kernel = v.backward.as_ref().filter(|b| !b.reads_output());
+    let inputs_owned: Vec<Ident> = input_idents.iter().map(|i| (*i).clone()).collect();
+    let (grad_ops, appended) = from_output.map(|b| gradient_ops(&p, v, b)).unzip();
+    let (kernel, _) = kernel_items(&Kernel {
+        p: &p,
+        s: quote!(#s),
+        name,
+        inputs: &inputs_owned,
+        differentiable: v.inputs.iter().map(|(_, d)| *d).collect(),
+        body: &v.body,
+        backward: in_kernel,
+        params: field_idents.iter().map(|f| f.to_string()).collect(),
+        program: Program::Own {
+            appended: appended.unwrap_or_default(),
+        },
+    });
+
+    let (backward_call, saves_output) = match from_output {
+        None => (quote!(#p::elementwise::backward(self, ctx)), false),
+        Some(b) => {
+            // The backward's values in its parameters' order, then one gradient op
+            // per differentiable input.
+            let operands = b.params.iter().map(|q| {
+                if q == "grad" {
+                    quote!(ctx.grad())
+                } else if q == "output" {
+                    quote!(ctx.output()?)
+                } else {
+                    let k = v.inputs.iter().position(|(i, _)| *i == q).unwrap_or(0);
+                    quote!(ctx.input(#k)?)
+                }
+            });
+            let m = b.params.len();
+            let per_input = v.inputs.iter().enumerate().map(|(k, (i, d))| {
+                if *d {
+                    let module = gradient_module(i);
+                    quote! {
+                        grads.push(if ctx.needs(#k) {
+                            ::core::option::Option::Some(#p::apply(#module::Grad(self.clone()), &operands)?)
+                        } else {
+                            ::core::option::Option::None
+                        });
+                    }
+                } else {
+                    quote!(grads.push(::core::option::Option::None);)
+                }
+            });
+            (
+                quote! {{
+                    let operands: [&#p::Tensor; #m] = [#(#operands),*];
+                    let mut grads = #p::Grads::new();
+                    #(#per_input)*
+                    ::core::result::Result::Ok(grads)
+                }},
+                true,
+            )
+        }
+    };
+    let specs = v.inputs.iter().map(|(i, d)| {
+        let iname = i.to_string();
+        let saved = from_output.is_none_or(|b| b.params.iter().any(|q| q == *i));
+        quote!(#p::InputSpec { name: #iname, differentiable: #d, saved: #saved })
+    });
+    let param_names = field_idents.iter().map(|f| f.to_string());
+    let check = match check_cases {
+        Some(_) => quote!(::core::option::Option::Some(check_cases)),
+        None => quote!(::core::option::Option::None),
+    };
+    let entry = format_ident!("__AUTOGRAD_OP_ENTRY");
+
+    quote! {
+        #(#attrs)*
+        #vis mod #ident {
+            #(#others)*
+            #struct_item
+            #check_cases
+            #typed_fn
+            #method_item
+            #kernel
+            #grad_ops
+
+            const _: () = {
+                #[automatically_derived]
+                impl #p::Differentiable for #s {
+                    const ENTRY: &'static #p::OpEntry = &#entry;
+
+                    fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
+                        #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
+                    }
+
+                    fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
+                        #backward_call
+                    }
+                }
+
+                static #entry: #p::OpEntry = #p::OpEntry {
+                    name: #name,
+                    module_path: ::core::module_path!(),
+                    inputs: &[#(#specs),*],
+                    saves_output: #saves_output,
+                    params: &[#(#param_names),*],
+                    check_cases: #check,
+                    cuda_source: ::core::option::Option::Some(CUDA_SOURCE),
+                };
+
+                #p::inventory::submit! { #p::Registration(&#entry) }
+            };
+        }
+        #vis use self::#ident::#ident;
+    }
+}
+
+/// The module of the op computing input `input`'s gradient from a backward that
+/// reads `output`.
+fn gradient_module(input: &Ident) -> Ident {
+    format_ident!("__gradient_{}", input)
+}
+
+/// The gradient ops of a backward that reads `output`: for each differentiable
+/// input, an elementwise op (hidden, unregistered) whose function is that input's
+/// gradient as the backward writes it, of the values the backward reads. Its
+/// struct wraps the op's (so it reads the same parameters); being an elementwise
+/// op itself, it is differentiable (by dual numbers), and with the output
+/// reconnected to its node under `create_graph`, gradients of gradients flow
+/// through it to the inputs.
+fn gradient_ops(p: &TokenStream, v: &Valid<'_, '_>, b: &ValidBackward) -> (TokenStream, String) {
+    let s = &v.struct_ident;
+    let diff: Vec<&Ident> = v
+        .inputs
+        .iter()
+        .filter(|(_, d)| *d)
+        .map(|(i, _)| *i)
+        .collect();
+    let several = diff.len() > 1;
+    let mut cuda = String::new();
+    let params: Vec<String> =
+        v.op.params
+            .iter()
+            .flat_map(|p| &p.fields)
+            .map(|f| f.ident.to_string())
+            .collect();
+    let mods = diff.iter().enumerate().map(|(slot, input)| {
+        let module = gradient_module(input);
+        let rust = &b.body.rust;
+        let rust = if several {
+            let k = syn::Index::from(slot);
+            quote!({ let __gradients = #rust; __gradients.#k })
+        } else {
+            rust.clone()
+        };
+        let cuda_value = b.body.cuda_values.get(slot).cloned().unwrap_or_default();
+        let body = Translated {
+            rust,
+            cuda: format!("{}return {cuda_value};", b.body.cuda_lets),
+            fields: b.body.fields.clone(),
+        };
+        let name = format!("{}__gradient_{input}", v.name);
+        let label = if several {
+            format!("{}' ({input})", v.name)
+        } else {
+            format!("{}'", v.name)
+        };
+        let doc = format!(
+            "The gradient of `{}` for `{input}`, as its backward writes it.",
+            v.name
+        );
+        let (kernel, kernel_cuda) = kernel_items(&Kernel {
+            p,
+            s: quote!(Grad),
+            name: &name,
+            inputs: &b.params,
+            differentiable: vec![true; b.params.len()],
+            body: &body,
+            backward: None,
+            params: params.clone(),
+            program: Program::Parents {
+                name: v.name.clone(),
+            },
+        });
+        cuda.push_str(&kernel_cuda);
+        let specs = b.params.iter().map(|q| {
+            let q = q.to_string();
+            quote!(#p::InputSpec { name: #q, differentiable: true, saved: true })
+        });
+        let entry = format_ident!("__AUTOGRAD_OP_ENTRY");
+        quote! {
+            #[doc = #doc]
+            #[doc(hidden)]
+            pub mod #module {
+                /// The op's parameters, read through `Deref`.
+                #[derive(Clone)]
+                pub struct Grad(pub(super) super::#s);
+
+                impl ::core::ops::Deref for Grad {
+                    type Target = super::#s;
+                    fn deref(&self) -> &super::#s {
+                        &self.0
+                    }
+                }
+
+                #kernel
+
+                const _: () = {
+                    #[automatically_derived]
+                    impl #p::Differentiable for Grad {
+                        const ENTRY: &'static #p::OpEntry = &#entry;
+
+                        fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
+                            #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
+                        }
+
+                        fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
+                            #p::elementwise::backward(self, ctx)
+                        }
+                    }
+
+                    static #entry: #p::OpEntry = #p::OpEntry {
+                        name: #label,
+                        module_path: ::core::module_path!(),
+                        inputs: &[#(#specs),*],
+                        saves_output: false,
+                        params: &[#(#params),*],
+                        check_cases: ::core::option::Option::None,
+                        cuda_source: ::core::option::Option::Some(super::CUDA_SOURCE),
+                    };
+                };
+            }
+        }
+    });
+    let mods: Vec<TokenStream> = mods.collect();
+    (quote!(#(#mods)*), cuda)
+}
+
+/// What [`kernel_items`] generates the kernel of.
+struct Kernel<'x> {
+    p: &'x TokenStream,
+    /// The type implementing the kernel.
+    s: TokenStream,
+    /// The kernel's name (its CUDA entry points are `<name>_f32`, `<name>_f64`).
+    name: &'x str,
+    inputs: &'x [Ident],
+    differentiable: Vec<bool>,
+    body: &'x Translated,
+    /// An explicit backward of the inputs and `grad`, evaluated inside the kernel.
+    backward: Option<&'x ValidBackward>,
+    /// The names of the op's parameters (its struct's fields).
+    params: Vec<String>,
+    /// The CUDA program the kernel's entry points are in: its own (`CUDA_SOURCE`,
+    /// holding these CUDA sources after its own), or, for a gradient op, its op's
+    /// (`super::CUDA_SOURCE`, compiled once for both under the op's name).
+    program: Program,
+}
+
+enum Program {
+    Own { appended: String },
+    Parents { name: String },
+}
+
+/// The function generic over `Real`, the CUDA source (`CUDA_SOURCE`), the
+/// `ElementwiseKernel` and `ElementwiseOp` impls and the derivative op's entry:
+/// the items a generated op's module holds besides its `Differentiable` impl.
+fn kernel_items(k: &Kernel<'_>) -> (TokenStream, String) {
+    let Kernel {
+        p,
+        s,
+        name,
+        inputs,
+        body,
+        backward,
+        ..
+    } = k;
+    let n = inputs.len();
+
     // The function, generic over the number type.
-    let body = &v.body.rust;
-    let imports = translate::imports(&p);
+    let rust_body = &body.rust;
+    let imports = translate::imports(p);
     let scalar_fn = quote! {
         #[inline(always)]
         #[allow(unused_parens, unused_variables, unused_braces, non_snake_case, clippy::all)]
-        fn __elementwise<R: __Real>(__op: &#s, #(#input_idents: R),*) -> R #body
+        fn __elementwise<R: __Real>(__op: &#s, #(#inputs: R),*) -> R #rust_body
     };
 
     // The kernel: the value, and derivatives by nested dual numbers.
@@ -387,7 +691,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
     let ks: Vec<usize> = (0..n).collect();
     // The derivatives: of the function itself by nested duals, or, with an
     // explicit backward, its gradients (and their derivatives by duals).
-    let derivatives = match &v.backward {
+    let derivatives = match backward {
         None => quote! {
             Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
                 g * __elementwise(self, #(seed1(#xs, a == #ks)),*).d
@@ -431,16 +735,16 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
 
     // An explicit backward: as written (generic), and the gradient of input `a`
     // picked out of it.
-    let backward_fns = v.backward.as_ref().map(|b| {
+    let diff: Vec<usize> = k
+        .differentiable
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d)
+        .map(|(k, _)| k)
+        .collect();
+    let backward_fns = backward.map(|b| {
         let params = &b.params;
         let body = &b.body.rust;
-        let diff: Vec<usize> = v
-            .inputs
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, d))| *d)
-            .map(|(k, _)| k)
-            .collect();
         let ret = if diff.len() == 1 {
             quote!(R)
         } else {
@@ -466,7 +770,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             /// `grad · ∂f/∂x_a`, from the explicit backward.
             #[inline(always)]
             #[allow(unused_variables, non_snake_case, clippy::all)]
-            fn __gradient<R: __Real>(__op: &#s, __a: usize, #(#input_idents: R,)* __g: R) -> R {
+            fn __gradient<R: __Real>(__op: &#s, __a: usize, #(#inputs: R,)* __g: R) -> R {
                 let __out = __elementwise_backward::<R>(__op, #(#args),*);
                 match __a {
                     #(#picks)*
@@ -476,127 +780,90 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         }
     });
 
-    let mut fields_used: Vec<Ident> = v.body.fields.clone();
-    for f in v.backward.iter().flat_map(|b| &b.body.fields) {
+    let mut fields_used: Vec<Ident> = body.fields.clone();
+    for f in backward.iter().flat_map(|b| &b.body.fields) {
         if !fields_used.contains(f) {
             fields_used.push(f.clone());
         }
     }
-    let cuda_backward = v.backward.as_ref().map(|b| translate::CudaBackward {
+    let cuda_backward = backward.map(|b| translate::CudaBackward {
         lets: &b.body.cuda_lets,
         values: &b.body.cuda_values,
-        inputs: v
-            .inputs
-            .iter()
-            .enumerate()
-            .filter(|(_, (_, d))| *d)
-            .map(|(k, _)| k)
-            .collect(),
+        inputs: diff.clone(),
     });
-    let inputs_owned: Vec<Ident> = input_idents.iter().map(|i| (*i).clone()).collect();
     let slots = 0..fields_used.len();
-    let cuda = translate::cuda_source(
-        name,
-        &inputs_owned,
-        &fields_used,
-        &v.body.cuda,
-        cuda_backward,
-    );
-    let cuda_doc =
-        format!("The CUDA C++ of the `{name}` op's kernels (after `elementwise::CUDA_PRELUDE`).");
-    let specs = v.inputs.iter().map(|(i, d)| {
+    let cuda = translate::cuda_source(name, inputs, &fields_used, &body.cuda, cuda_backward);
+    let (source_item, source, program) = match &k.program {
+        Program::Own { appended } => {
+            let doc = format!(
+                "The CUDA C++ of the `{name}` op's kernels (after `elementwise::CUDA_PRELUDE`)."
+            );
+            let text = format!("{cuda}{appended}");
+            (
+                quote! {
+                    #[doc = #doc]
+                    pub const CUDA_SOURCE: &str = #text;
+                },
+                quote!(CUDA_SOURCE),
+                name.to_string(),
+            )
+        }
+        Program::Parents { name } => (quote!(), quote!(super::CUDA_SOURCE), name.clone()),
+    };
+    let deriv_specs = inputs.iter().zip(&k.differentiable).map(|(i, d)| {
         let iname = i.to_string();
         quote!(#p::InputSpec { name: #iname, differentiable: #d, saved: true })
     });
-    let deriv_specs = specs.clone();
-    let param_names = field_idents.iter().map(|f| f.to_string());
-    let param_names2 = param_names.clone();
-    let check = match check_cases {
-        Some(_) => quote!(::core::option::Option::Some(check_cases)),
-        None => quote!(::core::option::Option::None),
-    };
     let deriv_name = format!("{name}'");
-    let entry = format_ident!("__AUTOGRAD_OP_ENTRY");
+    let params = &k.params;
     let deriv_entry = format_ident!("__AUTOGRAD_DERIVATIVE_ENTRY");
 
-    quote! {
-        #(#attrs)*
-        #vis mod #ident {
-            #(#others)*
-            #struct_item
-            #check_cases
-            #typed_fn
-            #method_item
+    let items = quote! {
+        #source_item
 
-            #[doc = #cuda_doc]
-            pub const CUDA_SOURCE: &str = #cuda;
+        #imports
+        #scalar_fn
+        #backward_fns
 
-            #imports
-            #scalar_fn
-            #backward_fns
-
-            const _: () = {
-                #[automatically_derived]
-                impl #p::elementwise::ElementwiseKernel for #s {
-                    fn name(&self) -> &'static str {
-                        #name
-                    }
-                    fn arity(&self) -> usize {
-                        #n
-                    }
-                    fn cuda_source(&self) -> &'static str {
-                        CUDA_SOURCE
-                    }
-                    fn cuda_params(&self) -> [f64; #p::elementwise::MAX_PARAMS] {
-                        #[allow(unused_mut)]
-                        let mut p = [0.0; #p::elementwise::MAX_PARAMS];
-                        #(p[#slots] = self.#fields_used as f64;)*
-                        p
-                    }
-                    #eval
+        const _: () = {
+            #[automatically_derived]
+            impl #p::elementwise::ElementwiseKernel for #s {
+                fn name(&self) -> &'static str {
+                    #name
                 }
-
-                #[automatically_derived]
-                impl #p::elementwise::ElementwiseOp for #s {
-                    const DERIVATIVE_ENTRY: &'static #p::OpEntry = &#deriv_entry;
+                fn arity(&self) -> usize {
+                    #n
                 }
-
-                #[automatically_derived]
-                impl #p::Differentiable for #s {
-                    const ENTRY: &'static #p::OpEntry = &#entry;
-
-                    fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
-                        #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
-                    }
-
-                    fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
-                        #p::elementwise::backward(self, ctx)
-                    }
+                fn cuda_source(&self) -> &'static str {
+                    #source
                 }
+                fn program(&self) -> &'static str {
+                    #program
+                }
+                fn cuda_params(&self) -> [f64; #p::elementwise::MAX_PARAMS] {
+                    #[allow(unused_mut)]
+                    let mut p = [0.0; #p::elementwise::MAX_PARAMS];
+                    #(p[#slots] = self.#fields_used as f64;)*
+                    p
+                }
+                #eval
+            }
 
-                static #entry: #p::OpEntry = #p::OpEntry {
-                    name: #name,
-                    module_path: ::core::module_path!(),
-                    inputs: &[#(#specs),*],
-                    saves_output: false,
-                    params: &[#(#param_names),*],
-                    check_cases: #check,
-                    cuda_source: ::core::option::Option::Some(CUDA_SOURCE),
-                };
+            #[automatically_derived]
+            impl #p::elementwise::ElementwiseOp for #s {
+                const DERIVATIVE_ENTRY: &'static #p::OpEntry = &#deriv_entry;
+            }
 
-                static #deriv_entry: #p::OpEntry = #p::OpEntry {
-                    name: #deriv_name,
-                    module_path: ::core::module_path!(),
-                    inputs: &[#(#deriv_specs,)* #p::InputSpec { name: "grad", differentiable: true, saved: true }],
-                    saves_output: false,
-                    params: &[#(#param_names2),*],
-                    check_cases: ::core::option::Option::None,
-                    cuda_source: ::core::option::Option::Some(CUDA_SOURCE),
-                };
-
-                #p::inventory::submit! { #p::Registration(&#entry) }
+            static #deriv_entry: #p::OpEntry = #p::OpEntry {
+                name: #deriv_name,
+                module_path: ::core::module_path!(),
+                inputs: &[#(#deriv_specs,)* #p::InputSpec { name: "grad", differentiable: true, saved: true }],
+                saves_output: false,
+                params: &[#(#params),*],
+                check_cases: ::core::option::Option::None,
+                cuda_source: ::core::option::Option::Some(#source),
             };
-        }
-        #vis use self::#ident::#ident;
-    }
+        };
+    };
+    (items, cuda)
 }

@@ -326,7 +326,7 @@ mod tests {
     fn oversized_views_are_errors_not_panics() {
         let x = cpu(&[1., 2.]);
         let l = Layout::contiguous(Shape::from([3]));
-        assert!(x.unary(&l, UnaryOp::Exp).is_err());
+        assert!(x.unary(&l, UnaryOp::Neg).is_err());
     }
 
     /// Regression: matmul took k and the batch axes from the left view alone, so a
@@ -349,7 +349,7 @@ mod tests {
         // A view whose last index overflows usize: (3 - 1) * 2^63 wraps to 0.
         let wrapping = Layout::new(Shape::from([2, 3]), &[1, 1 << 63], 0).unwrap();
         assert!(a.matmul(&wrapping, &b, &c(&[3, 1])).is_err());
-        assert!(a.unary(&wrapping, UnaryOp::Exp).is_err());
+        assert!(a.unary(&wrapping, UnaryOp::Neg).is_err());
     }
 
     /// Item 12 (round 2): `to_vec` read the view without checking that it fits the
@@ -393,7 +393,7 @@ mod tests {
         let row = Layout::new(Shape::from([side, side]), &[0, 0], 0).unwrap();
         assert!(check_fits(1, &row).is_ok());
         assert_eq!(oom(one.binary(&row, &one, &row, BinaryOp::Add)), 1 << 48);
-        assert_eq!(oom(one.unary(&row, UnaryOp::Exp)), 1 << 48);
+        assert_eq!(oom(one.unary(&row, UnaryOp::Neg)), 1 << 48);
         assert_eq!(oom(one.cast(&row, DType::F64)), 1 << 49);
         assert_eq!(oom(one.reduce(&row, ReduceOp::Max, &[])), 1 << 48);
         let (a, b) = (
@@ -469,7 +469,7 @@ mod issue_tests {
         // 2^60 by 2^40.
         let l = Layout::new(Shape::from([0, 1 << 40]), &[1 << 60, 1 << 60], 0).unwrap();
         let x = CpuStorage::F64(vec![1.0]);
-        assert_eq!(x.unary(&l, UnaryOp::Exp).unwrap().len(), 0);
+        assert_eq!(x.unary(&l, UnaryOp::Neg).unwrap().len(), 0);
         assert_eq!(x.binary(&l, &x, &l, BinaryOp::Add).unwrap().len(), 0);
         let mut d = CpuStorage::F64(vec![1.0]);
         x.copy_into(&l, &mut d, &l, true).unwrap();
@@ -495,12 +495,6 @@ mod issue_tests {
                 let min = s.reduce(&l, ReduceOp::Min, &[0]).unwrap();
                 assert_eq!(bits(&max), vec![0.0f64.to_bits()], "max of {v:?}");
                 assert_eq!(bits(&min), vec![(-0.0f64).to_bits()], "min of {v:?}");
-                let a = Layout::new(Shape::from([1]), &[1], 0).unwrap();
-                let b = Layout::new(Shape::from([1]), &[1], 1).unwrap();
-                let mx = s.binary(&a, &s, &b, BinaryOp::Maximum).unwrap();
-                let mn = s.binary(&a, &s, &b, BinaryOp::Minimum).unwrap();
-                assert_eq!(bits(&mx), vec![0.0f64.to_bits()], "maximum of {v:?}");
-                assert_eq!(bits(&mn), vec![(-0.0f64).to_bits()], "minimum of {v:?}");
             }
         }
     }

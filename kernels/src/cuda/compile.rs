@@ -83,14 +83,13 @@ macro_rules! every_variant {
 
 /// Every [`UnaryOp`] variant (parameterised ones with an arbitrary parameter).
 pub fn every_unary_op() -> Vec<UnaryOp> {
-    every_variant!(UnaryOp: Neg, Exp, Log, Sqrt, Abs, Tanh, Sigmoid, Relu, Sin, Cos, Square,
-        Recip, Sign, Step, Gelu, GeluGrad, AddScalar(0.5), MulScalar(0.5), DivScalar(0.5), PowScalar(3.0),
+    every_variant!(UnaryOp: Neg, AddScalar(0.5), MulScalar(0.5), DivScalar(0.5), PowScalar(3.0),
         Fill(0.5), Copy)
 }
 
 /// Every [`BinaryOp`] variant.
 pub fn every_binary_op() -> Vec<BinaryOp> {
-    every_variant!(BinaryOp: Add, Sub, Mul, Div, Pow, Maximum, Minimum, Eq, Gt, Ge, Lt, Le)
+    every_variant!(BinaryOp: Add, Sub, Mul, Div, Eq, Gt, Ge, Lt, Le)
 }
 
 /// Every [`ReduceOp`] variant.
@@ -100,16 +99,53 @@ pub fn every_reduce_op() -> Vec<ReduceOp> {
 
 pub(crate) const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
-pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> String {
-    format!("unary_{}_{dtype}", op.name())
+/// A kernel's name for each dtype: the parts, then `_f32` or `_f64`.
+macro_rules! by_dtype {
+    ($dtype:expr, $($part:literal),+) => {
+        match $dtype {
+            DType::F32 => concat!($($part,)+ "_f32"),
+            DType::F64 => concat!($($part,)+ "_f64"),
+        }
+    };
 }
 
-pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType) -> String {
-    format!("binary_{}_{dtype}", op.name())
+/// The kernel of unary.cu computing `op` over `dtype` (`unary_<op>_<dtype>`).
+pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> &'static str {
+    match op {
+        UnaryOp::Neg => by_dtype!(dtype, "unary_neg"),
+        UnaryOp::AddScalar(_) => by_dtype!(dtype, "unary_add_scalar"),
+        UnaryOp::MulScalar(_) => by_dtype!(dtype, "unary_mul_scalar"),
+        UnaryOp::DivScalar(_) => by_dtype!(dtype, "unary_div_scalar"),
+        UnaryOp::PowScalar(_) => by_dtype!(dtype, "unary_pow_scalar"),
+        UnaryOp::Fill(_) => by_dtype!(dtype, "unary_fill"),
+        UnaryOp::Copy => by_dtype!(dtype, "unary_copy"),
+    }
 }
 
-pub(crate) fn binary_assign_kernel(op: BinaryOp, dtype: DType) -> String {
-    format!("binary_assign_{}_{dtype}", op.name())
+/// The kernels of binary.cu computing `op` over `dtype`: into a fresh output
+/// (`binary_<op>_<dtype>`), or into the first operand when `assign`
+/// (`binary_assign_<op>_<dtype>`).
+pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType, assign: bool) -> &'static str {
+    macro_rules! both {
+        ($op:literal) => {
+            if assign {
+                by_dtype!(dtype, "binary_assign_", $op)
+            } else {
+                by_dtype!(dtype, "binary_", $op)
+            }
+        };
+    }
+    match op {
+        BinaryOp::Add => both!("add"),
+        BinaryOp::Sub => both!("sub"),
+        BinaryOp::Mul => both!("mul"),
+        BinaryOp::Div => both!("div"),
+        BinaryOp::Eq => both!("eq"),
+        BinaryOp::Gt => both!("gt"),
+        BinaryOp::Ge => both!("ge"),
+        BinaryOp::Lt => both!("lt"),
+        BinaryOp::Le => both!("le"),
+    }
 }
 
 /// The three reduction kernels of reduce.cu, chosen by `reduce.rs`.
@@ -257,11 +293,11 @@ pub fn kernel_names() -> Vec<(Module, String)> {
     let mut names = Vec::new();
     for dtype in DTYPES {
         for op in every_unary_op() {
-            names.push((Module::Unary, unary_kernel(op, dtype)));
+            names.push((Module::Unary, unary_kernel(op, dtype).to_string()));
         }
         for op in every_binary_op() {
-            names.push((Module::Binary, binary_kernel(op, dtype)));
-            names.push((Module::Binary, binary_assign_kernel(op, dtype)));
+            names.push((Module::Binary, binary_kernel(op, dtype, false).to_string()));
+            names.push((Module::Binary, binary_kernel(op, dtype, true).to_string()));
         }
         for op in every_reduce_op() {
             for output in DTYPES {
@@ -485,6 +521,26 @@ mod tests {
 \tret;
 }
 ";
+
+    #[test]
+    fn kernel_names_are_the_op_names_with_the_dtype() {
+        for dtype in DTYPES {
+            for op in every_unary_op() {
+                assert_eq!(
+                    unary_kernel(op, dtype),
+                    format!("unary_{}_{dtype}", op.name())
+                );
+            }
+            for op in every_binary_op() {
+                let (fresh, assign) = (
+                    binary_kernel(op, dtype, false),
+                    binary_kernel(op, dtype, true),
+                );
+                assert_eq!(fresh, format!("binary_{}_{dtype}", op.name()));
+                assert_eq!(assign, format!("binary_assign_{}_{dtype}", op.name()));
+            }
+        }
+    }
 
     #[test]
     fn ptx_parameters_are_read_and_a_changed_one_is_seen() {

@@ -75,7 +75,7 @@ fn run_typed<T: CudaElement, K: ElementwiseKernel>(
             .collect();
         let name = format!("{}_{}", kernel.name(), T::DTYPE);
         let source = format!("{CUDA_PRELUDE}\n{}", kernel.cuda_source());
-        let f = dev.generated_function(kernel.name(), &source, &name)?;
+        let f = dev.generated_function(kernel.program(), &source, &name)?;
         let arity = kernel.arity();
         let buf = |k: usize| operands[k.min(operands.len() - 1)].slice::<T>();
         // The function's inputs in x0..x3 (unused slots repeat the last operand),

@@ -347,7 +347,7 @@ impl CudaStorage {
             // SAFETY: the arguments match the kernel's signature in unary.cu
             // (n, Index1, const T*, T*, double); the view fits `src` (checked) and
             // `out` holds n elements.
-            unsafe { launch(dev, Module::Unary, &name, launch_config(dev, n), &mut args)? };
+            unsafe { launch(dev, Module::Unary, name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -364,7 +364,7 @@ impl CudaStorage {
         // SAFETY: the kernel writes all n elements.
         let mut out = unsafe { alloc::<T>(dev, n)? };
         if n > 0 {
-            let name = compile::binary_kernel(op, T::DTYPE);
+            let name = compile::binary_kernel(op, T::DTYPE, false);
             let (ix, n64) = (Index2::new(l, rl)?, n as u64);
             let (a, b) = (self.slice::<T>()?, rhs.slice::<T>()?);
             let mut args = [
@@ -376,7 +376,7 @@ impl CudaStorage {
             ];
             // SAFETY: matches binary.cu's (n, Index2, const T*, const T*, T*); both
             // views fit their buffers (checked) and `out` holds n elements.
-            unsafe { launch(dev, Module::Binary, &name, launch_config(dev, n), &mut args)? };
+            unsafe { launch(dev, Module::Binary, name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -392,7 +392,7 @@ impl CudaStorage {
         if n == 0 {
             return Ok(());
         }
-        let name = compile::binary_assign_kernel(op, T::DTYPE);
+        let name = compile::binary_kernel(op, T::DTYPE, true);
         let (ix, n64) = (Index2::new(l, rl)?, n as u64);
         let dev = self.device.clone();
         let b = rhs.slice::<T>()?;
@@ -414,7 +414,7 @@ impl CudaStorage {
             launch(
                 &dev,
                 Module::Binary,
-                &name,
+                name,
                 launch_config(&dev, n),
                 &mut args,
             )

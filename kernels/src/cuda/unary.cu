@@ -1,36 +1,8 @@
 // Elementwise functions of one operand: one kernel per UnaryOp variant and dtype,
-// named unary_<op>_<dtype>. The expression sees the element `x` and the variant's
-// scalar parameter `s` (already converted to the element type).
-
-#define GELU_C 0.7978845608028654 // sqrt(2 / pi)
-#define GELU_A 0.044715
-
-template <typename T>
-__device__ __forceinline__ T op_sigmoid(T x) {
-    if (x >= (T)0) {
-        return (T)1 / ((T)1 + m_exp(-x));
-    }
-    const T e = m_exp(x);
-    return e / ((T)1 + e);
-}
-
-template <typename T>
-__device__ __forceinline__ T op_gelu(T x) {
-    return (T)0.5 * x * ((T)1 + m_tanh((T)GELU_C * (x + (T)GELU_A * x * x * x)));
-}
-
-template <typename T>
-__device__ __forceinline__ T op_gelu_grad(T x) {
-    const T c = (T)GELU_C, a = (T)GELU_A, half = (T)0.5;
-    const T t = m_tanh(c * (x + a * x * x * x));
-    return half * ((T)1 + t) + half * x * ((T)1 - t * t) * c * ((T)1 + (T)3 * a * x * x);
-}
-
-template <typename T>
-__device__ __forceinline__ T op_sign(T x) {
-    // 0, -0 and NaN stay as they are.
-    return x > (T)0 ? (T)1 : (x < (T)0 ? (T)-1 : x);
-}
+// named unary_<op>_<dtype> (compile.rs lists them). The expression sees the element
+// `x` and the variant's scalar parameter `s` (already converted to the element
+// type). Only the engine's arithmetic is here: functions with a formula of their own
+// are ops generated from one Rust function, CPU and CUDA alike.
 
 template <typename T>
 __device__ __forceinline__ T op_pow_scalar(T x, T p) {
@@ -75,21 +47,6 @@ __device__ __forceinline__ T op_pow_scalar(T x, T p) {
 #define UNARY(NAME, ...) FOR_EACH_DTYPE(UNARY_KERNEL, NAME, __VA_ARGS__)
 
 UNARY(neg, -x)
-UNARY(exp, m_exp(x))
-UNARY(log, m_log(x))
-UNARY(sqrt, m_sqrt(x))
-UNARY(abs, m_abs(x))
-UNARY(tanh, m_tanh(x))
-UNARY(sigmoid, op_sigmoid(x))
-UNARY(relu, (x > (T)0 || x != x) ? x : (T)0)
-UNARY(sin, m_sin(x))
-UNARY(cos, m_cos(x))
-UNARY(square, x * x)
-UNARY(recip, (T)1 / x)
-UNARY(sign, op_sign(x))
-UNARY(step, x > (T)0 ? (T)1 : (T)0)
-UNARY(gelu, op_gelu(x))
-UNARY(gelu_grad, op_gelu_grad(x))
 UNARY(add_scalar, x + s)
 UNARY(mul_scalar, x * s)
 UNARY(div_scalar, x / s)

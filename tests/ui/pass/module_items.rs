@@ -8,13 +8,13 @@ use autograd::prelude::*;
 #[differentiable]
 pub mod smooth_abs {
     use autograd::prelude::*;
-    use autograd::{UnaryOp, compute};
+    use autograd::ops;
 
     /// Keeps the function differentiable at 0.
     const EPS: f64 = 1e-3;
 
     fn root(x: &Tensor) -> Result<Tensor> {
-        compute::unary(&((x * x)? + EPS)?, UnaryOp::Sqrt)
+        ops::sqrt(&((x * x)? + EPS)?)
     }
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {

@@ -5,16 +5,16 @@ use autograd::prelude::*;
 #[differentiable(name = "mylib.softsign")]
 mod softsign {
     use autograd::prelude::*;
-    use autograd::{UnaryOp, compute};
+    use autograd::ops;
 
     /// x / (1 + |x|).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
-        x / &(compute::unary(x, UnaryOp::Abs)? + 1.0)?
+        x / &(ops::abs(x)? + 1.0)?
     }
 
     /// 1 / (1 + |x|)².
     pub fn backward(grad: &Tensor, x: &Tensor) -> Result<Tensor> {
-        let d = (compute::unary(x, UnaryOp::Abs)? + 1.0)?;
+        let d = (ops::abs(x)? + 1.0)?;
         grad / &(&d * &d)?
     }
 }

@@ -5,10 +5,10 @@ use autograd::prelude::*;
 #[differentiable]
 mod my_exp {
     use autograd::prelude::*;
-    use autograd::{UnaryOp, compute};
+    use autograd::ops;
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Exp)
+        ops::exp(x)
     }
 
     /// d/dx e^x = e^x.
@@ -20,10 +20,10 @@ mod my_exp {
 #[differentiable]
 mod my_sigmoid {
     use autograd::prelude::*;
-    use autograd::{UnaryOp, compute};
+    use autograd::ops;
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Sigmoid)
+        ops::sigmoid(x)
     }
 
     /// σ' = σ (1 - σ).
@@ -35,10 +35,10 @@ mod my_sigmoid {
 #[differentiable]
 mod my_tanh {
     use autograd::prelude::*;
-    use autograd::{UnaryOp, compute};
+    use autograd::ops;
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {
-        compute::unary(x, UnaryOp::Tanh)
+        ops::tanh(x)
     }
 
     /// tanh' = 1 - tanh².
