@@ -140,13 +140,14 @@ use proc_macro::TokenStream;
 /// for several), linear in `grad`; its own derivatives come from dual numbers.
 ///
 /// A backward may also read `output`, forward's result (`fn backward(output: f32,
-/// grad: f32) -> f32 { grad * output }` for `exp`). The graph then saves the output
-/// and only the inputs the backward names, as a hand-written op reading `output`
-/// does: where the next op saves the same tensor (a matmul after `tanh`), the two
-/// share one buffer. Each input's gradient runs as an elementwise op of its own over
-/// what the backward reads (at most four values), generated from the backward's
-/// body; it is recorded under `create_graph`, so gradients of gradients flow through
-/// the output to the inputs.
+/// grad: f32) -> f32 { grad * output }` for `exp`), and may leave inputs unread
+/// (`where`'s reads only the mask). The graph then saves exactly what the backward
+/// names, as for a hand-written op: reading `output`, where the next op saves the
+/// same tensor (a matmul after `tanh`), the two share one buffer. Such a backward
+/// runs as one elementwise op per differentiable input over what it reads (at most
+/// four values), generated from its body; recorded under `create_graph`, so
+/// gradients of gradients flow through the output to the inputs. A backward
+/// reading every input and not `output` runs inside the op's own kernel.
 ///
 /// ```
 /// use autograd::prelude::*;

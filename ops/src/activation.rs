@@ -252,6 +252,14 @@ pub mod r#where {
         if mask != 0.0 { a } else { b }
     }
 
+    /// The gradient goes to `a` where the mask is set, to `b` elsewhere: it reads
+    /// only the mask, so the graph saves only the mask.
+    #[elementwise]
+    pub fn backward(mask: f32, grad: f32) -> (f32, f32) {
+        let set = mask != 0.0;
+        (if set { grad } else { 0.0 }, if set { 0.0 } else { grad })
+    }
+
     /// Gradcheck input: a `[2, 3]` mask of both values, `a` and `b` broadcast.
     pub fn check_cases() -> Vec<CheckCase> {
         let mask = cases::values(&[1.0, 0.0, 0.0, 1.0, 1.0, 0.0], &[2, 3]);

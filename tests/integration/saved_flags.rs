@@ -70,7 +70,7 @@ const EXPECTED_SAVED: &[(&str, &[&str])] = &[
     ("to_device", &[]),
     ("transpose", &[]),
     ("unsqueeze", &[]),
-    ("where", &["mask", "a", "b"]),
+    ("where", &["mask"]),
 ];
 
 #[test]

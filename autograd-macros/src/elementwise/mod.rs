@@ -39,11 +39,16 @@ pub(crate) struct ValidBackward {
 }
 
 impl ValidBackward {
-    /// Whether it reads the forward's result: then it runs as ops of its own
-    /// (one per differentiable input, see [`gradient_ops`]) on what it reads, and
-    /// the graph saves the output and only the inputs it names.
-    fn reads_output(&self) -> bool {
+    /// Whether it runs as ops of its own (one per differentiable input, see
+    /// [`gradient_ops`]) on what it reads: when it reads the forward's result, or
+    /// leaves some input unread. The graph then saves exactly what it names (the
+    /// output, those inputs). Otherwise it is evaluated inside the op's kernel,
+    /// which reads every input.
+    fn runs_apart(&self, inputs: &[(&Ident, bool)]) -> bool {
         self.params.iter().any(|p| p == "output")
+            || inputs
+                .iter()
+                .any(|(i, _)| !self.params.iter().any(|p| p == *i))
     }
 }
 
@@ -147,24 +152,24 @@ fn validate_backward(
         errs.at(field, format!("`backward` reads `self.{field}` but does not take it: write `pub fn backward(&self, ..)`"));
         ok = false;
     }
-    if params.iter().any(|p| p == "output") {
-        if let Some((clash, _)) = inputs.iter().find(|(i, _)| *i == "output") {
-            errs.at(
-                clash,
-                "`output` names forward's result in backward: rename this input",
-            );
-            ok = false;
-        }
-        if params.len() > MAX_INPUTS {
-            errs.at(
-                &f.sig.ident,
-                format!(
-                    "a backward that reads `output` runs as an elementwise op of what it reads: it takes at \
-                     most {MAX_INPUTS} values"
-                ),
-            );
-            ok = false;
-        }
+    if params.iter().any(|p| p == "output")
+        && let Some((clash, _)) = inputs.iter().find(|(i, _)| *i == "output")
+    {
+        errs.at(
+            clash,
+            "`output` names forward's result in backward: rename this input",
+        );
+        ok = false;
+    }
+    if params.len() > MAX_INPUTS {
+        errs.at(
+            &f.sig.ident,
+            format!(
+                "an elementwise backward reads at most {MAX_INPUTS} values (it runs as an elementwise op of \
+                 what it reads): `grad`, `output` and forward's inputs count"
+            ),
+        );
+        ok = false;
     }
     let body = body?;
     ok.then_some(ValidBackward { params, body })
@@ -401,8 +406,8 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
 
     // A backward reading `output` runs as ops of its own; the op's kernel then
     // derives its derivatives from the function alone.
-    let from_output = v.backward.as_ref().filter(|b| b.reads_output());
-    let in_kernel = v.backward.as_ref().filter(|b| !b.reads_output());
+    let from_output = v.backward.as_ref().filter(|b| b.runs_apart(&v.inputs));
+    let in_kernel = v.backward.as_ref().filter(|b| !b.runs_apart(&v.inputs));
     let inputs_owned: Vec<Ident> = input_idents.iter().map(|i| (*i).clone()).collect();
     let (grad_ops, appended) = from_output.map(|b| gradient_ops(&p, v, b)).unzip();
     let (kernel, _) = kernel_items(&Kernel {
@@ -456,7 +461,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                     #(#per_input)*
                     ::core::result::Result::Ok(grads)
                 }},
-                true,
+                b.params.iter().any(|q| q == "output"),
             )
         }
     };
