@@ -6,7 +6,8 @@
 //! argument): `loss.svg` (loss and accuracy per epoch), `graph.dot` (the graph
 //! recorded by one training step: ops, shapes, bytes saved for backward),
 //! `graph.svg` when Graphviz's `dot` is installed, and `spirals.svg` (the data over
-//! the learned decision regions).
+//! the learned decision regions), and `weights.safetensors` (the trained weights,
+//! which the example reloads into a fresh model and checks it classifies alike).
 //!
 //! Run with `cargo run --release --example spirals`.
 
@@ -223,13 +224,34 @@ fn main() -> Result<()> {
     )?;
     let rendered = render_with_graphviz(&dot_path, &out_dir.join("graph.svg"));
 
+    // The trained weights, saved as safetensors, loaded into a freshly initialised
+    // model: it classifies every point as the trained one does.
+    let weights = out_dir.join("weights.safetensors");
+    autograd::save(&weights, &model.named())?;
+    let mut reloaded = Mlp::new(&mut Rng::new(7))?;
+    let names = model.named().map(|(name, _)| name);
+    let mut targets: Vec<(&str, &mut Tensor)> =
+        names.into_iter().zip(reloaded.params_mut()).collect();
+    autograd::load_into(&weights, &mut targets)?;
+    let reloaded_acc = accuracy(&reloaded, &x, &labels)?;
+    if model.predict(&x)? != reloaded.predict(&x)? {
+        return Err(Error::InvalidArgument {
+            op: "spirals example",
+            msg: format!("the reloaded weights classify differently ({reloaded_acc})"),
+        });
+    }
+
     println!(
         "trained in {:.2} s: training accuracy {:.1}%",
         elapsed.as_secs_f64(),
         100.0 * final_acc
     );
     println!(
-        "wrote loss.svg, spirals.svg, graph.dot{rendered} to {}",
+        "weights saved to weights.safetensors and reloaded into a fresh model: accuracy {:.1}%",
+        100.0 * reloaded_acc
+    );
+    println!(
+        "wrote loss.svg, spirals.svg, graph.dot{rendered}, weights.safetensors to {}",
         out_dir.display()
     );
     if final_acc <= TARGET_ACCURACY {

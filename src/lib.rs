@@ -288,6 +288,9 @@
 
 pub mod optim;
 
+mod io;
+pub use io::{load, load_into, save};
+
 // The crate root shows what a user needs; the ops are under `ops`, and the machinery
 // the macro's generated code refers to under the hidden `__private`.
 pub use autograd_core::{

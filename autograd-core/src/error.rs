@@ -379,6 +379,17 @@ pub enum Error {
         bytes: usize,
     },
 
+    /// A tensor file could not be read or written, or its contents are not what
+    /// was asked for (not a safetensors file, truncated, an unsupported dtype, a
+    /// missing name, or a shape or dtype other than the target's).
+    #[error("`{path}`: {msg}")]
+    File {
+        /// The file.
+        path: String,
+        /// What went wrong, and what to do.
+        msg: String,
+    },
+
     /// A kernel failed (driver errors on a device).
     #[error("kernel error: {0}")]
     Kernel(#[source] KernelError),

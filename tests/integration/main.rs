@@ -4,6 +4,7 @@
 mod elementwise;
 mod engine;
 mod graph_dot;
+mod io;
 mod ops_errors;
 mod ops_reference;
 mod ops_registry;
