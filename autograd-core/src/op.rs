@@ -1,6 +1,6 @@
 //! The op contract: what `#[differentiable]` generates for every op.
 
-use crate::{Error, Result, Shape, Tensor};
+use crate::{DType, Error, Result, Shape, Tensor};
 use smallvec::SmallVec;
 
 /// Gradients returned by an op's backward: one slot per tensor input, in order;
@@ -161,6 +161,8 @@ impl<T> ParamOther for &mut ParamField<'_, T> {
 pub(crate) trait InputShapes {
     /// Shape of input `i`, if there is one.
     fn shape(&self, i: usize) -> Option<&Shape>;
+    /// Dtype of input `i`, if there is one.
+    fn dtype(&self, i: usize) -> Option<DType>;
     /// Number of inputs.
     fn len(&self) -> usize;
 }
@@ -204,6 +206,15 @@ impl<'a> BackwardContext<'a> {
     /// Shape of input `i` (every node keeps its inputs' shapes, whatever it saves).
     pub fn input_shape(&self, i: usize) -> Result<&'a Shape> {
         self.inputs.shape(i).ok_or_else(|| Error::Arity {
+            op: self.op,
+            expected: self.inputs.len(),
+            got: i + 1,
+        })
+    }
+
+    /// Dtype of input `i` (every node keeps its inputs' dtypes, whatever it saves).
+    pub fn input_dtype(&self, i: usize) -> Result<DType> {
+        self.inputs.dtype(i).ok_or_else(|| Error::Arity {
             op: self.op,
             expected: self.inputs.len(),
             got: i + 1,

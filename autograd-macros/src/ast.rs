@@ -113,6 +113,8 @@ pub(crate) enum Role {
     Input(usize),
     /// `<input>_shape`: the shape of forward's input at this position.
     InputShape(usize),
+    /// `<input>_dtype`: the dtype of forward's input at this position.
+    InputDType(usize),
     /// None of these (reported by `valid`).
     Unknown,
 }
@@ -456,7 +458,10 @@ impl Role {
                 Some(pos) => Role::Input(pos),
                 None => match n.strip_suffix("_shape").and_then(position) {
                     Some(pos) => Role::InputShape(pos),
-                    None => Role::Unknown,
+                    None => match n.strip_suffix("_dtype").and_then(position) {
+                        Some(pos) => Role::InputDType(pos),
+                        None => Role::Unknown,
+                    },
                 },
             },
         }

@@ -148,6 +148,7 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         Role::Grad => quote!(ctx.grad()),
         Role::Input(pos) => quote!(ctx.input(#pos)?),
         Role::InputShape(pos) => quote!(ctx.input_shape(#pos)?),
+        Role::InputDType(pos) => quote!(ctx.input_dtype(#pos)?),
         Role::Output => quote!(ctx.output()?),
         Role::Needs => quote!(ctx.needs_at([#(#diff_positions),*])),
         Role::Unknown => quote!(::core::unreachable!()),

@@ -88,6 +88,7 @@ use proc_macro::TokenStream;
 ///   | `grad` | `&Tensor` | gradient of the output | - |
 ///   | an input's name | `&Tensor` | that input | the input |
 ///   | `<input>_shape` | `&Shape` | that input's shape | - (every node has it) |
+///   | `<input>_dtype` | `DType` | that input's dtype | - (every node has it) |
 ///   | `output` | `&Tensor` | forward's result | the output |
 ///   | `needs` | `[bool; N]` | which differentiable inputs need a gradient | - |
 ///   | `&self` | | the op's parameters | the op value |

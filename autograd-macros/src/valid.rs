@@ -377,6 +377,14 @@ impl Declared<'_> {
                     );
                 }
             }
+            Role::InputDType(_) => {
+                if !ast::last_segment(ty).is_some_and(|s| s.ident == "DType") {
+                    errs.at(
+                        ty,
+                        format!("`{ident}` is the dtype of an input: write `{ident}: DType`"),
+                    );
+                }
+            }
             // Without forward, its inputs are unknown: only the missing forward is reported.
             Role::Unknown if cx.op.forward.is_none() => {}
             Role::Unknown if cx.is_field(ident) => errs.at(
@@ -529,6 +537,7 @@ impl<'t> Cx<'t, '_> {
             .collect();
         let mut known: Vec<String> = self.inputs.iter().map(|i| i.ident.to_string()).collect();
         known.extend(self.inputs.iter().map(|i| format!("{}_shape", i.ident)));
+        known.extend(self.inputs.iter().map(|i| format!("{}_dtype", i.ident)));
         known.extend(RESERVED.iter().map(|r| r.to_string()));
         let hint = match closest(&ident.to_string(), known.iter().map(String::as_str)) {
             Some(c) => format!("did you mean `{c}`? "),
@@ -536,7 +545,8 @@ impl<'t> Cx<'t, '_> {
         };
         format!(
             "backward parameter `{ident}` is not an input of forward: {hint}backward can declare forward's inputs \
-             ({}), an input's shape (`<input>_shape: &Shape`), `output` (the forward result), \
+             ({}), an input's shape (`<input>_shape: &Shape`) or dtype (`<input>_dtype: DType`), \
+             `output` (the forward result), \
              `grad` (the output's gradient) and `needs` (which inputs need a gradient)",
             names.join(", ")
         )

@@ -82,3 +82,42 @@ pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
         _ => e,
     })
 }
+
+/// `x` converted to another element type, recorded: the gradient is converted back
+/// to `x`'s dtype (unlike `compute::cast`, which records nothing).
+#[differentiable(crate = ::autograd_core, method)]
+pub mod to_dtype {
+    use super::*;
+
+    /// The element type of the result.
+    #[derive(Clone, Copy, Debug)]
+    pub struct ToDtype {
+        /// The element type of the result.
+        pub dtype: DType,
+    }
+
+    /// `x`'s values as `dtype` (rounded to nearest going to f32); `x` itself when it
+    /// has that dtype already.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        compute::cast(x, self.dtype)
+    }
+
+    /// The gradient, converted back to the input's dtype (no tensor is saved).
+    pub fn backward(grad: &Tensor, x_dtype: DType) -> Result<Tensor> {
+        to_dtype(grad, x_dtype)
+    }
+
+    /// Gradcheck input: a tensor kept in its own dtype (a round trip through f32
+    /// rounds away what finite differences measure; the integration tests check
+    /// the conversions).
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = Rng::new(52)
+            .uniform([2, 3], -1.0, 1.0, DType::F64)
+            .unwrap_or_else(|_| autograd_core::cases::fallback(&[2, 3], 1.0));
+        vec![CheckCase::new(
+            "to_dtype (to its own dtype)",
+            vec![x],
+            |x| to_dtype(&x[0], x[0].dtype()),
+        )]
+    }
+}

@@ -215,3 +215,29 @@ fn ops_keep_the_dtype_of_their_inputs() -> Result<()> {
     assert_eq!(x.grad().unwrap().dtype(), DType::F32);
     Ok(())
 }
+
+/// `to_dtype` is recorded: the gradient comes back in the input's dtype, through
+/// any number of conversions, and twice differentiable.
+#[test]
+fn to_dtype_sends_the_gradient_back_in_the_inputs_dtype() -> Result<()> {
+    crate::init();
+    let x = leaf(&[0.5, -1.25, 2.0], &[3]);
+    let y = x.to_dtype(DType::F32)?;
+    assert_eq!(y.dtype(), DType::F32);
+    let node = y.grad_fn().expect("recorded");
+    assert_eq!(node.saved_tensor_count(), 0, "saves nothing");
+    let opts = autograd::BackwardOptions::default().create_graph(true);
+    // d/dx Σ (f32(x))² = 2x, in f64.
+    let g = autograd::grad(&(&y * &y)?.sum_all()?, &[&x], opts)?[0]
+        .clone()
+        .expect("a gradient");
+    assert_eq!(g.dtype(), DType::F64);
+    assert_eq!(g.to_vec::<f64>()?, [1.0, -2.5, 4.0]);
+    // And again: d/dx Σ 2x = 2.
+    g.sum_all()?.backward()?;
+    assert_eq!(grad_vec(&x), [2.0, 2.0, 2.0]);
+    // Converting to the dtype it has is the identity, still recorded.
+    let z = ops::to_dtype(&x, DType::F64)?;
+    assert!(z.grad_fn().is_some());
+    Ok(())
+}

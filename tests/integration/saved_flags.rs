@@ -68,6 +68,7 @@ const EXPECTED_SAVED: &[(&str, &[&str])] = &[
     ("sum_to_shape", &[]),
     ("tanh", &["output"]),
     ("to_device", &[]),
+    ("to_dtype", &[]),
     ("transpose", &[]),
     ("unsqueeze", &[]),
     ("where", &["mask"]),

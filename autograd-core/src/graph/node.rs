@@ -264,6 +264,10 @@ impl crate::op::InputShapes for SmallVec<[NodeInput; 2]> {
         self.get(i).map(|n| &n.shape)
     }
 
+    fn dtype(&self, i: usize) -> Option<DType> {
+        self.get(i).map(|n| n.dtype)
+    }
+
     fn len(&self) -> usize {
         SmallVec::len(self)
     }
