@@ -378,7 +378,7 @@ impl Declared<'_> {
                 }
             }
             Role::InputDType(_) => {
-                if !ast::last_segment(ty).is_some_and(|s| s.ident == "DType") {
+                if ast::last_segment(ty).is_none_or(|s| s.ident != "DType") {
                     errs.at(
                         ty,
                         format!("`{ident}` is the dtype of an input: write `{ident}: DType`"),
