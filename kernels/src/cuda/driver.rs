@@ -12,6 +12,7 @@
 use super::CudaElement;
 use super::compile::Module;
 use super::index::{Index1, Index2, ReduceIndex};
+use super::raw::RawParams;
 use crate::Result;
 
 /// A kernel launch's shape.
@@ -29,6 +30,8 @@ pub(crate) enum KernelArg<'a, D: Driver> {
     Index1(&'a Index1),
     Index2(&'a Index2),
     Reduce(&'a ReduceIndex),
+    /// The parameter struct of a raw program (`RAW_PARAMS`).
+    Raw(&'a RawParams),
     /// A buffer the kernel only reads (a `const T*` parameter).
     InF32(&'a D::Buf<f32>),
     InF64(&'a D::Buf<f64>),

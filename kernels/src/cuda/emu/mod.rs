@@ -389,6 +389,9 @@ fn generated_library(key: &str, source: &str) -> Result<usize> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
+    // The key's hash too: keys that differ only in characters replaced above
+    // (`raw.x` and `raw_x`) must not share a library file.
+    let stem = format!("{stem}_{:016x}", fnv(key));
     let unit = dir.join(format!("{stem}.cpp"));
     let lib = dir.join(format!("lib{stem}.so"));
     std::fs::write(
@@ -624,6 +627,7 @@ impl Driver for Emulator {
                     KernelArg::Index1(v) => p(*v as *const _ as *const c_void, 2, 0),
                     KernelArg::Index2(v) => p(*v as *const _ as *const c_void, 3, 0),
                     KernelArg::Reduce(v) => p(*v as *const _ as *const c_void, 4, 0),
+                    KernelArg::Raw(v) => p(*v as *const _ as *const c_void, 7, 0),
                     KernelArg::InF32(_) => p(addr, 5, 4),
                     KernelArg::InF64(_) => p(addr, 5, 8),
                     KernelArg::OutF32(_) => p(addr, 6, 4),
