@@ -172,3 +172,15 @@ unsafe fn run_typed<T: CudaElement>(
         .map(|(b, s)| CudaStorage::new(b, s.numel(), dev.clone()))
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    /// The size the PTX of a raw program shows for its first parameter
+    /// (tests/integration/raw.rs checks it there): 4 counts, 12 views of 19 u64,
+    /// 8 scalars.
+    #[test]
+    fn raw_params_have_the_size_of_their_c_twin() {
+        assert_eq!(std::mem::size_of::<super::RawParams>(), 1920);
+        assert_eq!(std::mem::align_of::<super::RawParams>(), 8);
+    }
+}
