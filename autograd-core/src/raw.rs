@@ -19,6 +19,54 @@
 //! naming the op), the outputs' sizes; the kernels check the rest (the shapes they
 //! accept) and return an [`Error`] naming the op, never a panic.
 //!
+//! ```
+//! use autograd::prelude::*;
+//! use autograd::raw::{self, CpuKernel, Float, View};
+//!
+//! /// Sums each row of a `[rows, cols]` tensor, reading it in place.
+//! struct RowSums;
+//!
+//! impl CpuKernel for RowSums {
+//!     fn run<T: Float>(&self, inputs: &[View<'_, T>], outputs: &mut [&mut [T]]) -> Result<()> {
+//!         let (x, sums) = (&inputs[0], &mut outputs[0]); // as `forward` passes them
+//!         let (&[rows, cols], &[s0, s1]) = (x.dims(), x.strides()) else {
+//!             return Err(Error::Shape { op: "row_sums", msg: format!("{} is not 2-D", x.shape()) });
+//!         };
+//!         for r in 0..rows {
+//!             sums[r] = (0..cols).fold(T::ZERO, |a, c| a + x.data()[x.offset() + r * s0 + c * s1]);
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! #[differentiable]
+//! mod row_sums {
+//!     use autograd::prelude::*;
+//!
+//!     pub fn forward(x: &Tensor) -> Result<Tensor> {
+//!         let rows = x.shape().dims().first().copied().unwrap_or(0);
+//!         let mut out = autograd::raw::cpu("row_sums", &super::RowSums, &[x], &[Shape::from([rows])])?;
+//!         Ok(out.remove(0))
+//!     }
+//!
+//!     /// Recorded ops: twice differentiable.
+//!     pub fn backward(grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+//!         &grad.unsqueeze(1)? * &Tensor::ones(x_shape.clone(), grad.dtype())?
+//!     }
+//! }
+//!
+//! # fn main() -> Result<()> {
+//! autograd::init()?;
+//! let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?.with_requires_grad(true);
+//! let xt = x.t()?; // [3, 2], read in place (strides [1, 3])
+//! let s = row_sums(&xt)?;
+//! assert_eq!(s.to_vec::<f64>()?, [5.0, 7.0, 9.0]);
+//! s.sum_all()?.backward()?;
+//! assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [1.0; 6]);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # The CUDA calling convention
 //!
 //! The source is compiled after [`CUDA_PRELUDE`] (`raw.cuh`), which defines the

@@ -114,8 +114,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn load_function(&self, module: Module, name: &str) -> Result<Self::Func>;
 
     /// Loads kernel `name` of a generated program (an op generated from an
-    /// elementwise function: `source` is the whole program), compiling it at the
-    /// first use of `key`. The context must be bound.
+    /// elementwise function, or a raw program: `source` is the whole program),
+    /// compiling it at the first use of `key`. The context must be bound.
     fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<Self::Func>;
 
     /// Launches `f` (the kernel `name`) with `args`.

@@ -10,9 +10,10 @@
 //!   defines `__global__`, the builtin indices, `__shared__`, `__syncthreads`,
 //!   `__shfl_down_sync` and `atomicAdd`. The kernels are found by name in the
 //!   resulting library, as `cuModuleGetFunction` finds them in a module.
-//!   The programs of ops generated from an elementwise function exist only at run
-//!   time: each is compiled the same way when first loaded (g++, or `$CXX`, into a
-//!   library in the system's temporary folder), and binds to the runtime's symbols.
+//!   The programs of ops generated from an elementwise function, and raw programs
+//!   (an op's own CUDA source, `crate::raw`), exist only at run time: each is
+//!   compiled the same way when first loaded (g++, or `$CXX`, into a library in
+//!   the system's temporary folder), and binds to the runtime's symbols.
 //! - **Threads.** Each CUDA thread is a fiber; a block's fibers run until they
 //!   finish or wait at a barrier. `__syncthreads` is a block barrier and
 //!   `__shfl_down_sync` a warp barrier (the exchange happens when the warp's 32
