@@ -29,6 +29,8 @@ mod emulator {
         let common = read(&cuda.join("common.cuh"));
         read(&emu.join("shim.h"));
         read(&emu.join("runtime.cpp"));
+        // The raw programs' parameter struct, which the runtime passes by value.
+        read(Path::new("src/raw.cuh"));
         let mut files = vec![emu.join("runtime.cpp")];
         for m in MODULES {
             // The source! macro of compile.rs, byte for byte, behind the shim.

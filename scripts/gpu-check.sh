@@ -3,21 +3,23 @@
 # PyTorch but no Rust toolchain:
 #
 #   scripts/gpu-check.sh build [DIR]    on a machine with cargo (no GPU needed):
-#                                       builds the GPU test binaries and the W2/W3
-#                                       timing binary (release) into DIR, with this
-#                                       script and the PyTorch peer script
+#                                       builds the GPU test binaries, the W2/W3
+#                                       timing binary and the layer_norm example
+#                                       (release) into DIR, with this script and
+#                                       the PyTorch peer script
 #                                       (default DIR: target/gpu-bundle)
 #   DIR/gpu-check.sh run                on the GPU machine: runs the NVRTC check,
-#                                       every #[ignore]d GPU test, then W2/W3 at
-#                                       their GPU sizes here and in PyTorch, and
-#                                       prints the figures side by side
+#                                       every #[ignore]d GPU test, the layer_norm
+#                                       example with --cuda, then W2/W3 at their
+#                                       GPU sizes here and in PyTorch, and prints
+#                                       the figures side by side
 #
 # `run` exits non-zero when a test fails. Set GPU_CHECK_LOG=FILE to keep the
 # whole output. It takes a few minutes (most of it W3's 268M-element tensors).
 set -euo pipefail
 
 usage() {
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -49,9 +51,9 @@ for line in sys.stdin:
         cp "$exe" "$out/bin/$name"
     done <"$list"
     rm -f "$list"
-    cargo build --release --example gpu_workloads
-    cp target/release/examples/gpu_workloads "$out/bin/"
-    for b in gpu cuda_backend cuda_defects nvrtc gpu_workloads; do
+    cargo build --release --example gpu_workloads --example layer_norm
+    cp target/release/examples/gpu_workloads target/release/examples/layer_norm "$out/bin/"
+    for b in gpu cuda_backend cuda_defects nvrtc gpu_workloads layer_norm; do
         [ -x "$out/bin/$b" ] || { echo "gpu-check build: $b was not built" >&2; exit 1; }
         # Debug info is most of their size; the run needs none of it.
         if command -v strip >/dev/null; then strip --strip-debug "$out/bin/$b"; fi
@@ -112,6 +114,8 @@ run() {
     "$bin/cuda_defects" --include-ignored || status=1
     echo "== every registered op (forward and backward), worked examples, engine, W2/W3 parity"
     "$bin/gpu" --include-ignored --test-threads=2 || status=1
+    echo "== an op with its own kernels (raw CPU kernel and CUDA program): layer_norm"
+    "$bin/layer_norm" --cuda || status=1
 
     echo "== W2 and W3 at GPU sizes: autograd"
     "$bin/gpu_workloads" | tee "$tmp/results" || status=1

@@ -300,7 +300,7 @@ pub use autograd_core::{
     Storage, StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, enable_grad, grad,
     grad_if, gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
 };
-pub use autograd_core::{anomaly, cases, compute, elementwise, random};
+pub use autograd_core::{anomaly, cases, compute, elementwise, random, raw};
 
 /// Accounting of tensor storage ([`stats`](memory::stats),
 /// [`thread_stats`](memory::thread_stats)) and the thread caches for reuse

@@ -24,6 +24,7 @@ mod op;
 mod operators;
 pub mod primitives;
 pub mod random;
+pub mod raw;
 mod registry;
 mod storage;
 mod tensor;

@@ -800,3 +800,70 @@ fn few_outputs_of_many_rows_match_the_cpu_with_signed_zeros_and_nan() {
     dev.synchronize().unwrap();
     check_all(failures, total);
 }
+
+/// A raw program (`autograd_kernels::raw`): each input's logical elements
+/// gathered through its view (`raw_at`), and the parameter struct's counts and
+/// scalars written out, for transposed, offset and broadcast views in both dtypes.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn raw_programs_read_views_in_place_and_get_their_scalars() {
+    use autograd_kernels::raw::{CudaProgram, LaunchConfig, RawLaunch, Scalar};
+    const PROGRAM: CudaProgram = CudaProgram {
+        name: "raw_test_gather",
+        source: r#"
+template <typename T>
+__device__ void gather(const RawParams& p, const T* a, const T* b, T* oa, T* ob, T* os) {
+    const u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x, step = (u64)blockDim.x * gridDim.x;
+    for (u64 i = start; i < p.out[0].numel; i += step) oa[i] = a[raw_at(p.in[0], i)];
+    for (u64 i = start; i < p.out[1].numel; i += step) ob[i] = b[raw_at(p.in[1], i)];
+    if (start == 0) {
+        os[0] = (T)p.scalar[0].u;
+        os[1] = (T)p.scalar[1].i;
+        os[2] = (T)p.scalar[2].f;
+        os[3] = (T)p.n_inputs;
+        os[4] = (T)p.n_outputs;
+        os[5] = (T)p.n_scalars;
+    }
+}
+extern "C" __global__ void gather_f32(RAW_PARAMS(float)) { gather(p, in0, in1, out0, out1, out2); }
+extern "C" __global__ void gather_f64(RAW_PARAMS(double)) { gather(p, in0, in1, out0, out1, out2); }
+"#,
+    };
+    let dev = gpu();
+    for dtype in [DType::F32, DType::F64] {
+        let c = data(40, 3, -1.0, 1.0, dtype);
+        let g = upload(&dev, &c);
+        let cases = [
+            // Transposed [6, 4] of a [4, 6] at offset 0, and [3, 5] at offset 7.
+            Layout::new(Shape::from([6, 4]), &[1, 6], 0).unwrap(),
+            Layout::new(Shape::from([3, 5]), &[5, 1], 7).unwrap(),
+            // A row broadcast over 3 rows (stride 0), at offset 30.
+            Layout::new(Shape::from([3, 4]), &[0, 1], 30).unwrap(),
+        ];
+        for (la, lb) in [(&cases[0], &cases[1]), (&cases[2], &cases[0])] {
+            let launch = RawLaunch {
+                program: PROGRAM,
+                entry: "gather",
+                config: LaunchConfig::linear(2, 32),
+                scalars: &[Scalar::U64(7), Scalar::I64(-3), Scalar::F64(0.5)],
+            };
+            let outs = [la.shape().clone(), lb.shape().clone(), Shape::from([6])];
+            // SAFETY: gather_* take RAW_PARAMS, read inside the views and write
+            // each output's elements (the scalars' 6), grid-stride.
+            let got =
+                unsafe { CudaStorage::run_raw(&launch, &[(&g, la), (&g, lb)], &outs) }.unwrap();
+            let want_a = values(&c.cast(la, dtype).unwrap());
+            let want_b = values(&c.cast(lb, dtype).unwrap());
+            let tol = tolerance(dtype);
+            compare("raw gather, input 0", &want_a, &host(&got[0]), tol).unwrap();
+            compare("raw gather, input 1", &want_b, &host(&got[1]), tol).unwrap();
+            compare(
+                "raw scalars",
+                &[7.0, -3.0, 0.5, 2.0, 3.0, 3.0],
+                &host(&got[2]),
+                tol,
+            )
+            .unwrap();
+        }
+    }
+}

@@ -19,6 +19,7 @@ mod availability;
 mod elementwise;
 mod engine;
 mod ops_parity;
+mod raw;
 mod seed_examples;
 mod workloads;
 mod workloads_parity;

@@ -11,6 +11,7 @@ mod ops_registry;
 mod ops_semantics;
 mod optim;
 mod pruning;
+mod raw;
 mod registry;
 mod reuse;
 mod round2_sizes;

@@ -161,7 +161,8 @@ impl CudaDevice {
     }
 
     /// Kernel `name` of a generated op's program `source` (compiled at the first
-    /// use of `key`, the op's name), for the calling thread.
+    /// use of `key`: the op's name, or `raw.<program>` for a raw program), for the
+    /// calling thread.
     pub(crate) fn generated_function(
         &self,
         key: &str,
@@ -170,8 +171,9 @@ impl CudaDevice {
     ) -> Result<<Drv as Driver>::Func> {
         self.bind()?;
         // Cached apart from the fixed kernels' names (an op may be called
-        // `unary_exp`, whose f32 entry point would then be `unary_exp_f32`).
-        let cached = format!("generated {name}");
+        // `unary_exp`, whose f32 entry point would then be `unary_exp_f32`), and
+        // per program (a raw program's entry point may share a generated op's name).
+        let cached = format!("generated {key} {name}");
         if let Some(f) = lock(&self.functions).get(&cached) {
             return Ok(f.clone());
         }

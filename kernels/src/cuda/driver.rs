@@ -12,6 +12,7 @@
 use super::CudaElement;
 use super::compile::Module;
 use super::index::{Index1, Index2, ReduceIndex};
+use super::raw::RawParams;
 use crate::Result;
 
 /// A kernel launch's shape.
@@ -29,6 +30,8 @@ pub(crate) enum KernelArg<'a, D: Driver> {
     Index1(&'a Index1),
     Index2(&'a Index2),
     Reduce(&'a ReduceIndex),
+    /// The parameter struct of a raw program (`RAW_PARAMS`).
+    Raw(&'a RawParams),
     /// A buffer the kernel only reads (a `const T*` parameter).
     InF32(&'a D::Buf<f32>),
     InF64(&'a D::Buf<f64>),
@@ -111,8 +114,8 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn load_function(&self, module: Module, name: &str) -> Result<Self::Func>;
 
     /// Loads kernel `name` of a generated program (an op generated from an
-    /// elementwise function: `source` is the whole program), compiling it at the
-    /// first use of `key`. The context must be bound.
+    /// elementwise function, or a raw program: `source` is the whole program),
+    /// compiling it at the first use of `key`. The context must be bound.
     fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<Self::Func>;
 
     /// Launches `f` (the kernel `name`) with `args`.

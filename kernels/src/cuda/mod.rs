@@ -613,3 +613,4 @@ impl BackendStorage for CudaStorage {
 
 // After the macros above, which it uses.
 mod generated;
+mod raw;

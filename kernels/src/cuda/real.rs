@@ -373,6 +373,7 @@ impl Driver for Cudarc {
                 KernelArg::Index1(v) => b.arg(*v),
                 KernelArg::Index2(v) => b.arg(*v),
                 KernelArg::Reduce(v) => b.arg(*v),
+                KernelArg::Raw(v) => b.arg(*v),
                 KernelArg::InF32(s) => b.arg(*s),
                 KernelArg::InF64(s) => b.arg(*s),
                 KernelArg::OutF32(s) => b.arg(&mut **s),

@@ -10,9 +10,10 @@
 //!   defines `__global__`, the builtin indices, `__shared__`, `__syncthreads`,
 //!   `__shfl_down_sync` and `atomicAdd`. The kernels are found by name in the
 //!   resulting library, as `cuModuleGetFunction` finds them in a module.
-//!   The programs of ops generated from an elementwise function exist only at run
-//!   time: each is compiled the same way when first loaded (g++, or `$CXX`, into a
-//!   library in the system's temporary folder), and binds to the runtime's symbols.
+//!   The programs of ops generated from an elementwise function, and raw programs
+//!   (an op's own CUDA source, `crate::raw`), exist only at run time: each is
+//!   compiled the same way when first loaded (g++, or `$CXX`, into a library in
+//!   the system's temporary folder), and binds to the runtime's symbols.
 //! - **Threads.** Each CUDA thread is a fiber; a block's fibers run until they
 //!   finish or wait at a barrier. `__syncthreads` is a block barrier and
 //!   `__shfl_down_sync` a warp barrier (the exchange happens when the warp's 32
@@ -389,6 +390,9 @@ fn generated_library(key: &str, source: &str) -> Result<usize> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
+    // The key's hash too: keys that differ only in characters replaced above
+    // (`raw.x` and `raw_x`) must not share a library file.
+    let stem = format!("{stem}_{:016x}", fnv(key));
     let unit = dir.join(format!("{stem}.cpp"));
     let lib = dir.join(format!("lib{stem}.so"));
     std::fs::write(
@@ -624,6 +628,7 @@ impl Driver for Emulator {
                     KernelArg::Index1(v) => p(*v as *const _ as *const c_void, 2, 0),
                     KernelArg::Index2(v) => p(*v as *const _ as *const c_void, 3, 0),
                     KernelArg::Reduce(v) => p(*v as *const _ as *const c_void, 4, 0),
+                    KernelArg::Raw(v) => p(*v as *const _ as *const c_void, 7, 0),
                     KernelArg::InF32(_) => p(addr, 5, 4),
                     KernelArg::InF64(_) => p(addr, 5, 8),
                     KernelArg::OutF32(_) => p(addr, 6, 4),

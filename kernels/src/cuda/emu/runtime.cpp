@@ -27,6 +27,7 @@
 #include "shim.h"
 
 #include "../common.cuh"
+#include "../../raw.cuh"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -493,7 +494,7 @@ std::string run_block(uint3 bidx, dim3 grid, dim3 block, Pick pick, std::mt19937
 
 // ---------------------------------------------------------------- kernel ABI
 
-enum ArgKind : uint32_t { U64 = 0, F64 = 1, IX1 = 2, IX2 = 3, IXR = 4, IN = 5, OUT = 6 };
+enum ArgKind : uint32_t { U64 = 0, F64 = 1, IX1 = 2, IX2 = 3, IXR = 4, IN = 5, OUT = 6, RAW = 7 };
 
 struct EmuArg {
     uint32_t kind;
@@ -501,7 +502,7 @@ struct EmuArg {
     const void* value;  // the value; for a buffer, its u64 device address
 };
 
-enum Sig { S_UNARY, S_COPY, S_BINARY, S_REDUCE, S_FILL, S_CAST, S_GENERATED, S_UNKNOWN };
+enum Sig { S_UNARY, S_COPY, S_BINARY, S_REDUCE, S_FILL, S_CAST, S_GENERATED, S_RAW, S_UNKNOWN };
 
 Sig signature(const std::string& s) {
     if (s == "u1ppd") return S_UNARY;
@@ -512,6 +513,9 @@ Sig signature(const std::string& s) {
     if (s == "u1pp") return S_CAST;
     // An op generated from an elementwise function: n, what, x0..x3, g, out, p0..p3.
     if (s == "uuppppppdddd") return S_GENERATED;
+    // A raw program's entry point: RAW_PARAMS (raw.cuh), the struct then 8 input
+    // and 4 output pointers.
+    if (s == "Wpppppppppppp") return S_RAW;
     return S_UNKNOWN;
 }
 
@@ -565,6 +569,12 @@ void invoke(const void* p) {
             arg<u64>(a[0]), arg<u64>(a[1]), arg<u64>(a[2]), arg<u64>(a[3]), arg<u64>(a[4]),
             arg<u64>(a[5]), arg<u64>(a[6]), arg<u64>(a[7]), arg<double>(a[8]),
             arg<double>(a[9]), arg<double>(a[10]), arg<double>(a[11]));
+        break;
+    case S_RAW:
+        ((void (*)(RawParams, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64))c.fn)(
+            arg<RawParams>(a[0]), arg<u64>(a[1]), arg<u64>(a[2]), arg<u64>(a[3]), arg<u64>(a[4]),
+            arg<u64>(a[5]), arg<u64>(a[6]), arg<u64>(a[7]), arg<u64>(a[8]), arg<u64>(a[9]),
+            arg<u64>(a[10]), arg<u64>(a[11]), arg<u64>(a[12]));
         break;
     case S_UNKNOWN:
         break;
@@ -837,6 +847,7 @@ int emu_launch(const char* name, void* fn, const EmuArg* args, uint32_t nargs,
         case IX1: call.sig += '1'; break;
         case IX2: call.sig += '2'; break;
         case IXR: call.sig += 'R'; break;
+        case RAW: call.sig += 'W'; break;
         case IN:
         case OUT: {
             call.sig += 'p';
