@@ -101,6 +101,7 @@ const OTHER: &[&str] = &[
     "cross_entropy",
     "mse_loss",
     "to_device",
+    "to_dtype",
     "where",
 ];
 
@@ -562,6 +563,9 @@ fn strategy(name: &'static str) -> BoxedStrategy<Case> {
                 })
                 .boxed()
         }),
+        // Into the case's own dtype (a round trip through f32 is piecewise constant,
+        // which finite differences cannot check; the integration tests check it).
+        "to_dtype" => case(name, no_params(), one_input(0..=4)),
         "to_device" => {
             // `len` picks the device: 0 the CPU, k > 0 CUDA device k - 1.
             let params = (0..3usize).prop_map(|len| Params {
@@ -725,6 +729,7 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "cross_entropy" => ops::cross_entropy(&x[0], &x[1]),
         "mse_loss" => ops::mse_loss(&x[0], &x[1]),
         "to_device" => ops::to_device(&x[0], target_device(p)),
+        "to_dtype" => ops::to_dtype(&x[0], x[0].dtype()),
         "erf" => ops::erf(&x[0]),
         "softplus" => ops::softplus(&x[0]),
         "silu" => ops::silu(&x[0]),
@@ -788,7 +793,7 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "matmul" => r::matmul(&x[0], &x[1]),
         "cross_entropy" => r::cross_entropy(&x[0], &x[1]),
         "mse_loss" => r::mse_loss(&x[0], &x[1]),
-        "to_device" => Some(x[0].clone()),
+        "to_device" | "to_dtype" => Some(x[0].clone()),
         "leaky_relu" => Some(x[0].map(|v| if v > 0.0 { v } else { p.scalar * v })),
         "elu" => Some(x[0].map(|v| if v > 0.0 { v } else { p.scalar * v.exp_m1() })),
         "clamp" => Some(x[0].map(|v| r::clamp(v, p.scalar, p.scalar + 1.0))),
@@ -1054,7 +1059,7 @@ properties! {
     sum mean max min logsumexp
     sum_all mean_all softmax log_softmax
     reshape broadcast_to sum_to_shape transpose permute unsqueeze squeeze narrow pad concat
-    index_select index_add matmul cross_entropy mse_loss to_device
+    index_select index_add matmul cross_entropy mse_loss to_device to_dtype
     erf softplus silu mish log1p expm1 recip hardtanh leaky_relu elu clamp
 }
 
