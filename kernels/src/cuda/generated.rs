@@ -26,13 +26,7 @@ impl CudaStorage {
             )));
         };
         for &(s, l) in ins {
-            first.same_device(s)?;
-            if s.dtype() != first.dtype() {
-                return Err(KernelError::DTypeMismatch {
-                    lhs: first.dtype(),
-                    rhs: s.dtype(),
-                });
-            }
+            first.same_kind(s)?;
             if l.shape() != shape {
                 return Err(KernelError::Layout(format!(
                     "`{}`: an operand of shape {} for an output of shape {shape}",

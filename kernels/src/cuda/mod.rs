@@ -255,6 +255,19 @@ impl CudaStorage {
         Ok(())
     }
 
+    /// `other` is on this storage's device and of its dtype: what a kernel reading
+    /// both as one element type needs.
+    pub(crate) fn same_kind(&self, other: &CudaStorage) -> Result<()> {
+        self.same_device(other)?;
+        if other.dtype() != self.dtype() {
+            return Err(KernelError::DTypeMismatch {
+                lhs: self.dtype(),
+                rhs: other.dtype(),
+            });
+        }
+        Ok(())
+    }
+
     /// Copies the view `l` of a CPU buffer to `device` (contiguous there).
     pub fn from_cpu(device: &Arc<CudaDevice>, src: &CpuStorage, l: &Layout) -> Result<Self> {
         check_fits(src.len(), l)?;

@@ -92,13 +92,7 @@ impl CudaStorage {
             )));
         }
         for &(s, l) in ins {
-            first.same_device(s)?;
-            if s.dtype() != first.dtype() {
-                return Err(KernelError::DTypeMismatch {
-                    lhs: first.dtype(),
-                    rhs: s.dtype(),
-                });
-            }
+            first.same_kind(s)?;
             crate::check::check_fits(s.len(), l)?;
         }
         let shapes = ins.iter().map(|(_, l)| l.shape()).chain(outs);
