@@ -281,8 +281,37 @@
 //!
 //! Every fallible call returns [`Result`]; library code does not panic on bad input.
 //! An [`Error`] names the op, the shapes, dtypes or devices involved, and what to
-//! change. The tensor operators `+ - * /` return `Result<Tensor>` too, and accept
-//! `Result<Tensor>` operands, so expressions chain with `?`.
+//! change. The tensor operators `+ - * /` return `Result<Tensor>` too.
+//!
+//! # Arithmetic operators
+//!
+//! `+ - * /` take tensors (`Tensor` or `&Tensor`) and scalars on either side, and a
+//! `Result<Tensor>` beside a tensor, so `&a * &b + &c` needs one `?` at the end:
+//!
+//! | left \ right | `&Tensor`, `Tensor` | `Result<Tensor>` | scalar |
+//! |---|---|---|---|
+//! | `&Tensor`, `Tensor` | `+ - * /` | `+ - * /` | `+ - * /` |
+//! | `Result<Tensor>` | `+ - * /`, `+= -= *= /=` | — | — |
+//! | scalar | `+ - * /` | — | |
+//!
+//! A scalar on the right is any [`Scalar`] (`f64 f32 i32 i64 u32 u64 usize`), on the
+//! left an `f64` or an `i32`; it takes the tensor's dtype. Unary `-` applies to
+//! tensors. The cells marked — cannot exist: `Result` and the number types belong
+//! to `std`, and Rust's orphan rule (E0117) forbids implementing `std`'s operator
+//! traits between two foreign types. There, take the `Result` apart first:
+//!
+//! ```
+//! # use autograd::prelude::*;
+//! # fn main() -> Result<()> {
+//! # autograd::init()?;
+//! let x = Tensor::scalar(-4.0f64);
+//! let z = ((2.0 * &x)? + 2.0 + &x)?; // micrograd's `2 * x + 2 + x`
+//! let mut c = &z * 2; // a Result<Tensor>
+//! c += &x; // compound assignment on the Result: keeps the first error
+//! assert_eq!(c?.to_scalar::<f64>()?, -24.0);
+//! # Ok(())
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 

@@ -61,6 +61,7 @@ pub use graph::{ComputationGraph, NodeInputRef, NodeRef};
 pub use op::{
     BackwardContext, CheckCase, CheckFn, Differentiable, Grads, InputSpec, OpEntry, grad_if,
 };
+pub use operators::Scalar;
 pub use registry::{OpRegistry, registry};
 pub use storage::Storage;
 pub use tensor::{StorageRef, Tensor, TensorId, WeakTensor};

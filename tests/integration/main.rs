@@ -5,6 +5,7 @@ mod elementwise;
 mod engine;
 mod graph_dot;
 mod io;
+mod operators;
 mod ops_errors;
 mod ops_reference;
 mod ops_registry;
