@@ -1,6 +1,8 @@
 //! Prints every registered op: its arity, which inputs get a gradient, what the
 //! graph keeps alive for its backward, its non-tensor parameters and where it is
-//! defined. Ops defined in the program itself are listed next to the standard ones.
+//! defined. Ops defined in the program itself are listed next to the standard ones,
+//! under their crate's namespace (`registry::scaled_gather`: an example's crate is
+//! named after the example); standard ops keep their short names.
 //!
 //! Run with `cargo run --example registry`; `-- --cuda <op>` prints the CUDA C++ of
 //! an op generated from an elementwise function (`-- --cuda erf`).
@@ -8,9 +10,9 @@
 use autograd::OpEntry;
 use autograd::prelude::*;
 
-/// An op of this example, to show that user ops land in the same registry:
-/// `x[index] * scale`, the index a constant (`#[no_grad]`).
-#[differentiable(name = "example.scaled_gather")]
+/// An op of this example, to show that user ops land in the same registry, under
+/// the crate's namespace: `x[index] * scale`, the index a constant (`#[no_grad]`).
+#[differentiable]
 mod scaled_gather {
     use autograd::compute;
     use autograd::prelude::*;
@@ -20,12 +22,12 @@ mod scaled_gather {
     }
 
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor) -> Result<Tensor> {
-        let rows = compute::indices("example.scaled_gather", index, x.dims()[0])?;
+        let rows = compute::indices("scaled_gather", index, x.dims()[0])?;
         &compute::index_select(x, 0, &rows)? * self.scale
     }
 
     pub fn backward(&self, grad: &Tensor, index: &Tensor, x_shape: &Shape) -> Result<Tensor> {
-        let rows = compute::indices("example.scaled_gather", index, x_shape.dims()[0])?;
+        let rows = compute::indices("scaled_gather", index, x_shape.dims()[0])?;
         compute::index_add(&(grad * self.scale)?, x_shape, 0, &rows)
     }
 }
@@ -52,7 +54,7 @@ fn row(e: &OpEntry) -> [String; 6] {
         differentiable = format!("{differentiable} (no grad: {})", list(no_grad));
     }
     [
-        e.name.to_string(),
+        e.full_name().into_owned(),
         e.arity().to_string(),
         differentiable,
         list(e.saved_names()),
@@ -62,8 +64,8 @@ fn row(e: &OpEntry) -> [String; 6] {
 }
 
 fn main() -> Result<()> {
-    // Links the standard op library and builds the registry (sorted by name, a name
-    // defined twice is an error naming both definitions).
+    // Links the standard op library and builds the registry (sorted by full name;
+    // one crate defining a name twice is an error naming both definitions).
     let registry = autograd::init()?;
 
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -370,7 +370,7 @@ pub use autograd_core::__private;
 pub struct ReadmeDoctests;
 
 /// Links the standard op library and checks the op registry (every standard op
-/// present, no name defined twice). Call it once before using tensors: programs,
+/// present, no crate defining a name twice). Call it once before using tensors: programs,
 /// tests and benches that skip it may find the registry empty, because a crate that
 /// nothing references is not linked.
 pub fn init() -> Result<&'static OpRegistry> {

@@ -87,7 +87,18 @@ pub enum Error {
         known: String,
     },
 
-    /// Two registered ops share a name.
+    /// `registry().get(name)` with a short name that several crates define.
+    #[error(
+        "op name `{name}` is defined by several crates: {candidates}; ask for one by its full name"
+    )]
+    AmbiguousOp {
+        /// The short name asked for.
+        name: String,
+        /// The full names (`crate::name`) that have it, comma-separated.
+        candidates: String,
+    },
+
+    /// Two registered ops share a full name: one crate defines the name twice.
     #[error(
         "op name `{name}` is registered twice, by `{first}` and by `{second}`; rename one with #[differentiable(name = \"...\")]"
     )]

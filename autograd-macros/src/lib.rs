@@ -178,9 +178,12 @@ use proc_macro::TokenStream;
 ///
 /// # Arguments
 ///
-/// - `name = "..."`: the name in the registry (default: the module's name). Names are
-///   unique across the program: a second definition is an error when the registry is
-///   built, naming both definitions' modules.
+/// - `name = "..."`: the op's short name (default: the module's name). The registry
+///   lists it under the defining crate's namespace, `mycrate::name` (standard ops keep
+///   their short names), and finds it by that full name, or by the short name when
+///   one crate alone defines it. So a crate may define `gelu` beside the standard
+///   one, and two crates may share a name; one crate defining a name twice is an
+///   error when the registry is built, naming both definitions' modules.
 /// - `crate = path` (or `crate = "path"`): where generated code finds autograd
 ///   (default `::autograd`), for crates that re-export it.
 /// - `method` (or `method = name`): the op as a method of `Tensor` too, named after

@@ -39,31 +39,76 @@ fn unknown_op_is_an_error_listing_known_ops() {
     assert_eq!(listed, all, "{msg}");
 }
 
+static A: OpEntry = OpEntry {
+    name: "twice",
+    module_path: "crate_a::ops",
+    inputs: &[],
+    saves_output: false,
+    params: &[],
+    check_cases: None,
+    cuda_source: None,
+};
+
 #[test]
-fn duplicate_names_are_rejected_naming_both_definitions() {
-    static A: OpEntry = OpEntry {
-        name: "twice",
-        module_path: "crate_a::ops",
-        inputs: &[],
-        saves_output: false,
-        params: &[],
-        check_cases: None,
-        cuda_source: None,
-    };
-    static B: OpEntry = OpEntry {
-        module_path: "crate_b::more",
+fn one_crate_defining_a_name_twice_is_rejected_naming_both_definitions() {
+    static A2: OpEntry = OpEntry {
+        module_path: "crate_a::more",
         ..A
     };
-    let err = OpRegistry::build([&A, &B]).err().unwrap();
+    let err = OpRegistry::build([&A, &A2]).err().unwrap();
     let msg = err.to_string();
+    assert!(matches!(err, Error::DuplicateOp { name: "twice", .. }));
     assert!(
-        msg.contains("crate_a::ops") && msg.contains("crate_b::more"),
+        msg.contains("crate_a::ops") && msg.contains("crate_a::more"),
         "{msg}"
     );
     assert!(
         OpRegistry::build([&A, &A]).is_ok(),
         "one entry seen twice is one op"
     );
+}
+
+#[test]
+fn two_crates_may_share_a_short_name_each_found_by_full_name() {
+    static B: OpEntry = OpEntry {
+        module_path: "crate_b::more",
+        ..A
+    };
+    static MUL: OpEntry = OpEntry {
+        name: "mul",
+        module_path: "crate_b::arith",
+        ..A
+    };
+    static STD_MUL: OpEntry = OpEntry {
+        name: "mul",
+        module_path: "autograd_core::primitives::mul",
+        ..A
+    };
+    let reg = OpRegistry::build([&A, &B, &MUL, &STD_MUL]).unwrap();
+    assert_eq!(
+        reg.names().collect::<Vec<_>>(),
+        ["crate_a::twice", "crate_b::mul", "crate_b::twice", "mul"]
+    );
+    assert!(std::ptr::eq(reg.get("crate_a::twice").unwrap(), &A));
+    assert!(std::ptr::eq(reg.get("crate_b::twice").unwrap(), &B));
+    // A standard name finds the standard op; a user's short name, when one crate
+    // has it, that crate's op.
+    assert!(std::ptr::eq(reg.get("mul").unwrap(), &STD_MUL));
+    assert!(std::ptr::eq(reg.get("crate_b::mul").unwrap(), &MUL));
+    let err = reg.get("twice").unwrap_err();
+    assert!(matches!(err, Error::AmbiguousOp { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("crate_a::twice, crate_b::twice") && msg.contains("full name"),
+        "{msg}"
+    );
+    assert!(matches!(
+        reg.get("crate_c::twice"),
+        Err(Error::UnknownOp { .. })
+    ));
+    assert_eq!(A.namespace(), "crate_a");
+    assert_eq!(STD_MUL.full_name(), "mul");
+    assert_eq!(MUL.full_name(), "crate_b::mul");
 }
 
 #[test]
