@@ -475,7 +475,18 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         Some(_) => quote!(::core::option::Option::Some(check_cases)),
         None => quote!(::core::option::Option::None),
     };
-    let entry = format_ident!("__AUTOGRAD_OP_ENTRY");
+    let registration = differentiable_impl(&OpImpl {
+        p: &p,
+        ty: quote!(#s),
+        name,
+        specs: specs.collect(),
+        saves_output,
+        params: param_names.collect(),
+        check,
+        cuda_source: quote!(CUDA_SOURCE),
+        backward: backward_call,
+        register: true,
+    });
 
     quote! {
         #(#attrs)*
@@ -487,35 +498,79 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             #method_item
             #kernel
             #grad_ops
-
-            const _: () = {
-                #[automatically_derived]
-                impl #p::Differentiable for #s {
-                    const ENTRY: &'static #p::OpEntry = &#entry;
-
-                    fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
-                        #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
-                    }
-
-                    fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
-                        #backward_call
-                    }
-                }
-
-                static #entry: #p::OpEntry = #p::OpEntry {
-                    name: #name,
-                    module_path: ::core::module_path!(),
-                    inputs: &[#(#specs),*],
-                    saves_output: #saves_output,
-                    params: &[#(#param_names),*],
-                    check_cases: #check,
-                    cuda_source: ::core::option::Option::Some(CUDA_SOURCE),
-                };
-
-                #p::inventory::submit! { #p::Registration(&#entry) }
-            };
+            #registration
         }
         #vis use self::#ident::#ident;
+    }
+}
+
+/// What [`differentiable_impl`] generates: a generated op's `Differentiable` impl
+/// and its static registry entry.
+struct OpImpl<'x> {
+    p: &'x TokenStream,
+    /// The type implementing the op.
+    ty: TokenStream,
+    /// The op's short name.
+    name: &'x str,
+    /// The entry's `InputSpec`s.
+    specs: Vec<TokenStream>,
+    saves_output: bool,
+    params: Vec<String>,
+    /// The entry's `check_cases` (an `Option`).
+    check: TokenStream,
+    /// The entry's CUDA program (a `&'static str` expression).
+    cuda_source: TokenStream,
+    /// The body of `backward(&self, ctx)`.
+    backward: TokenStream,
+    /// True to submit the entry to the registry (a hidden gradient op is not).
+    register: bool,
+}
+
+/// The `Differentiable` impl of an elementwise op (its forward runs the generated
+/// kernel) and its static entry, inside an anonymous `const` block: the same for
+/// an op and for the gradient ops of its backward.
+fn differentiable_impl(o: &OpImpl<'_>) -> TokenStream {
+    let OpImpl {
+        p,
+        ty,
+        name,
+        specs,
+        saves_output,
+        params,
+        check,
+        cuda_source,
+        backward,
+        register,
+    } = o;
+    let entry = format_ident!("__AUTOGRAD_OP_ENTRY");
+    let submit = register.then(|| quote!(#p::inventory::submit! { #p::Registration(&#entry) }));
+    quote! {
+        const _: () = {
+            #[automatically_derived]
+            impl #p::Differentiable for #ty {
+                const ENTRY: &'static #p::OpEntry = &#entry;
+
+                fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
+                    #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
+                }
+
+                fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
+                    #backward
+                }
+            }
+
+            static #entry: #p::OpEntry = #p::OpEntry {
+                name: #name,
+                module_path: ::core::module_path!(),
+                inputs: &[#(#specs),*],
+                saves_output: #saves_output,
+                params: &[#(#params),*],
+                check_cases: #check,
+                cuda_source: ::core::option::Option::Some(#cuda_source),
+            };
+
+            #submit
+        };
     }
 }
 
@@ -591,7 +646,18 @@ fn gradient_ops(p: &TokenStream, v: &Valid<'_, '_>, b: &ValidBackward) -> (Token
             let q = q.to_string();
             quote!(#p::InputSpec { name: #q, differentiable: true, saved: true })
         });
-        let entry = format_ident!("__AUTOGRAD_OP_ENTRY");
+        let registration = differentiable_impl(&OpImpl {
+            p,
+            ty: quote!(Grad),
+            name: &label,
+            specs: specs.collect(),
+            saves_output: false,
+            params: params.clone(),
+            check: quote!(::core::option::Option::None),
+            cuda_source: quote!(super::CUDA_SOURCE),
+            backward: quote!(#p::elementwise::backward(self, ctx)),
+            register: false,
+        });
         quote! {
             #[doc = #doc]
             #[doc(hidden)]
@@ -608,31 +674,7 @@ fn gradient_ops(p: &TokenStream, v: &Valid<'_, '_>, b: &ValidBackward) -> (Token
                 }
 
                 #kernel
-
-                const _: () = {
-                    #[automatically_derived]
-                    impl #p::Differentiable for Grad {
-                        const ENTRY: &'static #p::OpEntry = &#entry;
-
-                        fn forward(&self, inputs: &[&#p::Tensor]) -> #p::Result<#p::Tensor> {
-                            #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
-                        }
-
-                        fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
-                            #p::elementwise::backward(self, ctx)
-                        }
-                    }
-
-                    static #entry: #p::OpEntry = #p::OpEntry {
-                        name: #label,
-                        module_path: ::core::module_path!(),
-                        inputs: &[#(#specs),*],
-                        saves_output: false,
-                        params: &[#(#params),*],
-                        check_cases: ::core::option::Option::None,
-                        cuda_source: ::core::option::Option::Some(super::CUDA_SOURCE),
-                    };
-                };
+                #registration
             }
         }
     });
