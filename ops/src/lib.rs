@@ -33,6 +33,7 @@
 
 mod activation;
 mod arith;
+mod conv;
 mod device;
 mod ext;
 mod linalg;
@@ -45,6 +46,7 @@ mod unary;
 pub use activation::*;
 pub use arith::*;
 pub use autograd_core::primitives::*;
+pub use conv::*;
 pub use device::*;
 pub use ext::{TensorExt, methods};
 pub use linalg::*;
