@@ -19,8 +19,10 @@ def wave(shape, a, b, f=torch.sin):
 
 
 def emit(name, t):
-    vals = ", ".join(f"{v:.17e}" for v in t.detach().flatten().tolist())
-    print(f"const {name}: &[f64] = &[{vals}];")
+    vals = [repr(v) for v in t.detach().flatten().tolist()]
+    rows = [", ".join(vals[i : i + 4]) + "," for i in range(0, len(vals), 4)]
+    body = "".join(f"\n    {r}" for r in rows)
+    print(f"#[rustfmt::skip]\nconst {name}: &[f64] = &[{body}\n];")
 
 
 def run(name, f, inputs):
