@@ -4,14 +4,16 @@
 #
 #   scripts/gpu-check.sh build [DIR]    on a machine with cargo (no GPU needed):
 #                                       builds the GPU test binaries, the W2/W3
-#                                       timing binary and the layer_norm example
-#                                       (release) into DIR, with this script and
+#                                       timing binary, the layer_norm and cnn
+#                                       examples (release) into DIR, with this
+#                                       script and
 #                                       the PyTorch peer script
 #                                       (default DIR: target/gpu-bundle)
 #   DIR/gpu-check.sh run                on the GPU machine: runs the NVRTC check,
 #                                       every #[ignore]d GPU test, the layer_norm
-#                                       example with --cuda, then W2/W3 at their
-#                                       GPU sizes here and in PyTorch, and prints
+#                                       and cnn examples with --cuda, then W2/W3
+#                                       at their GPU sizes here and in PyTorch,
+#                                       and prints
 #                                       the figures side by side
 #
 # `run` exits non-zero when a test fails. Set GPU_CHECK_LOG=FILE to keep the
@@ -51,9 +53,10 @@ for line in sys.stdin:
         cp "$exe" "$out/bin/$name"
     done <"$list"
     rm -f "$list"
-    cargo build --release --example gpu_workloads --example layer_norm
-    cp target/release/examples/gpu_workloads target/release/examples/layer_norm "$out/bin/"
-    for b in gpu cuda_backend cuda_defects nvrtc gpu_workloads layer_norm; do
+    cargo build --release --example gpu_workloads --example layer_norm --example cnn
+    cp target/release/examples/gpu_workloads target/release/examples/layer_norm \
+        target/release/examples/cnn "$out/bin/"
+    for b in gpu cuda_backend cuda_defects nvrtc gpu_workloads layer_norm cnn; do
         [ -x "$out/bin/$b" ] || { echo "gpu-check build: $b was not built" >&2; exit 1; }
         # Debug info is most of their size; the run needs none of it.
         if command -v strip >/dev/null; then strip --strip-debug "$out/bin/$b"; fi
@@ -116,6 +119,8 @@ run() {
     "$bin/gpu" --include-ignored --test-threads=2 || status=1
     echo "== an op with its own kernels (raw CPU kernel and CUDA program): layer_norm"
     "$bin/layer_norm" --cuda || status=1
+    echo "== convolution and pooling (im2col/col2im CUDA kernels, cuBLAS): the cnn example"
+    "$bin/cnn" --cuda || status=1
 
     echo "== W2 and W3 at GPU sizes: autograd"
     "$bin/gpu_workloads" | tee "$tmp/results" || status=1

@@ -16,6 +16,7 @@
 //! | shape | [`reshape`](mod@reshape), [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast) |
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss) |
+//! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics) | [`conv2d`] (the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`max_pool2d`](mod@max_pool2d), [`avg_pool2d`](mod@avg_pool2d), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
 //! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where`](mod@r#where) |
 //!
@@ -23,6 +24,10 @@
 //! - Ties: [`max`](mod@max)/[`min`](mod@min) split the gradient equally among all elements equal to
 //!   the result; [`maximum`](mod@maximum)/[`minimum`](mod@minimum) give half to each operand where they are
 //!   equal; [`relu`](mod@relu) and [`abs`](mod@abs) have gradient 0 at 0.
+//! - [`max_pool2d`](mod@max_pool2d) splits a window's gradient equally among the elements
+//!   equal to its max (PyTorch gives it to the first); [`avg_pool2d`](mod@avg_pool2d)
+//!   divides every window by `kh·kw`, padding included (`count_include_pad = True`).
+//!   Pools take padding of at most half the kernel, as PyTorch does.
 //! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default.
 //! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` targets holding class indices
 //!   as floats (no gradient); it returns the mean over the batch.
@@ -33,6 +38,7 @@
 
 mod activation;
 mod arith;
+mod conv;
 mod device;
 mod ext;
 mod linalg;
@@ -45,6 +51,7 @@ mod unary;
 pub use activation::*;
 pub use arith::*;
 pub use autograd_core::primitives::*;
+pub use conv::*;
 pub use device::*;
 pub use ext::{TensorExt, methods};
 pub use linalg::*;

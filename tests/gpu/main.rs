@@ -16,6 +16,7 @@
 //! `kernels/src/cuda/emu/mod.rs` and still needs a real GPU.
 
 mod availability;
+mod conv;
 mod elementwise;
 mod engine;
 mod ops_parity;

@@ -51,6 +51,10 @@ struct Params {
     shape: Vec<usize>,
     start: usize,
     len: usize,
+    /// Convolutions and pools: the windows, the groups, col2im's image size.
+    win: r::Win,
+    groups: usize,
+    size: (usize, usize),
 }
 
 #[derive(Clone, Debug)]
@@ -103,6 +107,11 @@ const OTHER: &[&str] = &[
     "to_device",
     "to_dtype",
     "where",
+    "im2col",
+    "col2im",
+    "conv2d",
+    "max_pool2d",
+    "avg_pool2d",
 ];
 
 fn covered() -> impl Iterator<Item = &'static str> {
@@ -574,8 +583,130 @@ fn strategy(name: &'static str) -> BoxedStrategy<Case> {
             });
             case(name, params, one_input(0..=4))
         }
+        "im2col" | "max_pool2d" | "avg_pool2d" => {
+            let pool = name != "im2col";
+            case(name, win_params(pool), |smooth| {
+                image()
+                    .prop_flat_map(move |d| input(d, smooth))
+                    .prop_map(|i| vec![i])
+                    .boxed()
+            })
+        }
+        "col2im" => case(name, win_params(false), |_| {
+            // Replaced below, once the parameters say what the columns must be.
+            input(vec![1], true).prop_map(|i| vec![i]).boxed()
+        })
+        .prop_flat_map(|c| {
+            let w = c.params.win;
+            let sizes = (prop_oneof![8 => 1..=5usize, 1 => Just(0usize)], 1..=5usize);
+            (
+                Just(c),
+                sizes,
+                0..=2usize,
+                0..=3usize,
+                prop::bool::weighted(0.1),
+            )
+                .prop_flat_map(move |(c, size, n, ch, random)| {
+                    let fitting = r::windows(&[n, ch, size.0, size.1], &w)
+                        .filter(|_| w.k.0 <= 3 && w.k.1 <= 3 && !random)
+                        .map(|(oh, ow)| vec![n, ch * w.k.0 * w.k.1, oh * ow]);
+                    let dims = match fitting {
+                        Some(d) => Just(d).boxed(),
+                        None => dims(3..=3),
+                    };
+                    let smooth = c.smooth;
+                    (
+                        Just(c),
+                        Just(size),
+                        dims.prop_flat_map(move |d| input(d, smooth)),
+                    )
+                        .prop_map(|(mut c, size, cols)| {
+                            c.params.size = size;
+                            c.inputs = vec![cols];
+                            c
+                        })
+                })
+                .boxed()
+        })
+        .boxed(),
+        "conv2d" => case(name, win_params(false), |smooth| {
+            image()
+                .prop_flat_map(move |d| input(d, smooth))
+                .prop_map(|i| vec![i])
+                .boxed()
+        })
+        .prop_flat_map(|c| (Just(c), prop::bool::weighted(0.8)))
+        .prop_flat_map(|(mut c, fit)| {
+            let d = c.inputs[0].nd.dims.clone();
+            let channels = d.get(1).copied().unwrap_or(1);
+            // Mostly groups that divide the channels (else one group).
+            if fit && c.params.groups > 0 && channels % c.params.groups != 0 {
+                c.params.groups = 1;
+            }
+            let groups = c.params.groups;
+            let per_group = channels / groups.max(1);
+            let kernel = prop_oneof![12 => 1..=3usize, 1 => Just(0usize)];
+            (Just(c), 1..=2usize, kernel.clone(), kernel, 0..20u8)
+                .prop_flat_map(move |(c, og, kh, kw, pick)| {
+                    let o = groups.max(1) * og;
+                    let w = match pick {
+                        0 => vec![o, per_group + 1, kh, kw], // channels do not match
+                        1 => vec![o, per_group, kh],         // not rank 4
+                        _ => vec![o, per_group, kh, kw],
+                    };
+                    let b = if pick == 2 { vec![o + 1] } else { vec![o] };
+                    let smooth = c.smooth;
+                    (Just(c), input(w, smooth), input(b, smooth)).prop_map(|(mut c, w, b)| {
+                        c.inputs.extend([w, b]);
+                        c
+                    })
+                })
+                .boxed()
+        })
+        .boxed(),
         other => panic!("no strategy for `{other}`"),
     }
+}
+
+/// An image `[N, C, H, W]`: small, sometimes with an empty batch, channel or
+/// spatial axis, sometimes of another rank.
+fn image() -> BoxedStrategy<Vec<usize>> {
+    let spatial = || prop_oneof![12 => 2..=6usize, 1 => 0..=1usize];
+    let n = prop_oneof![1 => Just(0usize), 6 => 1..=2usize];
+    let c = prop_oneof![1 => Just(0usize), 6 => 1..=3usize];
+    prop_oneof![
+        10 => (n, c, spatial(), spatial()).prop_map(|(n, c, h, w)| vec![n, c, h, w]),
+        1 => dims(0..=4),
+    ]
+    .boxed()
+}
+
+/// Windows: each pair mostly small, sometimes zero or huge (both refused); for a
+/// pool, no dilation and mostly padding within half the kernel.
+fn win_params(pool: bool) -> BoxedStrategy<Params> {
+    let pair = |lo: usize, hi: usize| {
+        let v = prop_oneof![60 => lo..=hi, 1 => Just(0usize), 1 => huge()];
+        (v.clone(), v)
+    };
+    let padding = if pool {
+        let v = prop_oneof![12 => Just(0usize), 4 => Just(1usize), 1 => Just(2usize), 1 => huge()];
+        (v.clone(), v).boxed()
+    } else {
+        pair(0, 2).boxed()
+    };
+    let dilation = if pool {
+        Just((1, 1)).boxed()
+    } else {
+        pair(1, 2).boxed()
+    };
+    let groups = prop_oneof![12 => 1..=2usize, 1 => Just(0usize), 1 => Just(3usize)];
+    (pair(1, 3), pair(1, 3), padding, dilation, groups)
+        .prop_map(|(k, s, p, d, groups)| Params {
+            win: r::Win { k, s, p, d },
+            groups,
+            ..Params::default()
+        })
+        .boxed()
 }
 
 /// Index ops: use an axis the index was drawn for most of the time.
@@ -742,6 +873,19 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "elu" => ops::elu(&x[0], p.scalar),
         "clamp" => ops::clamp(&x[0], p.scalar, p.scalar + 1.0),
         "where" => ops::r#where(&x[0], &x[1], &x[2]),
+        "im2col" => ops::im2col(&x[0], p.win.k, p.win.s, p.win.p, p.win.d),
+        "col2im" => ops::col2im(&x[0], p.size, p.win.k, p.win.s, p.win.p, p.win.d),
+        "conv2d" => ops::conv2d(
+            &x[0],
+            &x[1],
+            Some(&x[2]),
+            p.win.s,
+            p.win.p,
+            p.win.d,
+            p.groups,
+        ),
+        "max_pool2d" => ops::max_pool2d(&x[0], p.win.k, p.win.s, p.win.p),
+        "avg_pool2d" => ops::avg_pool2d(&x[0], p.win.k, p.win.s, p.win.p),
         other => panic!("no runner for `{other}`"),
     }
 }
@@ -798,6 +942,10 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "elu" => Some(x[0].map(|v| if v > 0.0 { v } else { p.scalar * v.exp_m1() })),
         "clamp" => Some(x[0].map(|v| r::clamp(v, p.scalar, p.scalar + 1.0))),
         "where" => r::select(&x[0], &x[1], &x[2]),
+        "im2col" => r::im2col(&x[0], &p.win, 0.0),
+        "col2im" => r::col2im(&x[0], p.size, &p.win),
+        "conv2d" => r::conv2d(&x[0], &x[1], &x[2], &p.win, p.groups),
+        "max_pool2d" | "avg_pool2d" => r::pool(c.op, &x[0], &p.win),
         other => panic!("no reference for `{other}`"),
     }
 }
@@ -1061,6 +1209,7 @@ properties! {
     reshape broadcast_to sum_to_shape transpose permute unsqueeze squeeze narrow pad concat
     index_select index_add matmul cross_entropy mse_loss to_device to_dtype
     erf softplus silu mish log1p expm1 recip hardtanh leaky_relu elu clamp
+    im2col col2im conv2d max_pool2d avg_pool2d
 }
 
 /// IEEE propagation through whole graphs, forward and backward, spelled out.

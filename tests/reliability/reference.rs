@@ -523,3 +523,170 @@ pub fn select(mask: &Nd, a: &Nd, b: &Nd) -> Option<Nd> {
         .collect();
     Some(Nd { dims: shape, data })
 }
+
+/// The windows of a convolution or pool: `(height, width)` pairs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Win {
+    pub k: (usize, usize),
+    pub s: (usize, usize),
+    pub p: (usize, usize),
+    pub d: (usize, usize),
+}
+
+/// `(oh, ow)` of the windows over an `[n, c, h, w]` input, or `None` where the ops
+/// refuse: not rank 4, an empty image, a zero kernel, stride or dilation, a size
+/// past `u32::MAX` (the CUDA kernels' parameters), a kernel wider than the padded
+/// input.
+pub fn windows(dims: &[usize], w: &Win) -> Option<(usize, usize)> {
+    let &[_, _, h, wd] = dims else { return None };
+    let lim = u32::MAX as usize;
+    let zero = [w.k, w.s, w.d].iter().any(|&(a, b)| a == 0 || b == 0);
+    let big = [w.k, w.s, w.p, w.d]
+        .iter()
+        .any(|&(a, b)| a > lim || b > lim);
+    if zero || big || h == 0 || wd == 0 {
+        return None;
+    }
+    let out = |size: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
+        let padded = size.checked_add(p.checked_mul(2)?)?;
+        let span = d.checked_mul(k - 1)?.checked_add(1)?;
+        (span <= padded)
+            .then(|| (padded - span) / s + 1)
+            .filter(|&o| o <= lim)
+    };
+    Some((
+        out(h, w.k.0, w.s.0, w.p.0, w.d.0)?,
+        out(wd, w.k.1, w.s.1, w.p.1, w.d.1)?,
+    ))
+}
+
+/// The image position read at output `o`, kernel offset `k` along one axis, if it
+/// is inside `size` (else padding).
+fn source(o: usize, k: usize, s: usize, p: usize, d: usize, size: usize) -> Option<usize> {
+    (o * s + k * d).checked_sub(p).filter(|&i| i < size)
+}
+
+/// The columns' dims `[n, c·kh·kw, oh·ow]`, if they can exist.
+fn cols_dims(n: usize, c: usize, w: &Win, (oh, ow): (usize, usize)) -> Option<Vec<usize>> {
+    let d = vec![n, numel(&[c, w.k.0, w.k.1])?, numel(&[oh, ow])?];
+    (numel(&d).is_some() && fits(&d)).then_some(d)
+}
+
+/// `torch.nn.functional.unfold`, `pad` read outside the input.
+pub fn im2col(x: &Nd, w: &Win, pad: f64) -> Option<Nd> {
+    let (oh, ow) = windows(&x.dims, w)?;
+    let (n, c, h, wd) = (x.dims[0], x.dims[1], x.dims[2], x.dims[3]);
+    let dims = cols_dims(n, c, w, (oh, ow))?;
+    Some(Nd::from_fn(&dims, |j| {
+        let (row, col) = (j[1], j[2]);
+        let (ch, ki, kj) = (row / (w.k.0 * w.k.1), row / w.k.1 % w.k.0, row % w.k.1);
+        let (oy, ox) = (col / ow, col % ow);
+        match (
+            source(oy, ki, w.s.0, w.p.0, w.d.0, h),
+            source(ox, kj, w.s.1, w.p.1, w.d.1, wd),
+        ) {
+            (Some(iy), Some(ix)) => x.at(&[j[0], ch, iy, ix]),
+            _ => pad,
+        }
+    }))
+}
+
+/// `torch.nn.functional.fold`: each column added into the window it came from.
+pub fn col2im(cols: &Nd, size: (usize, usize), w: &Win) -> Option<Nd> {
+    let &[n, rows, l] = cols.dims.as_slice() else {
+        return None;
+    };
+    if w.k.0 == 0 || w.k.1 == 0 {
+        return None;
+    }
+    let window = w.k.0.checked_mul(w.k.1)?;
+    let c = rows / window;
+    let (oh, ow) = windows(&[n, c, size.0, size.1], w)?;
+    if rows % window != 0 || numel(&[oh, ow]) != Some(l) {
+        return None;
+    }
+    let dims = [n, c, size.0, size.1];
+    cols_dims(n, c, w, (oh, ow))?;
+    if !fits(&dims) {
+        return None;
+    }
+    let mut out = Nd::from_fn(&dims, |_| 0.0);
+    for b in 0..n {
+        for row in 0..rows {
+            let (ch, ki, kj) = (row / window, row / w.k.1 % w.k.0, row % w.k.1);
+            for col in 0..l {
+                let (oy, ox) = (col / ow, col % ow);
+                if let (Some(iy), Some(ix)) = (
+                    source(oy, ki, w.s.0, w.p.0, w.d.0, size.0),
+                    source(ox, kj, w.s.1, w.p.1, w.d.1, size.1),
+                ) {
+                    let at = ravel(&[b, ch, iy, ix], &dims);
+                    out.data[at] += cols.at(&[b, row, col]);
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// `torch.nn.functional.conv2d(x, w, b, stride, padding, dilation, groups)`, every
+/// product written out (the padding's zeros times the weight included, as an
+/// im2col-and-matmul computes them: `0 · inf` is NaN).
+pub fn conv2d(x: &Nd, wt: &Nd, b: &Nd, win: &Win, groups: usize) -> Option<Nd> {
+    let &[o, cg, kh, kw] = wt.dims.as_slice() else {
+        return None;
+    };
+    let w = Win {
+        k: (kh, kw),
+        ..*win
+    };
+    let (oh, ow) = windows(&x.dims, &w)?;
+    let (n, c, h, wd) = (x.dims[0], x.dims[1], x.dims[2], x.dims[3]);
+    if groups == 0 || c % groups != 0 || o % groups != 0 || cg != c / groups || b.dims != [o] {
+        return None;
+    }
+    cols_dims(n, c, &w, (oh, ow))?;
+    let og = o / groups;
+    Some(Nd::from_fn(&[n, o, oh, ow], |j| {
+        let (bn, oc, oy, ox) = (j[0], j[1], j[2], j[3]);
+        let g = oc / og;
+        let mut s = 0.0;
+        for ci in 0..cg {
+            for ki in 0..kh {
+                for kj in 0..kw {
+                    let v = match (
+                        source(oy, ki, w.s.0, w.p.0, w.d.0, h),
+                        source(ox, kj, w.s.1, w.p.1, w.d.1, wd),
+                    ) {
+                        (Some(iy), Some(ix)) => x.at(&[bn, g * cg + ci, iy, ix]),
+                        _ => 0.0,
+                    };
+                    s += wt.at(&[oc, ci, ki, kj]) * v;
+                }
+            }
+        }
+        s + b.data[oc]
+    }))
+}
+
+/// `max_pool2d` (`-inf` padding, NaN wins) or `avg_pool2d` (the padding's zeros
+/// counted), padding at most half the kernel.
+pub fn pool(op: &str, x: &Nd, w: &Win) -> Option<Nd> {
+    let (oh, ow) = windows(&x.dims, w)?;
+    if w.p.0 > w.k.0 / 2 || w.p.1 > w.k.1 / 2 {
+        return None;
+    }
+    let (n, c) = (x.dims[0], x.dims[1]);
+    let max = op == "max_pool2d";
+    let cols = im2col(x, w, if max { f64::NEG_INFINITY } else { 0.0 })?;
+    let k = w.k.0 * w.k.1;
+    Some(Nd::from_fn(&[n, c, oh, ow], |j| {
+        let col = j[2] * ow + j[3];
+        let vals = (0..k).map(|i| cols.at(&[j[0], j[1] * k + i, col]));
+        if max {
+            vals.fold(f64::NEG_INFINITY, max_nan)
+        } else {
+            vals.sum::<f64>() / k as f64
+        }
+    }))
+}

@@ -1,0 +1,929 @@
+//! Convolution and pooling over `[N, C, H, W]` images (NCHW), with
+//! `torch.nn.functional` semantics.
+//!
+//! Everything is built on one pair of linear ops with their own kernels (a CPU
+//! kernel and a CUDA program, `conv.cu`, through `autograd_core::raw`):
+//! [`im2col`](mod@im2col) (torch's `unfold`: every window of the input as a column)
+//! and [`col2im`](mod@col2im) (torch's `fold`: columns summed back into an image).
+//! Each is the other's backward, so both are differentiable to any order.
+//! [`conv2d`] is `im2col` and a matrix product (`gemm` on the CPU, cuBLAS on a
+//! GPU); [`max_pool2d`](mod@max_pool2d) and [`avg_pool2d`](mod@avg_pool2d) are
+//! `im2col` and a max or a mean over each window. Their backwards are written with
+//! recorded ops (`matmul`, `col2im`, `im2col`, `mul`, ...), so gradients of
+//! gradients work.
+
+use crate::{add, broadcast_to, matmul, mul, mul_scalar, reshape, sum, transpose};
+use autograd_core::cases;
+use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
+use autograd_core::{
+    BinaryOp, CheckCase, Device, Error, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
+};
+use autograd_macros::differentiable;
+
+/// The CUDA program of `im2col` and `col2im`: entry points `conv_im2col_{f32,f64}`
+/// and `conv_col2im_{f32,f64}` (compiled after `raw::CUDA_PRELUDE`).
+pub const CONV_PROGRAM: CudaProgram = CudaProgram {
+    name: "conv",
+    source: include_str!("conv.cu"),
+};
+
+/// Threads per block of the CUDA kernels.
+const BLOCK: u32 = 256;
+
+/// The sizes of one sliding-window operation over `[n, c, h, w]`: kernel
+/// `(kh, kw)`, stride, padding, dilation, and the output grid `(oh, ow)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Geometry {
+    n: usize,
+    c: usize,
+    h: usize,
+    w: usize,
+    k: (usize, usize),
+    s: (usize, usize),
+    p: (usize, usize),
+    d: (usize, usize),
+    oh: usize,
+    ow: usize,
+}
+
+impl Geometry {
+    /// Positions per window, `kh * kw`.
+    fn window(&self) -> usize {
+        self.k.0 * self.k.1
+    }
+
+    /// Windows per image, `oh * ow`.
+    fn windows(&self) -> usize {
+        self.oh * self.ow
+    }
+
+    /// The shape of the columns: `[n, c * kh * kw, oh * ow]`.
+    fn cols_shape(&self) -> Shape {
+        Shape::from([self.n, self.c * self.window(), self.windows()])
+    }
+
+    /// The image shape `[n, c, h, w]`.
+    fn image_shape(&self) -> Shape {
+        Shape::from([self.n, self.c, self.h, self.w])
+    }
+
+    /// The CUDA kernels' scalars (see `conv.cu`).
+    fn scalars(&self, pad: f64) -> [Scalar; 6] {
+        let pair = |(a, b): (usize, usize)| Scalar::U64(((a as u64) << 32) | b as u64);
+        [
+            pair(self.k),
+            pair(self.s),
+            pair(self.p),
+            pair(self.d),
+            pair((self.oh, self.ow)),
+            Scalar::F64(pad),
+        ]
+    }
+}
+
+/// Checks the arguments of a sliding-window op on an input of dims `x` and returns
+/// its geometry; every error names `op`, the shapes and what to change.
+fn geometry(
+    op: &'static str,
+    x: &[usize],
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+) -> Result<Geometry> {
+    let shape = || Shape::from(x);
+    let &[n, c, h, w] = x else {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the input has shape {} (rank {}); it must be [N, C, H, W] (rank 4): a batch \
+                 of images with channels first (unsqueeze a single image to [1, C, H, W])",
+                shape(),
+                x.len()
+            ),
+        });
+    };
+    let invalid = |msg: String| Err(Error::InvalidArgument { op, msg });
+    for (name, (a, b)) in [
+        ("kernel size", kernel),
+        ("stride", stride),
+        ("dilation", dilation),
+    ] {
+        if a == 0 || b == 0 {
+            return invalid(format!(
+                "{name} {:?} has a zero; every {name} must be at least 1 (input {})",
+                (a, b),
+                shape()
+            ));
+        }
+    }
+    let limit = u32::MAX as usize;
+    for (name, (a, b)) in [
+        ("kernel size", kernel),
+        ("stride", stride),
+        ("padding", padding),
+        ("dilation", dilation),
+    ] {
+        if a > limit || b > limit {
+            return invalid(format!(
+                "{name} {:?} is too large (at most {limit} per axis; input {})",
+                (a, b),
+                shape()
+            ));
+        }
+    }
+    if h == 0 || w == 0 {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the input {} has an empty spatial axis (H = {h}, W = {w}); images must have \
+                 at least one pixel",
+                shape()
+            ),
+        });
+    }
+    let out = |size: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
+        let padded = size.checked_add(p.checked_mul(2)?)?;
+        let span = d.checked_mul(k - 1)?.checked_add(1)?;
+        (span <= padded).then(|| (padded - span) / s + 1)
+    };
+    match (
+        out(h, kernel.0, stride.0, padding.0, dilation.0),
+        out(w, kernel.1, stride.1, padding.1, dilation.1),
+    ) {
+        (Some(oh), Some(ow)) if oh <= limit && ow <= limit => Ok(Geometry {
+            n,
+            c,
+            h,
+            w,
+            k: kernel,
+            s: stride,
+            p: padding,
+            d: dilation,
+            oh,
+            ow,
+        }),
+        _ => Err(Error::Shape {
+            op,
+            msg: format!(
+                "kernel {kernel:?} with dilation {dilation:?} spans {:?} pixels, more than the \
+                 input {} padded by {padding:?} holds ({:?}); use a smaller kernel or dilation, \
+                 or more padding",
+                (
+                    dilation.0.saturating_mul(kernel.0 - 1).saturating_add(1),
+                    dilation.1.saturating_mul(kernel.1 - 1).saturating_add(1)
+                ),
+                shape(),
+                (
+                    h.saturating_add(padding.0.saturating_mul(2)),
+                    w.saturating_add(padding.1.saturating_mul(2))
+                ),
+            ),
+        }),
+    }
+}
+
+/// The element counts of a geometry's columns and image, checked for overflow.
+fn check_counts(op: &'static str, g: &Geometry) -> Result<()> {
+    let cols =
+        g.c.checked_mul(g.window())
+            .and_then(|r| r.checked_mul(g.windows()))
+            .and_then(|r| r.checked_mul(g.n));
+    if cols.is_none() {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the columns of input {} under kernel {:?} would hold more than usize::MAX \
+                 elements; use a smaller batch, kernel or image",
+                g.image_shape(),
+                g.k
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A kernel error: the kernel was called with inputs it does not take.
+fn kernel_error(op: &'static str, msg: String) -> Error {
+    Error::Shape { op, msg }
+}
+
+/// The CPU kernel of `im2col`: `x [n, c, h, w]` (any view) to columns, `pad` read
+/// outside the input.
+struct Unfold {
+    op: &'static str,
+    g: Geometry,
+    pad: f64,
+}
+
+impl CpuKernel for Unfold {
+    fn run<T: Float>(&self, inputs: &[raw::View<'_, T>], outputs: &mut [&mut [T]]) -> Result<()> {
+        let g = &self.g;
+        let ([x], [out]) = (inputs, outputs) else {
+            return Err(kernel_error(
+                self.op,
+                "the im2col kernel takes 1 input and 1 output".into(),
+            ));
+        };
+        if x.dims() != [g.n, g.c, g.h, g.w] || out.len() != g.cols_shape().numel() {
+            return Err(kernel_error(
+                self.op,
+                format!(
+                    "the im2col kernel was given an input {} for geometry {g:?}",
+                    x.shape()
+                ),
+            ));
+        }
+        let (data, st, off) = (x.data(), x.strides(), x.offset());
+        let pad = T::from_f64(self.pad);
+        let mut o = 0;
+        for n in 0..g.n {
+            for c in 0..g.c {
+                let base = off + n * st[0] + c * st[1];
+                for ki in 0..g.k.0 {
+                    for kj in 0..g.k.1 {
+                        for oy in 0..g.oh {
+                            let iy = (oy * g.s.0 + ki * g.d.0).wrapping_sub(g.p.0);
+                            for ox in 0..g.ow {
+                                let ix = (ox * g.s.1 + kj * g.d.1).wrapping_sub(g.p.1);
+                                // Below 0 wraps to a huge value: outside too.
+                                out[o] = if iy < g.h && ix < g.w {
+                                    data[base + iy * st[2] + ix * st[3]]
+                                } else {
+                                    pad
+                                };
+                                o += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The CPU kernel of `col2im`: columns `[n, c*kh*kw, oh*ow]` (any view) summed into
+/// an image, each output element gathering the columns that read it (`ki`, then
+/// `kj`, ascending: the CUDA kernel's order, so both give the same sums).
+struct Fold {
+    op: &'static str,
+    g: Geometry,
+}
+
+impl CpuKernel for Fold {
+    fn run<T: Float>(&self, inputs: &[raw::View<'_, T>], outputs: &mut [&mut [T]]) -> Result<()> {
+        let g = &self.g;
+        let ([cols], [out]) = (inputs, outputs) else {
+            return Err(kernel_error(
+                self.op,
+                "the col2im kernel takes 1 input and 1 output".into(),
+            ));
+        };
+        if cols.dims() != g.cols_shape().dims() || out.len() != g.image_shape().numel() {
+            return Err(kernel_error(
+                self.op,
+                format!(
+                    "the col2im kernel was given columns {} for geometry {g:?}",
+                    cols.shape()
+                ),
+            ));
+        }
+        let (data, st, off) = (cols.data(), cols.strides(), cols.offset());
+        // The window position (output index along one axis) that reads input
+        // position `i` at kernel offset `k`, if any.
+        let source = |i: usize, k: usize, s: usize, p: usize, d: usize, o: usize| {
+            let t = (i + p).checked_sub(k * d)?;
+            (t % s == 0 && t / s < o).then_some(t / s)
+        };
+        let mut o = 0;
+        for n in 0..g.n {
+            for c in 0..g.c {
+                for iy in 0..g.h {
+                    for ix in 0..g.w {
+                        let mut s = T::ZERO;
+                        for ki in 0..g.k.0 {
+                            let Some(oy) = source(iy, ki, g.s.0, g.p.0, g.d.0, g.oh) else {
+                                continue;
+                            };
+                            for kj in 0..g.k.1 {
+                                let Some(ox) = source(ix, kj, g.s.1, g.p.1, g.d.1, g.ow) else {
+                                    continue;
+                                };
+                                let row = (c * g.k.0 + ki) * g.k.1 + kj;
+                                s += data[off + n * st[0] + row * st[1] + (oy * g.ow + ox) * st[2]];
+                            }
+                        }
+                        out[o] = s;
+                        o += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs one of the two kernels on `x`'s device: the CPU kernel, or the CUDA entry
+/// point `entry` of [`CONV_PROGRAM`], one thread per output element.
+fn launch(
+    op: &'static str,
+    cpu: &impl CpuKernel,
+    entry: &str,
+    scalars: &[Scalar],
+    x: &Tensor,
+    out: Shape,
+) -> Result<Tensor> {
+    let mut outs = match x.device() {
+        Device::Cpu => raw::cpu(op, cpu, &[x], &[out])?,
+        Device::Cuda(_) => {
+            let blocks = out.numel().div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
+            let kernel = CudaKernel {
+                program: CONV_PROGRAM,
+                entry,
+                config: LaunchConfig::linear(blocks, BLOCK),
+                scalars,
+            };
+            // SAFETY: conv.cu's entry points take RAW_PARAMS; they read their one
+            // input through its view in `p.in[0]` at indices inside its dims (the
+            // geometry was checked against them: im2col reads x [n, c, h, w] only
+            // where 0 <= iy < h and 0 <= ix < w; col2im reads the columns
+            // [n, c*kh*kw, oh*ow] at rows below c*kh*kw and windows below oh*ow),
+            // write each element of their one output exactly once (a grid-stride
+            // loop over p.out[0].numel) and nothing else, and take any grid.
+            unsafe { raw::cuda(op, &kernel, &[x], &[out])? }
+        }
+    };
+    Ok(outs.remove(0))
+}
+
+/// The columns of `x` under geometry `g`, `pad` read outside the input
+/// (unrecorded: the kernel of `im2col`, and of the pools' forward).
+fn unfold(op: &'static str, x: &Tensor, g: &Geometry, pad: f64) -> Result<Tensor> {
+    check_counts(op, g)?;
+    let kernel = Unfold { op, g: *g, pad };
+    launch(
+        op,
+        &kernel,
+        "conv_im2col",
+        &g.scalars(pad),
+        x,
+        g.cols_shape(),
+    )
+}
+
+/// Every sliding window of `x` (`[N, C, H, W]`) as a column:
+/// `[N, C·kh·kw, L]` with `L = oh·ow` windows, zeros read outside the input. Row
+/// `(c·kh + i)·kw + j` holds channel `c` at kernel offset `(i, j)`; column
+/// `y·ow + x` is the window at output position `(y, x)`. This is
+/// `torch.nn.functional.unfold(x, kernel, dilation, padding, stride)`, and
+/// `oh = ⌊(H + 2·ph - dh·(kh - 1) - 1) / sh⌋ + 1` (the same for `ow`).
+///
+/// Linear; its backward is [`col2im`](mod@col2im), whose backward is `im2col`
+/// again. A CPU kernel and a CUDA program (`conv.cu`), reading `x` in place
+/// (any view).
+#[differentiable(crate = ::autograd_core)]
+pub mod im2col {
+    use super::*;
+
+    /// The windows: `(height, width)` pairs.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Im2col {
+        /// Kernel size `(kh, kw)`, each at least 1.
+        pub kernel: (usize, usize),
+        /// Step between windows, each at least 1.
+        pub stride: (usize, usize),
+        /// Zeros added on each side of each spatial axis.
+        pub padding: (usize, usize),
+        /// Step between kernel taps, each at least 1 (1: adjacent pixels).
+        pub dilation: (usize, usize),
+    }
+
+    /// The columns. An error naming the op when `x` is not `[N, C, H, W]`, when `H`
+    /// or `W` is 0, when a kernel size, stride or dilation is 0, or when the
+    /// (dilated) kernel does not fit in the padded input.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let g = geometry(
+            "im2col",
+            x.dims(),
+            self.kernel,
+            self.stride,
+            self.padding,
+            self.dilation,
+        )?;
+        unfold("im2col", x, &g, 0.0)
+    }
+
+    /// The columns summed back into an image of `x`'s shape: [`col2im`](mod@col2im).
+    pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        let d = x_shape.dims();
+        let size = (
+            d.get(2).copied().unwrap_or(0),
+            d.get(3).copied().unwrap_or(0),
+        );
+        col2im(
+            grad,
+            size,
+            self.kernel,
+            self.stride,
+            self.padding,
+            self.dilation,
+        )
+    }
+
+    /// Gradcheck inputs: a `[2, 2, 4, 5]` input under a `(2, 3)` kernel with stride
+    /// `(1, 2)` and padding `(1, 0)`, and a `[1, 1, 5, 5]` one dilated by `(2, 1)`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            cases::unary(
+                "im2col [2,2,4,5] k(2,3) s(1,2) p(1,0)",
+                cases::uniform(60, &[2, 2, 4, 5], -1.0, 1.0),
+                |x| im2col(x, (2, 3), (1, 2), (1, 0), (1, 1)),
+            ),
+            cases::unary(
+                "im2col [1,1,5,5] k(2,2) d(2,1) p(1,1)",
+                cases::uniform(61, &[1, 1, 5, 5], -1.0, 1.0),
+                |x| im2col(x, (2, 2), (1, 1), (1, 1), (2, 1)),
+            ),
+        ]
+    }
+}
+
+/// Columns `[N, C·kh·kw, L]` summed back into an image `[N, C, H, W]` of
+/// `output_size = (H, W)`: each column is added into the window it was read from
+/// ([`im2col`](mod@im2col)'s layout), overlaps adding up and entries falling in
+/// the padding dropped. This is `torch.nn.functional.fold(cols, output_size,
+/// kernel, dilation, padding, stride)`, the adjoint of `im2col`.
+///
+/// Linear; its backward is `im2col`. A CPU kernel and a CUDA program (`conv.cu`),
+/// each output element gathering its columns in a fixed order (no atomics: the
+/// same sums on both devices).
+#[differentiable(crate = ::autograd_core)]
+pub mod col2im {
+    use super::*;
+
+    /// The image size and the windows.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Col2im {
+        /// The image's `(H, W)`.
+        pub output_size: (usize, usize),
+        /// Kernel size `(kh, kw)`, each at least 1.
+        pub kernel: (usize, usize),
+        /// Step between windows, each at least 1.
+        pub stride: (usize, usize),
+        /// Padding on each side of each spatial axis (dropped).
+        pub padding: (usize, usize),
+        /// Step between kernel taps, each at least 1.
+        pub dilation: (usize, usize),
+    }
+
+    /// The image. An error naming the op when `cols` is not `[N, C·kh·kw, L]` with
+    /// `L` the number of windows `im2col` makes of an `output_size` image, or when
+    /// the geometry is invalid (as for `im2col`).
+    pub fn forward(&self, cols: &Tensor) -> Result<Tensor> {
+        let &[n, rows, l] = cols.dims() else {
+            return Err(Error::Shape {
+                op: "col2im",
+                msg: format!(
+                    "the columns have shape {}; they must be [N, C * kh * kw, L] (rank 3), as \
+                     im2col makes them",
+                    cols.shape()
+                ),
+            });
+        };
+        let window = self.kernel.0.saturating_mul(self.kernel.1).max(1);
+        let (h, w) = self.output_size;
+        let g = geometry(
+            "col2im",
+            &[n, rows / window, h, w],
+            self.kernel,
+            self.stride,
+            self.padding,
+            self.dilation,
+        )?;
+        if rows % window != 0 || l != g.windows() {
+            return Err(Error::Shape {
+                op: "col2im",
+                msg: format!(
+                    "the columns have shape {}, but kernel {:?} over an image of size \
+                     {:?} (stride {:?}, padding {:?}, dilation {:?}) makes [N, C * {window}, \
+                     {}]: the rows must be a multiple of {window} and there must be {} \
+                     columns ({} x {} windows)",
+                    cols.shape(),
+                    self.kernel,
+                    self.output_size,
+                    self.stride,
+                    self.padding,
+                    self.dilation,
+                    g.windows(),
+                    g.windows(),
+                    g.oh,
+                    g.ow
+                ),
+            });
+        }
+        check_counts("col2im", &g)?;
+        let kernel = Fold { op: "col2im", g };
+        launch(
+            "col2im",
+            &kernel,
+            "conv_col2im",
+            &g.scalars(0.0),
+            cols,
+            g.image_shape(),
+        )
+    }
+
+    /// Every window of the gradient as a column: [`im2col`](mod@im2col).
+    pub fn backward(&self, grad: &Tensor) -> Result<Tensor> {
+        im2col(grad, self.kernel, self.stride, self.padding, self.dilation)
+    }
+
+    /// Gradcheck inputs: columns folded into a `[3, 4]` image under a `(2, 2)`
+    /// kernel (overlapping windows), and into a `[4, 5]` one with stride 2 and
+    /// padding 1.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            cases::unary(
+                "col2im [2,8,6] -> (3,4) k(2,2)",
+                cases::uniform(62, &[2, 8, 6], -1.0, 1.0),
+                |c| col2im(c, (3, 4), (2, 2), (1, 1), (0, 0), (1, 1)),
+            ),
+            cases::unary(
+                "col2im [1,6,9] -> (4,5) k(2,3) s(2,2) p(1,1)",
+                cases::uniform(63, &[1, 6, 9], -1.0, 1.0),
+                |c| col2im(c, (4, 5), (2, 3), (2, 2), (1, 1), (1, 1)),
+            ),
+        ]
+    }
+}
+
+/// The geometry of `conv2d(x, w, ..)`, checking `w` against `x` and `groups`.
+fn conv_geometry(
+    x: &Tensor,
+    w: &Tensor,
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    groups: usize,
+) -> Result<Geometry> {
+    let op = "conv2d";
+    let &[o, cg, kh, kw] = w.dims() else {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the weight has shape {}; it must be [out_channels, in_channels / groups, kh, \
+                 kw] (rank 4)",
+                w.shape()
+            ),
+        });
+    };
+    let g = geometry(op, x.dims(), (kh, kw), stride, padding, dilation)?;
+    if groups == 0 {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "groups is 0; it must be at least 1 (input {}, weight {})",
+                x.shape(),
+                w.shape()
+            ),
+        });
+    }
+    if g.c % groups != 0 || o % groups != 0 {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "input channels ({}, input {}) and output channels ({o}, weight {}) must both \
+                 be divisible by groups ({groups}); choose groups dividing both",
+                g.c,
+                x.shape(),
+                w.shape()
+            ),
+        });
+    }
+    if cg != g.c / groups {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the weight {} has {cg} input channels per group, but the input {} has {} \
+                 channels in {groups} group(s), {} per group; the weight must be [{o}, {}, \
+                 {kh}, {kw}]",
+                w.shape(),
+                x.shape(),
+                g.c,
+                g.c / groups,
+                g.c / groups
+            ),
+        });
+    }
+    check_counts(op, &g)?;
+    Ok(g)
+}
+
+/// The op behind [`conv2d`] without its bias: registered as `conv2d`. Call
+/// [`conv2d`], which adds the bias.
+#[differentiable(crate = ::autograd_core, name = "conv2d")]
+pub mod conv2d_op {
+    use super::*;
+
+    /// Stride, padding, dilation (`(height, width)` pairs) and groups.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Conv2dOp {
+        /// Step between windows, each at least 1.
+        pub stride: (usize, usize),
+        /// Zeros added on each side of each spatial axis.
+        pub padding: (usize, usize),
+        /// Step between kernel taps, each at least 1.
+        pub dilation: (usize, usize),
+        /// Channel groups: input and output channels are split into `groups`
+        /// parts, and part `k` of the output sees part `k` of the input only.
+        pub groups: usize,
+    }
+
+    /// `im2col(x)` as `[N, groups, C/groups·kh·kw, L]`, multiplied by the weight
+    /// as `[groups, O/groups, C/groups·kh·kw]` (one batched matmul, the weight
+    /// broadcast over the batch), reshaped to `[N, O, oh, ow]`.
+    pub fn forward(&self, x: &Tensor, w: &Tensor) -> Result<Tensor> {
+        let g = conv_geometry(x, w, self.stride, self.padding, self.dilation, self.groups)?;
+        let (groups, o) = (self.groups, w.dims()[0]);
+        let k = g.c / groups * g.window();
+        let cols = unfold("conv2d", x, &g, 0.0)?;
+        let cols = compute::reshape(&cols, [g.n, groups, k, g.windows()])?;
+        let wr = compute::reshape(w, [groups, o / groups, k])?;
+        let y = compute::matmul(&wr, &cols)?;
+        compute::reshape(&y, [g.n, o, g.oh, g.ow])
+    }
+
+    /// With `G` the gradient as `[N, groups, O/groups, L]` and `W` the weight as
+    /// `[groups, O/groups, K]`: `dx = col2im(Wᵀ G)`, `dw = Σ_n G im2col(x)ᵀ`;
+    /// recorded ops, so differentiable again.
+    pub fn backward(
+        &self,
+        grad: &Tensor,
+        x: &Tensor,
+        w: &Tensor,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let g = conv_geometry(x, w, self.stride, self.padding, self.dilation, self.groups)?;
+        let (groups, o) = (self.groups, w.dims()[0]);
+        let k = g.c / groups * g.window();
+        let gr = reshape(grad, Shape::from([g.n, groups, o / groups, g.windows()]))?;
+        let dx = autograd_core::grad_if(needs[0], || {
+            let wr = reshape(w, Shape::from([groups, o / groups, k]))?;
+            let dcols = matmul(&transpose(&wr)?, &gr)?;
+            col2im(
+                &reshape(&dcols, g.cols_shape())?,
+                (g.h, g.w),
+                g.k,
+                g.s,
+                g.p,
+                g.d,
+            )
+        })?;
+        let dw = autograd_core::grad_if(needs[1], || {
+            let cols = im2col(x, g.k, g.s, g.p, g.d)?;
+            let cols = reshape(&cols, Shape::from([g.n, groups, k, g.windows()]))?;
+            let per_sample = matmul(&gr, &transpose(&cols)?)?;
+            reshape(&sum(&per_sample, 0, false)?, w.shape().clone())
+        })?;
+        Ok((dx, dw))
+    }
+
+    /// Gradcheck inputs: a padded, strided convolution with bias; a dilated one in
+    /// two groups.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "conv2d [2,2,5,4] * [3,2,3,2] + bias, s(2,1) p(1,1)",
+                vec![
+                    cases::uniform(64, &[2, 2, 5, 4], -1.0, 1.0),
+                    cases::uniform(65, &[3, 2, 3, 2], -1.0, 1.0),
+                    cases::uniform(66, &[3], -1.0, 1.0),
+                ],
+                |x| conv2d(&x[0], &x[1], Some(&x[2]), (2, 1), (1, 1), (1, 1), 1),
+            ),
+            CheckCase::new(
+                "conv2d [1,4,5,5] * [2,2,2,2] groups 2, d(2,1)",
+                vec![
+                    cases::uniform(67, &[1, 4, 5, 5], -1.0, 1.0),
+                    cases::uniform(68, &[2, 2, 2, 2], -1.0, 1.0),
+                ],
+                |x| conv2d(&x[0], &x[1], None, (1, 1), (0, 1), (2, 1), 2),
+            ),
+        ]
+    }
+}
+
+/// 2-D convolution (cross-correlation, as `torch.nn.functional.conv2d`) of `x`
+/// `[N, C, H, W]` with `w` `[O, C/groups, kh, kw]`, plus `bias` `[O]` when given:
+/// `[N, O, oh, ow]` with `oh = ⌊(H + 2·ph - dh·(kh - 1) - 1) / sh⌋ + 1` (the same
+/// for `ow`). `stride`, `padding` (zeros) and `dilation` are `(height, width)`
+/// pairs; `groups` splits the channels (`groups = C = O` is a depthwise
+/// convolution).
+///
+/// Computed as [`im2col`](mod@im2col) and one matrix product (`gemm` on the CPU,
+/// cuBLAS on a GPU); recorded as one `conv2d` node saving `x` and `w` (the columns
+/// are recomputed in backward), then an `add` for the bias. Differentiable to any
+/// order. Errors name `conv2d`: `x` or `w` not of rank 4, channels not divisible
+/// by `groups` or not matching the weight, a zero stride, dilation or `groups`, a
+/// kernel larger than the padded input, a bias not of shape `[O]`, mixed dtypes or
+/// devices.
+pub fn conv2d(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    stride: (usize, usize),
+    padding: (usize, usize),
+    dilation: (usize, usize),
+    groups: usize,
+) -> Result<Tensor> {
+    let y = conv2d_op(x, w, stride, padding, dilation, groups)?;
+    let Some(b) = bias else { return Ok(y) };
+    let o = w.dims()[0];
+    if b.dims() != [o] {
+        return Err(Error::Shape {
+            op: "conv2d",
+            msg: format!(
+                "the bias has shape {}; it must be [{o}], one value per output channel of the \
+                 weight {}",
+                b.shape(),
+                w.shape()
+            ),
+        });
+    }
+    add(&y, &reshape(b, Shape::from([1, o, 1, 1]))?)
+}
+
+/// The geometry of a pool: as `im2col`'s, and padding at most half the kernel (as
+/// in PyTorch), so that every window holds a pixel of the input.
+fn pool_geometry(
+    op: &'static str,
+    x: &Tensor,
+    kernel: (usize, usize),
+    stride: (usize, usize),
+    padding: (usize, usize),
+) -> Result<Geometry> {
+    let g = geometry(op, x.dims(), kernel, stride, padding, (1, 1))?;
+    if padding.0 > kernel.0 / 2 || padding.1 > kernel.1 / 2 {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "padding {padding:?} is more than half the kernel {kernel:?} (input {}); a \
+                 window would hold padding only. Use padding at most {:?}",
+                x.shape(),
+                (kernel.0 / 2, kernel.1 / 2)
+            ),
+        });
+    }
+    check_counts(op, &g)?;
+    Ok(g)
+}
+
+/// The columns of a pool as `[N, C, kh·kw, L]` (unrecorded), `pad` outside.
+fn pool_windows(op: &'static str, x: &Tensor, g: &Geometry, pad: f64) -> Result<Tensor> {
+    let cols = unfold(op, x, g, pad)?;
+    compute::reshape(&cols, [g.n, g.c, g.window(), g.windows()])
+}
+
+/// The gradient of a pool, `[N, C, kh·kw, L]` per window position, folded back
+/// into an image (recorded).
+fn pool_fold(d: &Tensor, g: &Geometry) -> Result<Tensor> {
+    col2im(
+        &reshape(d, g.cols_shape())?,
+        (g.h, g.w),
+        g.k,
+        g.s,
+        g.p,
+        (1, 1),
+    )
+}
+
+/// The largest value of each window of `x` `[N, C, H, W]` (as
+/// `torch.nn.functional.max_pool2d(x, kernel, stride, padding)`): `[N, C, oh, ow]`,
+/// the padding read as `-inf` (never the max), padding at most half the kernel.
+/// NaN wins, as in [`max`](mod@crate::max).
+///
+/// Ties: the gradient is split equally among the elements of a window equal to its
+/// max, as [`max`](mod@crate::max) does (PyTorch gives it all to the first); a
+/// pixel in several windows gets the sum of its shares.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod max_pool2d {
+    use super::*;
+
+    /// The windows: `(height, width)` pairs.
+    #[derive(Clone, Copy, Debug)]
+    pub struct MaxPool2d {
+        /// Window size, each at least 1.
+        pub kernel: (usize, usize),
+        /// Step between windows, each at least 1 (PyTorch's default is the kernel).
+        pub stride: (usize, usize),
+        /// `-inf` added on each side, at most half the kernel.
+        pub padding: (usize, usize),
+    }
+
+    /// `im2col` with `-inf` padding and a max over each window. An error naming the
+    /// op when `x` is not `[N, C, H, W]`, `H` or `W` is 0, a kernel size or stride
+    /// is 0, the padding is more than half the kernel, or the kernel does not fit.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let g = pool_geometry("max_pool2d", x, self.kernel, self.stride, self.padding)?;
+        let cols = pool_windows("max_pool2d", x, &g, f64::NEG_INFINITY)?;
+        let m = compute::reduce(&cols, ReduceOp::Max, &[2], false)?;
+        compute::reshape(&m, [g.n, g.c, g.oh, g.ow])
+    }
+
+    /// `grad` to the elements equal to their window's max, split among ties (the
+    /// weights a constant found from `x` and the saved output), folded back with
+    /// [`col2im`](mod@col2im): recorded, linear in `grad`.
+    pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        let g = pool_geometry("max_pool2d", x, self.kernel, self.stride, self.padding)?;
+        let cols = pool_windows("max_pool2d", x, &g, f64::NEG_INFINITY)?;
+        let m = compute::reshape(output, [g.n, g.c, 1, g.windows()])?;
+        let hits = compute::binary(&cols, &m, BinaryOp::Eq)?;
+        let count = compute::reduce(&hits, ReduceOp::Sum, &[2], true)?;
+        let weights = compute::binary(&hits, &count, BinaryOp::Div)?;
+        let gr = reshape(grad, Shape::from([g.n, g.c, 1, g.windows()]))?;
+        pool_fold(&mul(&gr, &weights)?, &g)
+    }
+
+    /// Gradcheck inputs (no ties): overlapping `(3, 2)` windows with padding, and
+    /// `(2, 2)` windows with stride 2.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            cases::unary(
+                "max_pool2d [2,2,5,4] k(3,2) s(1,2) p(1,1)",
+                cases::uniform(69, &[2, 2, 5, 4], -1.0, 1.0),
+                |x| max_pool2d(x, (3, 2), (1, 2), (1, 1)),
+            ),
+            cases::unary(
+                "max_pool2d [1,3,4,4] k(2,2) s(2,2)",
+                cases::uniform(70, &[1, 3, 4, 4], -1.0, 1.0),
+                |x| max_pool2d(x, (2, 2), (2, 2), (0, 0)),
+            ),
+        ]
+    }
+}
+
+/// The mean of each window of `x` `[N, C, H, W]` (as
+/// `torch.nn.functional.avg_pool2d(x, kernel, stride, padding)` with its defaults,
+/// `count_include_pad = True`): `[N, C, oh, ow]`, every window divided by
+/// `kh·kw`, zeros of the padding counted. Padding at most half the kernel.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod avg_pool2d {
+    use super::*;
+
+    /// The windows: `(height, width)` pairs.
+    #[derive(Clone, Copy, Debug)]
+    pub struct AvgPool2d {
+        /// Window size, each at least 1.
+        pub kernel: (usize, usize),
+        /// Step between windows, each at least 1 (PyTorch's default is the kernel).
+        pub stride: (usize, usize),
+        /// Zeros added on each side (counted in the mean), at most half the kernel.
+        pub padding: (usize, usize),
+    }
+
+    /// `im2col` and a mean over each window. Errors as [`max_pool2d`](mod@max_pool2d).
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let g = pool_geometry("avg_pool2d", x, self.kernel, self.stride, self.padding)?;
+        let cols = pool_windows("avg_pool2d", x, &g, 0.0)?;
+        let s = compute::reduce(&cols, ReduceOp::Sum, &[2], false)?;
+        let m = compute::unary(&s, UnaryOp::MulScalar(1.0 / g.window() as f64))?;
+        compute::reshape(&m, [g.n, g.c, g.oh, g.ow])
+    }
+
+    /// `grad / (kh·kw)` to every position of each window, folded back with
+    /// [`col2im`](mod@col2im): recorded, linear.
+    pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        let g = geometry(
+            "avg_pool2d",
+            x_shape.dims(),
+            self.kernel,
+            self.stride,
+            self.padding,
+            (1, 1),
+        )?;
+        let gr = reshape(grad, Shape::from([g.n, g.c, 1, g.windows()]))?;
+        let spread = broadcast_to(
+            &mul_scalar(&gr, 1.0 / g.window() as f64)?,
+            Shape::from([g.n, g.c, g.window(), g.windows()]),
+        )?;
+        pool_fold(&spread, &g)
+    }
+
+    /// Gradcheck inputs: overlapping `(3, 3)` windows with padding, and `(2, 3)`
+    /// windows with stride `(2, 1)`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            cases::unary(
+                "avg_pool2d [2,2,5,4] k(3,3) s(2,1) p(1,1)",
+                cases::uniform(71, &[2, 2, 5, 4], -1.0, 1.0),
+                |x| avg_pool2d(x, (3, 3), (2, 1), (1, 1)),
+            ),
+            cases::unary(
+                "avg_pool2d [1,2,4,6] k(2,3) s(2,1)",
+                cases::uniform(72, &[1, 2, 4, 6], -1.0, 1.0),
+                |x| avg_pool2d(x, (2, 3), (2, 1), (0, 0)),
+            ),
+        ]
+    }
+}

@@ -1,0 +1,74 @@
+//! Convolution and pooling on the GPU (`ops/src/conv.rs`: im2col and col2im as raw
+//! CUDA kernels, the products on cuBLAS) against the CPU, values and gradients, f32
+//! and f64, at sizes past one block of threads, on a narrowed view of the input.
+//! (`ops_parity` covers every one of these ops at its check cases too.)
+
+use crate::gpu;
+use autograd::ops;
+use autograd::prelude::*;
+
+type Op = fn(&[Tensor]) -> Result<Tensor>;
+
+/// The output and the gradient of `Σ y · r` for every input, on `device`, on the host.
+fn run(f: Op, inputs: &[Tensor], device: Device) -> Vec<Vec<f64>> {
+    let leaves: Vec<Tensor> = inputs
+        .iter()
+        .map(|t| t.to(device).unwrap().detach().with_requires_grad(true))
+        .collect();
+    // The image is read through a view: its columns from the second on (offset 1,
+    // rows of stride W + 1).
+    let mut args = leaves.clone();
+    let w = leaves[0].dims()[3];
+    args[0] = ops::narrow(&leaves[0], -1, 1, w - 1).unwrap();
+    let y = f(&args).unwrap();
+    assert_eq!(y.device(), device);
+    let r = Rng::new(5)
+        .uniform(y.shape().clone(), -1.0, 1.0, y.dtype())
+        .unwrap()
+        .to(device)
+        .unwrap();
+    let loss = (&y * &r).unwrap().sum_all().unwrap();
+    let refs: Vec<&Tensor> = leaves.iter().collect();
+    let grads = autograd::grad(&loss, &refs, BackwardOptions::default()).unwrap();
+    let host = |t: &Tensor| t.to(Device::Cpu).unwrap().to_vec::<f64>().unwrap();
+    let mut out = vec![host(&y)];
+    out.extend(grads.iter().map(|g| host(g.as_ref().unwrap())));
+    out
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn conv2d_and_pools_on_the_gpu_match_the_cpu() {
+    let dev = gpu();
+    let cases: [(&str, Vec<&[usize]>, Op); 4] = [
+        ("conv2d", vec![&[3, 4, 11, 10], &[6, 2, 3, 3], &[6]], |v| {
+            ops::conv2d(&v[0], &v[1], Some(&v[2]), (2, 1), (1, 2), (1, 2), 2)
+        }),
+        ("max_pool2d", vec![&[3, 4, 11, 10]], |v| {
+            ops::max_pool2d(&v[0], (3, 3), (2, 2), (1, 1))
+        }),
+        ("avg_pool2d", vec![&[3, 4, 11, 10]], |v| {
+            ops::avg_pool2d(&v[0], (2, 3), (1, 2), (1, 1))
+        }),
+        ("im2col then col2im", vec![&[2, 3, 9, 11]], |v| {
+            let c = ops::im2col(&v[0], (3, 2), (2, 1), (1, 0), (1, 2))?;
+            ops::col2im(&c, (9, 10), (3, 2), (2, 1), (1, 0), (1, 2))
+        }),
+    ];
+    for dtype in [DType::F64, DType::F32] {
+        let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
+        for (k, (name, shapes, f)) in cases.iter().enumerate() {
+            let mut rng = Rng::new(40 + k as u64);
+            let inputs: Vec<Tensor> = shapes
+                .iter()
+                .map(|s| rng.uniform(*s, -1.0, 1.0, dtype).unwrap())
+                .collect();
+            let cpu = run(*f, &inputs, Device::Cpu);
+            let gpu = run(*f, &inputs, dev);
+            for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
+                let what = format!("{name} {dtype}, result {i} (0: output, then gradients)");
+                crate::compare(&what, c, g, (tol, tol)).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}
