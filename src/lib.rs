@@ -286,6 +286,7 @@
 
 #![warn(missing_docs)]
 
+pub mod functional;
 pub mod optim;
 
 mod io;
@@ -295,10 +296,11 @@ pub use io::{load, load_into, save};
 // the macro's generated code refers to under the hidden `__private`.
 pub use autograd_core::{
     BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, ComputationGraph, DType,
-    Device, Differentiable, Element, Error, GradcheckOptions, GradcheckReport, Grads, InputSpec,
-    Layout, NoGradGuard, NodeInputRef, NodeRef, OpEntry, OpRegistry, ReduceOp, Result, Shape,
-    Storage, StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, enable_grad, grad,
-    grad_if, gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
+    Device, Differentiable, Element, Error, GradcheckOptions, GradcheckReport, Grads, HookHandle,
+    InputSpec, Layout, MAX_CHECKPOINT_INPUTS, NoGradGuard, NodeInputRef, NodeRef, OpEntry,
+    OpRegistry, ReduceOp, Result, Shape, Storage, StorageRef, Tensor, TensorId, UnaryOp,
+    WeakTensor, backward, backward_many, checkpoint, enable_grad, grad, grad_if, grad_many,
+    gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
 };
 pub use autograd_core::{anomaly, cases, compute, elementwise, random, raw};
 

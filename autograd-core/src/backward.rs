@@ -143,6 +143,49 @@ impl Sink for Capture {
     }
 }
 
+/// Leaves with gradient hooks get one gradient per pass, the sum of its
+/// contributions, as an op's node does: their contributions wait here until the pass
+/// has run every node, then go through the hooks into the sink. Leaves without hooks
+/// go straight to the sink.
+struct Hooked<'a> {
+    sink: &'a mut dyn Sink,
+    held: Vec<(Arc<GradSlot>, Option<Tensor>)>,
+}
+
+impl Hooked<'_> {
+    /// Runs the held leaves' hooks and hands their gradients to the sink.
+    fn flush(&mut self, create_graph: bool) -> Result<()> {
+        for (slot, grad) in std::mem::take(&mut self.held) {
+            let Some(grad) = grad else { continue };
+            let grad = slot.hook_list().run(grad, &|| "a leaf".to_string())?;
+            self.sink.leaf(&slot, grad, create_graph)?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for Hooked<'_> {
+    fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
+        if !slot.has_hooks() {
+            return self.sink.leaf(slot, grad, create_graph);
+        }
+        match self.held.iter_mut().find(|(s, _)| Arc::ptr_eq(s, slot)) {
+            Some((_, acc)) => {
+                *acc = Some(match acc.take() {
+                    Some(a) => add(a, grad, create_graph)?,
+                    None => grad,
+                });
+            }
+            None => self.held.push((slot.clone(), Some(grad))),
+        }
+        Ok(())
+    }
+
+    fn node_output(&mut self, node: &Arc<Node>, grad: &Tensor) {
+        self.sink.node_output(node, grad)
+    }
+}
+
 /// Sum of two gradient contributions: recorded when the backward pass is, else in
 /// place when a buffer is not shared.
 fn add(acc: Tensor, grad: Tensor, create_graph: bool) -> Result<Tensor> {
@@ -239,8 +282,8 @@ fn release(node: &Node) {
     node.claimed.store(0, AtomicOrdering::Release);
 }
 
-fn seed_for(root: &Tensor, opts: &BackwardOptions) -> Result<Tensor> {
-    match &opts.seed {
+fn seed_for(root: &Tensor, seed: Option<&Tensor>) -> Result<Tensor> {
+    match seed {
         Some(seed) => {
             if seed.shape() != root.shape() || seed.dtype() != root.dtype() {
                 return Err(Error::SeedMismatch {
@@ -284,7 +327,122 @@ fn seed_for(root: &Tensor, opts: &BackwardOptions) -> Result<Tensor> {
 /// adds its gradients into the other pass). Differentiate a graph from one thread at
 /// a time; independent graphs can be differentiated on many threads at once.
 pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
-    run(root, &opts, &mut AccumulateIntoLeaves)
+    let seed = seed_for(root, opts.seed.as_ref())?;
+    run(&[(root, seed)], &opts, &mut AccumulateIntoLeaves)
+}
+
+/// Runs one backward pass from several roots at once, each with its seed (as
+/// PyTorch's `torch.autograd.backward(tensors, grad_tensors)`): every leaf that
+/// requires grad accumulates the sum of the gradients flowing from all roots, and a
+/// node the roots share runs its backward once.
+///
+/// `seeds` holds one entry per root (`None`: 1 for a one-element root), or is empty
+/// when every root has one element. [`BackwardOptions::seed`] must be unset (the
+/// seeds are given here). The same tensor may appear twice: its seeds add up.
+///
+/// ```
+/// use autograd::prelude::*;
+/// # fn main() -> Result<()> {
+/// autograd::init()?;
+/// let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
+/// let a = (&x * &x)?;         // x²
+/// let b = (&x * 3.0)?.sum_all()?; // 3 Σx
+/// let seed_a = Tensor::from_slice(&[1.0f64, 10.0], [2])?;
+/// autograd::backward_many(&[&a, &b], &[Some(seed_a), None], BackwardOptions::default())?;
+/// // 2x ⊙ seed_a + 3
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [5.0, 43.0]);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// As [`backward`], and [`Error::InvalidArgument`] when `seeds` is neither empty nor
+/// one per root, or the options carry a seed; [`Error::NoGradRoot`] for a root that
+/// does not require grad; [`Error::SeedMismatch`] for a seed of the wrong shape or
+/// dtype. No gradient is computed when any root or seed is wrong.
+pub fn backward_many(
+    roots: &[&Tensor],
+    seeds: &[Option<Tensor>],
+    opts: BackwardOptions,
+) -> Result<()> {
+    let roots = seeded("backward_many", roots, seeds, &opts)?;
+    run(&roots, &opts, &mut AccumulateIntoLeaves)
+}
+
+/// Gradients of several outputs at once, each with its seed, with respect to each of
+/// `inputs`, without touching any leaf's `.grad()` (as PyTorch's
+/// `torch.autograd.grad(outputs, inputs, grad_outputs)`): each input's gradient is
+/// the sum over the outputs of `seedᵢ · ∂outputᵢ/∂input`, from one backward pass.
+///
+/// `seeds` as in [`backward_many`]; unused inputs, `create_graph` and the other
+/// options as in [`grad`].
+///
+/// ```
+/// use autograd::prelude::*;
+/// # fn main() -> Result<()> {
+/// autograd::init()?;
+/// let x = Tensor::scalar(2.0f64).with_requires_grad(true);
+/// let (a, b) = ((&x * &x)?, (&x * 5.0)?); // x², 5x
+/// let seeds = [Some(Tensor::scalar(1.0f64)), Some(Tensor::scalar(-1.0f64))];
+/// let g = autograd::grad_many(&[&a, &b], &seeds, &[&x], BackwardOptions::default())?;
+/// assert_eq!(g[0].as_ref().unwrap().to_scalar::<f64>()?, -1.0); // 2x - 5
+/// # Ok(())
+/// # }
+/// ```
+pub fn grad_many(
+    outputs: &[&Tensor],
+    seeds: &[Option<Tensor>],
+    inputs: &[&Tensor],
+    opts: BackwardOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    let roots = seeded("grad_many", outputs, seeds, &opts)?;
+    capture(&roots, inputs, &opts)
+}
+
+/// Each root with its seed, checked (see [`backward_many`]).
+fn seeded<'a>(
+    op: &'static str,
+    roots: &[&'a Tensor],
+    seeds: &[Option<Tensor>],
+    opts: &BackwardOptions,
+) -> Result<Vec<(&'a Tensor, Tensor)>> {
+    if opts.seed.is_some() {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: "the options carry a seed; pass one seed per root in `seeds` instead of \
+                  `BackwardOptions::seed`"
+                .into(),
+        });
+    }
+    if !seeds.is_empty() && seeds.len() != roots.len() {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "{} seeds for {} roots; pass one seed (or None) per root, or no seeds when \
+                 every root has one element",
+                seeds.len(),
+                roots.len()
+            ),
+        });
+    }
+    roots
+        .iter()
+        .enumerate()
+        .map(|(i, &root)| {
+            let seed = seed_for(root, seeds.get(i).and_then(Option::as_ref)).map_err(|e| {
+                if roots.len() > 1 {
+                    Error::InvalidArgument {
+                        op,
+                        msg: format!("root {i}: {e}"),
+                    }
+                } else {
+                    e
+                }
+            })?;
+            Ok((root, seed))
+        })
+        .collect()
 }
 
 /// Gradients of `output` with respect to each of `inputs` (leaves or intermediate
@@ -318,6 +476,16 @@ pub fn grad(
     inputs: &[&Tensor],
     opts: BackwardOptions,
 ) -> Result<Vec<Option<Tensor>>> {
+    let seed = seed_for(output, opts.seed.as_ref())?;
+    capture(&[(output, seed)], inputs, &opts)
+}
+
+/// The gradients of `inputs` from one pass from `roots` (see [`grad`]).
+fn capture(
+    roots: &[(&Tensor, Tensor)],
+    inputs: &[&Tensor],
+    opts: &BackwardOptions,
+) -> Result<Vec<Option<Tensor>>> {
     let targets = inputs
         .iter()
         .map(|t| {
@@ -329,7 +497,7 @@ pub fn grad(
         })
         .collect();
     let mut sink = Capture { targets };
-    run(output, &opts, &mut sink)?;
+    run(roots, opts, &mut sink)?;
     sink.targets
         .into_iter()
         .enumerate()
@@ -338,6 +506,7 @@ pub fn grad(
             (None, true) => Ok(None),
             (None, false) => Err(Error::UnusedInput {
                 index,
+                shape: inputs[index].shape().clone(),
                 why: match target {
                     Target::Unreachable => "does not require grad",
                     _ => "is not among the tensors the output was computed from",
@@ -347,22 +516,40 @@ pub fn grad(
         .collect()
 }
 
-fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
-    let seed = seed_for(root, opts)?;
-    grad_mode::with_grad_mode(opts.create_graph, || match root.autograd() {
-        Autograd::None => Err(Error::NoGradRoot),
-        Autograd::Leaf(slot) => sink.leaf(slot, seed, opts.create_graph),
-        a @ Autograd::Interior(_) => {
-            let node = a.node_arc().ok_or(Error::NoGradRoot)?;
-            let node = &node;
-            let pass = Pass::start();
-            let _running = OnThisThread::enter(pass);
-            claim(node, pass)?;
-            node.lock().grad = Some(seed);
-            let mut ready = Queue(BinaryHeap::new());
-            ready.0.push(Ready(node.clone()));
-            drain(&mut ready, pass, opts, sink)
+fn run(roots: &[(&Tensor, Tensor)], opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+    // Every root is checked before any gradient moves.
+    if roots.iter().any(|(root, _)| !root.requires_grad()) {
+        return Err(Error::NoGradRoot);
+    }
+    grad_mode::with_grad_mode(opts.create_graph, || {
+        let mut sink = Hooked {
+            sink,
+            held: Vec::new(),
+        };
+        let pass = Pass::start();
+        let _running = OnThisThread::enter(pass);
+        let mut ready = Queue(BinaryHeap::new());
+        for (root, seed) in roots {
+            match root.autograd() {
+                Autograd::None => return Err(Error::NoGradRoot),
+                Autograd::Leaf(slot) => sink.leaf(slot, seed.clone(), opts.create_graph)?,
+                a @ Autograd::Interior(_) => {
+                    let node = a.node_arc().ok_or(Error::NoGradRoot)?;
+                    // Queued as soon as it is claimed: on an error the queue's drop
+                    // releases it.
+                    if let Claim::New = claim(&node, pass)? {
+                        ready.0.push(Ready(node.clone()));
+                    }
+                    let mut state = node.lock();
+                    state.grad = Some(match state.grad.take() {
+                        Some(acc) => add(acc, seed.clone(), opts.create_graph)?,
+                        None => seed.clone(),
+                    });
+                }
+            }
         }
+        drain(&mut ready, pass, opts, &mut sink)?;
+        sink.flush(opts.create_graph)
     })
 }
 
@@ -448,6 +635,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
             (grad_out, std::mem::take(&mut state.saved), output)
         }
     };
+    let grad_out = hook_node_output(node, grad_out)?;
     sink.node_output(node, &grad_out);
     // Which inputs want a gradient, on the stack for the usual small arity.
     let mut needs_buf = [false; 8];
@@ -554,6 +742,37 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         }
     }
     Ok(grads)
+}
+
+/// The gradient of a node's output after the output's hooks (see
+/// `Tensor::register_hook`), kept in the node when the output retains its gradient
+/// (`Tensor::retain_grad`).
+fn hook_node_output(node: &Node, grad: Tensor) -> Result<Tensor> {
+    let (hooks, retains) = match node.lock().extras.as_ref() {
+        None => return Ok(grad),
+        Some(e) => (
+            (!e.hooks.is_empty()).then(|| e.hooks.clone()),
+            e.retains_grad,
+        ),
+    };
+    let grad = match hooks {
+        Some(hooks) => hooks.run(grad, &|| {
+            format!("the output of `{}` ({})", node.name(), node.output_id)
+        })?,
+        None => grad,
+    };
+    if retains {
+        // A constant: a recorded gradient kept in the node would hold the graph
+        // that holds the node.
+        let kept = grad.detach();
+        let old = node.lock().extras_mut().retained.take();
+        let sum = match old {
+            None => kept,
+            Some(acc) => compute::accumulate(acc, kept)?,
+        };
+        node.lock().extras_mut().retained = Some(sum);
+    }
+    Ok(grad)
 }
 
 /// True when a gradient of shape `grad` for an input of shape `input` differs from

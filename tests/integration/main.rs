@@ -3,6 +3,7 @@
 
 mod elementwise;
 mod engine;
+mod functional;
 mod graph_dot;
 mod io;
 mod ops_errors;
