@@ -181,6 +181,14 @@
 //! [`Tensor::grad`] is a snapshot: later backward passes accumulate into a new
 //! tensor, so call `grad()` again to read the sum.
 //!
+//! [`backward_many`] and [`grad_many`] run one pass from several roots, each with
+//! its seed. [`Tensor::register_hook`] reads or replaces a tensor's gradient as it
+//! flows, and [`Tensor::retain_grad`] keeps an op output's gradient in its
+//! `.grad()`. [`functional`] differentiates whole functions ([`functional::vjp`],
+//! [`functional::jvp`], [`functional::jacobian`], [`functional::hessian`],
+//! [`functional::hvp`]), and [`checkpoint`] trades memory for a second forward pass
+//! by recomputing a segment in backward instead of keeping its intermediate results.
+//!
 //! # Memory
 //!
 //! A node keeps only what its op's backward declared it reads, only when some input

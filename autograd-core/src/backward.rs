@@ -11,7 +11,7 @@
 
 use crate::graph::{Edge, Node, drop_node};
 use crate::op::{BackwardContext, Grads};
-use crate::tensor::{Autograd, GradSlot};
+use crate::tensor::{Autograd, GradSlot, HookList};
 use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -33,6 +33,9 @@ pub struct BackwardOptions {
     /// For [`grad`]: give `None` for an input the output does not depend on, instead
     /// of an error (as PyTorch's `allow_unused`).
     pub allow_unused: bool,
+    /// For [`grad`]: give zeros of the input's shape for an input the output does
+    /// not depend on (as PyTorch's `materialize_grads`); implies `allow_unused`.
+    pub materialize_grads: bool,
 }
 
 impl BackwardOptions {
@@ -61,6 +64,13 @@ impl BackwardOptions {
     /// for an input the output does not depend on, instead of an error.
     pub fn allow_unused(mut self, allow: bool) -> Self {
         self.allow_unused = allow;
+        self
+    }
+
+    /// Sets [`materialize_grads`](BackwardOptions::materialize_grads): [`grad`]
+    /// gives zeros for an input the output does not depend on.
+    pub fn materialize_grads(mut self, materialize: bool) -> Self {
+        self.materialize_grads = materialize;
         self
     }
 
@@ -451,7 +461,7 @@ fn seeded<'a>(
 /// An input `output` does not depend on (it does not require grad, or `output` was
 /// not computed from it) is an error ([`Error::UnusedInput`]), as in PyTorch: it is
 /// usually a mistake. With [`BackwardOptions::allow_unused`] such an input gets
-/// `None` instead.
+/// `None` instead, with [`BackwardOptions::materialize_grads`] zeros.
 ///
 /// With [`BackwardOptions::create_graph`] the gradients are themselves recorded, so
 /// they can be differentiated again:
@@ -503,6 +513,7 @@ fn capture(
         .enumerate()
         .map(|(index, (target, g))| match (g, opts.allow_unused) {
             (Some(g), _) => Ok(Some(g)),
+            (None, _) if opts.materialize_grads => inputs[index].zeros_like().map(Some),
             (None, true) => Ok(None),
             (None, false) => Err(Error::UnusedInput {
                 index,
@@ -615,7 +626,7 @@ fn drain(ready: &mut Queue, pass: Pass, opts: &BackwardOptions, sink: &mut dyn S
 /// Runs one node's backward and returns one checked gradient per input.
 fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<Grads> {
     let name = node.name();
-    let (grad_out, saved, saved_output) = {
+    let (grad_out, saved, saved_output, extras) = {
         let mut state = node.lock();
         let grad_out = state.grad.take();
         // A node that saved nothing lost nothing: a second pass through it works.
@@ -627,15 +638,24 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         };
         let producer = opts.create_graph.then_some(node);
         let output = state.saved_output.as_ref().map(|s| s.to_tensor(producer));
+        // The output's hooks (a copy, run without the lock) and whether it retains
+        // its gradient.
+        let extras = state.extras.as_ref().map(|e| {
+            let hooks = (!e.hooks.is_empty()).then(|| e.hooks.clone());
+            (hooks, e.retains_grad)
+        });
         if opts.retains() {
-            (grad_out, state.saved.clone(), output)
+            (grad_out, state.saved.clone(), output, extras)
         } else {
             state.consumed = true;
             state.saved_output = None;
-            (grad_out, std::mem::take(&mut state.saved), output)
+            (grad_out, std::mem::take(&mut state.saved), output, extras)
         }
     };
-    let grad_out = hook_node_output(node, grad_out)?;
+    let grad_out = match extras {
+        None => grad_out,
+        Some((hooks, retains)) => hook_node_output(node, grad_out, hooks, retains)?,
+    };
     sink.node_output(node, &grad_out);
     // Which inputs want a gradient, on the stack for the usual small arity.
     let mut needs_buf = [false; 8];
@@ -747,14 +767,12 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
 /// The gradient of a node's output after the output's hooks (see
 /// `Tensor::register_hook`), kept in the node when the output retains its gradient
 /// (`Tensor::retain_grad`).
-fn hook_node_output(node: &Node, grad: Tensor) -> Result<Tensor> {
-    let (hooks, retains) = match node.lock().extras.as_ref() {
-        None => return Ok(grad),
-        Some(e) => (
-            (!e.hooks.is_empty()).then(|| e.hooks.clone()),
-            e.retains_grad,
-        ),
-    };
+fn hook_node_output(
+    node: &Node,
+    grad: Tensor,
+    hooks: Option<HookList>,
+    retains: bool,
+) -> Result<Tensor> {
     let grad = match hooks {
         Some(hooks) => hooks.run(grad, &|| {
             format!("the output of `{}` ({})", node.name(), node.output_id)

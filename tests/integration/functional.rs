@@ -305,8 +305,10 @@ fn grad_of_an_unused_input_is_an_error_naming_it_unless_allowed() -> Result<()> 
         msg.contains("input 1 (shape [3])") && msg.contains("allow_unused(true)"),
         "{msg}"
     );
-    let g = grad(&y, &[&x, &unused], keep.allow_unused(true))?;
+    let g = grad(&y, &[&x, &unused], keep.clone().allow_unused(true))?;
     assert!(g[0].is_some() && g[1].is_none());
+    let g = grad(&y, &[&x, &unused], keep.materialize_grads(true))?;
+    assert_eq!(g[1].as_ref().unwrap().to_vec::<f64>()?, [0.0; 3]);
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests of the whole stack: the worked examples of reverse-mode accumulation, the
 //! engine's semantics, pruning, gradient checks through the registry.
 
+mod checkpoint;
 mod elementwise;
 mod engine;
 mod functional;
