@@ -18,6 +18,7 @@
 mod availability;
 mod elementwise;
 mod engine;
+mod functional;
 mod ops_parity;
 mod raw;
 mod seed_examples;

@@ -138,7 +138,10 @@ fn checkpoint_saves_only_its_inputs_and_reaches_captured_parameters() -> Result<
     let w = leaf(&[1.5, 0.5, -0.5], &[3]);
     let w_in = w.clone();
     // w captured, not passed: the inner pass accumulates into its .grad().
-    let y = checkpoint(move |xs| (&xs[0] * &w_in)?.exp()?.tanh(), &[x.clone()])?;
+    let y = checkpoint(
+        move |xs| (&xs[0] * &w_in)?.exp()?.tanh(),
+        std::slice::from_ref(&x),
+    )?;
     let node = y.grad_fn().unwrap();
     assert_eq!(node.saved_bytes(), 3 * 8); // x only, nothing of the segment
     y.sum_all()?.backward()?;
@@ -156,7 +159,7 @@ fn checkpoint_saves_only_its_inputs_and_reaches_captured_parameters() -> Result<
 fn checkpoint_under_create_graph_gives_first_order_and_refuses_a_second() -> Result<()> {
     crate::init();
     let x = leaf(&[0.5, 1.5], &[2]);
-    let y = checkpoint(|xs| (&xs[0] * &xs[0])?.sum_all(), &[x.clone()])?;
+    let y = checkpoint(|xs| (&xs[0] * &xs[0])?.sum_all(), std::slice::from_ref(&x))?;
     let g = grad(&y, &[&x], BackwardOptions::default().create_graph(true))?
         .remove(0)
         .unwrap();
@@ -193,6 +196,23 @@ fn checkpoint_errors_are_values() -> Result<()> {
     assert!(
         msg.contains("checkpoint") && msg.contains("recomputing"),
         "{msg}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_kept_checkpoint_node_recomputes_in_every_pass() -> Result<()> {
+    crate::init();
+    let x = leaf(&[0.5, -1.0], &[2]);
+    let y = checkpoint(|xs| xs[0].exp()?.sum_all(), std::slice::from_ref(&x))?;
+    y.backward_with(BackwardOptions::default().retain_graph(true))?;
+    y.backward()?;
+    let e: Vec<f64> = [0.5f64, -1.0].iter().map(|v| 2.0 * v.exp()).collect();
+    assert_eq!(crate::grad_vec(&x), e);
+    let err = y.backward().unwrap_err(); // the saved inputs are gone now
+    assert!(
+        matches!(err, Error::GraphConsumed { op: "checkpoint" }),
+        "{err}"
     );
     Ok(())
 }

@@ -190,7 +190,7 @@ fn create_graph_results_are_differentiable_and_reach_the_inputs() -> Result<()> 
     let x = leaf(&[1.5, -2.0], &[2]);
     let (_, g): (Tensor, _) = functional::vjp(
         |xs| &xs[0] * &xs[0],
-        &[x.clone()],
+        std::slice::from_ref(&x),
         &[t(&[1.0, 1.0], &[2])],
         true,
     )?;
@@ -199,7 +199,7 @@ fn create_graph_results_are_differentiable_and_reach_the_inputs() -> Result<()> 
     assert_eq!(grad_vec(&x), [2.0, 2.0]);
     // The helpers leave the inputs' .grad() alone otherwise.
     let y = leaf(&[1.0], &[1]);
-    functional::vjp(|xs| xs[0].exp(), &[y.clone()], &[], false)?;
+    functional::vjp(|xs| xs[0].exp(), std::slice::from_ref(&y), &[], false)?;
     assert!(y.grad().is_none());
     Ok(())
 }
@@ -395,5 +395,36 @@ fn hook_errors_are_values() -> Result<()> {
     })?;
     let err = z.sum_all()?.backward().unwrap_err();
     assert!(err.to_string().contains("stop"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn hooks_and_retained_gradients_go_with_their_tensors() -> Result<()> {
+    crate::init();
+    use autograd::{Device, memory};
+    let live = || memory::thread_stats(Device::Cpu).live_bytes;
+    let before = live();
+    {
+        let x = leaf(&[0.5; 1000], &[1000]);
+        let held = Tensor::zeros([1000], DType::F64)?; // kept alive by the hooks
+        let (a, b) = (held.clone(), held);
+        x.register_hook(move |_| {
+            let _ = &a;
+            Ok(None)
+        })?;
+        let h = (&x * &x)?;
+        h.retain_grad()?;
+        h.register_hook(move |_| {
+            let _ = &b;
+            Ok(None)
+        })?;
+        // create_graph: the gradients are recorded, the retained one is not.
+        let y = (&h * &x)?.sum_all()?;
+        y.backward_with(BackwardOptions::default().create_graph(true))?;
+        assert!(x.grad().unwrap().requires_grad());
+        assert!(!h.grad().unwrap().requires_grad());
+        assert_eq!(h.grad().unwrap().to_vec::<f64>()?, [0.5; 1000]);
+    }
+    assert_eq!(live(), before, "leaked");
     Ok(())
 }
