@@ -175,6 +175,7 @@ impl Hooked<'_> {
 }
 
 impl Sink for Hooked<'_> {
+    #[inline]
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
         if !slot.has_hooks() {
             return self.sink.leaf(slot, grad, create_graph);
@@ -191,6 +192,7 @@ impl Sink for Hooked<'_> {
         Ok(())
     }
 
+    #[inline]
     fn node_output(&mut self, node: &Arc<Node>, grad: &Tensor) {
         self.sink.node_output(node, grad)
     }
@@ -587,7 +589,12 @@ impl Drop for Running<'_> {
     }
 }
 
-fn drain(ready: &mut Queue, pass: Pass, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+fn drain(
+    ready: &mut Queue,
+    pass: Pass,
+    opts: &BackwardOptions,
+    sink: &mut Hooked<'_>,
+) -> Result<()> {
     while let Some(Ready(node)) = ready.0.pop() {
         let step = {
             let _running = Running(&node);
@@ -624,7 +631,7 @@ fn drain(ready: &mut Queue, pass: Pass, opts: &BackwardOptions, sink: &mut dyn S
 }
 
 /// Runs one node's backward and returns one checked gradient per input.
-fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<Grads> {
+fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> Result<Grads> {
     let name = node.name();
     let (grad_out, saved, saved_output, extras) = {
         let mut state = node.lock();
