@@ -216,3 +216,38 @@ fn a_kept_checkpoint_node_recomputes_in_every_pass() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn checkpoint_frees_everything_after_backward_after_an_error_and_unused() -> Result<()> {
+    crate::init();
+    let live = || memory::thread_stats(Device::Cpu).live_bytes;
+    let before = live();
+    {
+        let x = leaf(&[0.5; 500], &[500]);
+        let w = leaf(&[1.5; 500], &[500]);
+        let seg = |xs: &[Tensor]| (&xs[0] * &xs[1])?.exp()?.tanh();
+        // Differentiated.
+        checkpoint(seg, &[x.clone(), w.clone()])?
+            .sum_all()?
+            .backward()?;
+        // Recorded, never differentiated.
+        let unused = checkpoint(seg, &[x.clone(), w.clone()])?;
+        drop(unused);
+        // A recomputation that fails half-way.
+        let fails = checkpoint(
+            // Recording is off in the forward, on in the recomputation.
+            |xs: &[Tensor]| match autograd::is_grad_enabled() {
+                false => xs[0].exp(),
+                true => Err(Error::InvalidArgument {
+                    op: "segment",
+                    msg: "fails when recomputed".into(),
+                }),
+            },
+            std::slice::from_ref(&x),
+        )?;
+        let err = fails.sum_all()?.backward().unwrap_err();
+        assert!(err.to_string().contains("fails when recomputed"), "{err}");
+    }
+    assert_eq!(live(), before, "leaked");
+    Ok(())
+}
