@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Chain, W1, W1_NODES, W2, W3, W3_LEN, W4, W4_COLS, W4_ROWS, W5, W6};
+use common::{Chain, W1, W1_NODES, W2, W3, W3_LEN, W4, W4_COLS, W4_ROWS, W5, W5_SEGMENTS, W6};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
@@ -62,7 +62,8 @@ fn w4(c: &mut Criterion) {
     g.finish();
 }
 
-/// W5's metric is memory (printed by the example); this times the two chains.
+/// W5's metric is memory (printed by the example); this times the two chains, and
+/// the mul chain in checkpointed segments (the price of recomputing them).
 fn w5(c: &mut Criterion) {
     let w = ok(W5::new());
     ok(w.check());
@@ -73,6 +74,10 @@ fn w5(c: &mut Criterion) {
             b.iter(|| black_box(ok(w.step(chain))))
         });
     }
+    ok(w.check_checkpointed(W5_SEGMENTS));
+    g.bench_function(BenchmarkId::new("cpu", "mul-checkpointed"), |b| {
+        b.iter(|| black_box(ok(w.step_checkpointed(W5_SEGMENTS))))
+    });
     g.finish();
 }
 

@@ -7,12 +7,15 @@
 //! W3 ms <median>
 //! W4 ms <median>
 //! W5 add_peak_bytes <n> mul_peak_bytes <n>
+//! W5-checkpointed segments <k> mul_peak_bytes <n>
 //! W6 ms <median>
 //! ```
 //!
 //! Every workload's correctness check runs first; then 3 warm-ups and at least 10
 //! timed repetitions, of which the median is printed (the minimum and the number of
-//! repetitions go to stderr). W5 comes from the library's own storage accounting. W6
+//! repetitions go to stderr). W5 comes from the library's own storage accounting; its
+//! second line is the mul chain cut into k ≈ √50 segments with `autograd::checkpoint`
+//! (the segments' products recomputed in backward instead of kept). W6
 //! also times the same activation composed of standard ops (stderr), for comparison.
 //!
 //! Run with `cargo run --release --example workloads` (one thread: nothing here
@@ -24,7 +27,7 @@
 mod common;
 
 use autograd::Result;
-use common::{Chain, W1, W1_NODES, W2, W3, W4, W5, W6};
+use common::{Chain, W1, W1_NODES, W2, W3, W4, W5, W5_SEGMENTS, W6};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -128,6 +131,14 @@ fn main() -> Result<()> {
             mul as f64 / common::W5_TENSOR_BYTES as f64
         );
         println!("W5 add_peak_bytes {add} mul_peak_bytes {mul}");
+        w.check_checkpointed(W5_SEGMENTS)?;
+        let ck = w.peak_bytes_checkpointed(W5_SEGMENTS)?;
+        eprintln!(
+            "# W5-checkpointed: mul chain in {W5_SEGMENTS} segments peak {:.1} MiB ({:.2} tensors) beyond the input",
+            mib(ck),
+            ck as f64 / common::W5_TENSOR_BYTES as f64
+        );
+        println!("W5-checkpointed segments {W5_SEGMENTS} mul_peak_bytes {ck}");
     }
     Ok(())
 }

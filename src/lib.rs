@@ -181,6 +181,14 @@
 //! [`Tensor::grad`] is a snapshot: later backward passes accumulate into a new
 //! tensor, so call `grad()` again to read the sum.
 //!
+//! [`backward_many`] and [`grad_many`] run one pass from several roots, each with
+//! its seed. [`Tensor::register_hook`] reads or replaces a tensor's gradient as it
+//! flows, and [`Tensor::retain_grad`] keeps an op output's gradient in its
+//! `.grad()`. [`functional`] differentiates whole functions ([`functional::vjp`],
+//! [`functional::jvp`], [`functional::jacobian`], [`functional::hessian`],
+//! [`functional::hvp`]), and [`checkpoint`] trades memory for a second forward pass
+//! by recomputing a segment in backward instead of keeping its intermediate results.
+//!
 //! # Memory
 //!
 //! A node keeps only what its op's backward declared it reads, only when some input
@@ -315,6 +323,7 @@
 
 #![warn(missing_docs)]
 
+pub mod functional;
 pub mod optim;
 
 mod io;
@@ -324,10 +333,11 @@ pub use io::{load, load_into, save};
 // the macro's generated code refers to under the hidden `__private`.
 pub use autograd_core::{
     BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, ComputationGraph, DType,
-    Device, Differentiable, Element, Error, GradcheckOptions, GradcheckReport, Grads, InputSpec,
-    Layout, NoGradGuard, NodeInputRef, NodeRef, OpEntry, OpRegistry, ReduceOp, Result, Shape,
-    Storage, StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, enable_grad, grad,
-    grad_if, gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
+    Device, Differentiable, Element, Error, GradcheckOptions, GradcheckReport, Grads, HookHandle,
+    InputSpec, Layout, MAX_CHECKPOINT_INPUTS, NoGradGuard, NodeInputRef, NodeRef, OpEntry,
+    OpRegistry, ReduceOp, Result, Shape, Storage, StorageRef, Tensor, TensorId, UnaryOp,
+    WeakTensor, backward, backward_many, checkpoint, enable_grad, grad, grad_if, grad_many,
+    gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
 };
 pub use autograd_core::{anomaly, cases, compute, elementwise, random, raw};
 

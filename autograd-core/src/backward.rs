@@ -11,7 +11,7 @@
 
 use crate::graph::{Edge, Node, drop_node};
 use crate::op::{BackwardContext, Grads};
-use crate::tensor::{Autograd, GradSlot};
+use crate::tensor::{Autograd, GradSlot, HookList};
 use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -33,6 +33,9 @@ pub struct BackwardOptions {
     /// For [`grad`]: give `None` for an input the output does not depend on, instead
     /// of an error (as PyTorch's `allow_unused`).
     pub allow_unused: bool,
+    /// For [`grad`]: give zeros of the input's shape for an input the output does
+    /// not depend on (as PyTorch's `materialize_grads`); implies `allow_unused`.
+    pub materialize_grads: bool,
 }
 
 impl BackwardOptions {
@@ -61,6 +64,13 @@ impl BackwardOptions {
     /// for an input the output does not depend on, instead of an error.
     pub fn allow_unused(mut self, allow: bool) -> Self {
         self.allow_unused = allow;
+        self
+    }
+
+    /// Sets [`materialize_grads`](BackwardOptions::materialize_grads): [`grad`]
+    /// gives zeros for an input the output does not depend on.
+    pub fn materialize_grads(mut self, materialize: bool) -> Self {
+        self.materialize_grads = materialize;
         self
     }
 
@@ -140,6 +150,51 @@ impl Sink for Capture {
                 *acc = Some(grad.clone());
             }
         }
+    }
+}
+
+/// Leaves with gradient hooks get one gradient per pass, the sum of its
+/// contributions, as an op's node does: their contributions wait here until the pass
+/// has run every node, then go through the hooks into the sink. Leaves without hooks
+/// go straight to the sink.
+struct Hooked<'a> {
+    sink: &'a mut dyn Sink,
+    held: Vec<(Arc<GradSlot>, Option<Tensor>)>,
+}
+
+impl Hooked<'_> {
+    /// Runs the held leaves' hooks and hands their gradients to the sink.
+    fn flush(&mut self, create_graph: bool) -> Result<()> {
+        for (slot, grad) in std::mem::take(&mut self.held) {
+            let Some(grad) = grad else { continue };
+            let grad = slot.hook_list().run(grad, &|| "a leaf".to_string())?;
+            self.sink.leaf(&slot, grad, create_graph)?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for Hooked<'_> {
+    #[inline]
+    fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
+        if !slot.has_hooks() {
+            return self.sink.leaf(slot, grad, create_graph);
+        }
+        match self.held.iter_mut().find(|(s, _)| Arc::ptr_eq(s, slot)) {
+            Some((_, acc)) => {
+                *acc = Some(match acc.take() {
+                    Some(a) => add(a, grad, create_graph)?,
+                    None => grad,
+                });
+            }
+            None => self.held.push((slot.clone(), Some(grad))),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn node_output(&mut self, node: &Arc<Node>, grad: &Tensor) {
+        self.sink.node_output(node, grad)
     }
 }
 
@@ -239,8 +294,8 @@ fn release(node: &Node) {
     node.claimed.store(0, AtomicOrdering::Release);
 }
 
-fn seed_for(root: &Tensor, opts: &BackwardOptions) -> Result<Tensor> {
-    match &opts.seed {
+fn seed_for(root: &Tensor, seed: Option<&Tensor>) -> Result<Tensor> {
+    match seed {
         Some(seed) => {
             if seed.shape() != root.shape() || seed.dtype() != root.dtype() {
                 return Err(Error::SeedMismatch {
@@ -284,7 +339,122 @@ fn seed_for(root: &Tensor, opts: &BackwardOptions) -> Result<Tensor> {
 /// adds its gradients into the other pass). Differentiate a graph from one thread at
 /// a time; independent graphs can be differentiated on many threads at once.
 pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
-    run(root, &opts, &mut AccumulateIntoLeaves)
+    let seed = seed_for(root, opts.seed.as_ref())?;
+    run(&[(root, seed)], &opts, &mut AccumulateIntoLeaves)
+}
+
+/// Runs one backward pass from several roots at once, each with its seed (as
+/// PyTorch's `torch.autograd.backward(tensors, grad_tensors)`): every leaf that
+/// requires grad accumulates the sum of the gradients flowing from all roots, and a
+/// node the roots share runs its backward once.
+///
+/// `seeds` holds one entry per root (`None`: 1 for a one-element root), or is empty
+/// when every root has one element. [`BackwardOptions::seed`] must be unset (the
+/// seeds are given here). The same tensor may appear twice: its seeds add up.
+///
+/// ```
+/// use autograd::prelude::*;
+/// # fn main() -> Result<()> {
+/// autograd::init()?;
+/// let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
+/// let a = (&x * &x)?;         // x²
+/// let b = (&x * 3.0)?.sum_all()?; // 3 Σx
+/// let seed_a = Tensor::from_slice(&[1.0f64, 10.0], [2])?;
+/// autograd::backward_many(&[&a, &b], &[Some(seed_a), None], BackwardOptions::default())?;
+/// // 2x ⊙ seed_a + 3
+/// assert_eq!(x.grad().unwrap().to_vec::<f64>()?, [5.0, 43.0]);
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+///
+/// As [`backward`], and [`Error::InvalidArgument`] when `seeds` is neither empty nor
+/// one per root, or the options carry a seed; [`Error::NoGradRoot`] for a root that
+/// does not require grad; [`Error::SeedMismatch`] for a seed of the wrong shape or
+/// dtype. No gradient is computed when any root or seed is wrong.
+pub fn backward_many(
+    roots: &[&Tensor],
+    seeds: &[Option<Tensor>],
+    opts: BackwardOptions,
+) -> Result<()> {
+    let roots = seeded("backward_many", roots, seeds, &opts)?;
+    run(&roots, &opts, &mut AccumulateIntoLeaves)
+}
+
+/// Gradients of several outputs at once, each with its seed, with respect to each of
+/// `inputs`, without touching any leaf's `.grad()` (as PyTorch's
+/// `torch.autograd.grad(outputs, inputs, grad_outputs)`): each input's gradient is
+/// the sum over the outputs of `seedᵢ · ∂outputᵢ/∂input`, from one backward pass.
+///
+/// `seeds` as in [`backward_many`]; unused inputs, `create_graph` and the other
+/// options as in [`grad`].
+///
+/// ```
+/// use autograd::prelude::*;
+/// # fn main() -> Result<()> {
+/// autograd::init()?;
+/// let x = Tensor::scalar(2.0f64).with_requires_grad(true);
+/// let (a, b) = ((&x * &x)?, (&x * 5.0)?); // x², 5x
+/// let seeds = [Some(Tensor::scalar(1.0f64)), Some(Tensor::scalar(-1.0f64))];
+/// let g = autograd::grad_many(&[&a, &b], &seeds, &[&x], BackwardOptions::default())?;
+/// assert_eq!(g[0].as_ref().unwrap().to_scalar::<f64>()?, -1.0); // 2x - 5
+/// # Ok(())
+/// # }
+/// ```
+pub fn grad_many(
+    outputs: &[&Tensor],
+    seeds: &[Option<Tensor>],
+    inputs: &[&Tensor],
+    opts: BackwardOptions,
+) -> Result<Vec<Option<Tensor>>> {
+    let roots = seeded("grad_many", outputs, seeds, &opts)?;
+    capture(&roots, inputs, &opts)
+}
+
+/// Each root with its seed, checked (see [`backward_many`]).
+fn seeded<'a>(
+    op: &'static str,
+    roots: &[&'a Tensor],
+    seeds: &[Option<Tensor>],
+    opts: &BackwardOptions,
+) -> Result<Vec<(&'a Tensor, Tensor)>> {
+    if opts.seed.is_some() {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: "the options carry a seed; pass one seed per root in `seeds` instead of \
+                  `BackwardOptions::seed`"
+                .into(),
+        });
+    }
+    if !seeds.is_empty() && seeds.len() != roots.len() {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "{} seeds for {} roots; pass one seed (or None) per root, or no seeds when \
+                 every root has one element",
+                seeds.len(),
+                roots.len()
+            ),
+        });
+    }
+    roots
+        .iter()
+        .enumerate()
+        .map(|(i, &root)| {
+            let seed = seed_for(root, seeds.get(i).and_then(Option::as_ref)).map_err(|e| {
+                if roots.len() > 1 {
+                    Error::InvalidArgument {
+                        op,
+                        msg: format!("root {i}: {e}"),
+                    }
+                } else {
+                    e
+                }
+            })?;
+            Ok((root, seed))
+        })
+        .collect()
 }
 
 /// Gradients of `output` with respect to each of `inputs` (leaves or intermediate
@@ -293,7 +463,7 @@ pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
 /// An input `output` does not depend on (it does not require grad, or `output` was
 /// not computed from it) is an error ([`Error::UnusedInput`]), as in PyTorch: it is
 /// usually a mistake. With [`BackwardOptions::allow_unused`] such an input gets
-/// `None` instead.
+/// `None` instead, with [`BackwardOptions::materialize_grads`] zeros.
 ///
 /// With [`BackwardOptions::create_graph`] the gradients are themselves recorded, so
 /// they can be differentiated again:
@@ -318,6 +488,16 @@ pub fn grad(
     inputs: &[&Tensor],
     opts: BackwardOptions,
 ) -> Result<Vec<Option<Tensor>>> {
+    let seed = seed_for(output, opts.seed.as_ref())?;
+    capture(&[(output, seed)], inputs, &opts)
+}
+
+/// The gradients of `inputs` from one pass from `roots` (see [`grad`]).
+fn capture(
+    roots: &[(&Tensor, Tensor)],
+    inputs: &[&Tensor],
+    opts: &BackwardOptions,
+) -> Result<Vec<Option<Tensor>>> {
     let targets = inputs
         .iter()
         .map(|t| {
@@ -329,15 +509,17 @@ pub fn grad(
         })
         .collect();
     let mut sink = Capture { targets };
-    run(output, &opts, &mut sink)?;
+    run(roots, opts, &mut sink)?;
     sink.targets
         .into_iter()
         .enumerate()
         .map(|(index, (target, g))| match (g, opts.allow_unused) {
             (Some(g), _) => Ok(Some(g)),
+            (None, _) if opts.materialize_grads => inputs[index].zeros_like().map(Some),
             (None, true) => Ok(None),
             (None, false) => Err(Error::UnusedInput {
                 index,
+                shape: inputs[index].shape().clone(),
                 why: match target {
                     Target::Unreachable => "does not require grad",
                     _ => "is not among the tensors the output was computed from",
@@ -347,22 +529,40 @@ pub fn grad(
         .collect()
 }
 
-fn run(root: &Tensor, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
-    let seed = seed_for(root, opts)?;
-    grad_mode::with_grad_mode(opts.create_graph, || match root.autograd() {
-        Autograd::None => Err(Error::NoGradRoot),
-        Autograd::Leaf(slot) => sink.leaf(slot, seed, opts.create_graph),
-        a @ Autograd::Interior(_) => {
-            let node = a.node_arc().ok_or(Error::NoGradRoot)?;
-            let node = &node;
-            let pass = Pass::start();
-            let _running = OnThisThread::enter(pass);
-            claim(node, pass)?;
-            node.lock().grad = Some(seed);
-            let mut ready = Queue(BinaryHeap::new());
-            ready.0.push(Ready(node.clone()));
-            drain(&mut ready, pass, opts, sink)
+fn run(roots: &[(&Tensor, Tensor)], opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+    // Every root is checked before any gradient moves.
+    if roots.iter().any(|(root, _)| !root.requires_grad()) {
+        return Err(Error::NoGradRoot);
+    }
+    grad_mode::with_grad_mode(opts.create_graph, || {
+        let mut sink = Hooked {
+            sink,
+            held: Vec::new(),
+        };
+        let pass = Pass::start();
+        let _running = OnThisThread::enter(pass);
+        let mut ready = Queue(BinaryHeap::new());
+        for (root, seed) in roots {
+            match root.autograd() {
+                Autograd::None => return Err(Error::NoGradRoot),
+                Autograd::Leaf(slot) => sink.leaf(slot, seed.clone(), opts.create_graph)?,
+                a @ Autograd::Interior(_) => {
+                    let node = a.node_arc().ok_or(Error::NoGradRoot)?;
+                    // Queued as soon as it is claimed: on an error the queue's drop
+                    // releases it.
+                    if let Claim::New = claim(&node, pass)? {
+                        ready.0.push(Ready(node.clone()));
+                    }
+                    let mut state = node.lock();
+                    state.grad = Some(match state.grad.take() {
+                        Some(acc) => add(acc, seed.clone(), opts.create_graph)?,
+                        None => seed.clone(),
+                    });
+                }
+            }
         }
+        drain(&mut ready, pass, opts, &mut sink)?;
+        sink.flush(opts.create_graph)
     })
 }
 
@@ -389,7 +589,12 @@ impl Drop for Running<'_> {
     }
 }
 
-fn drain(ready: &mut Queue, pass: Pass, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+fn drain(
+    ready: &mut Queue,
+    pass: Pass,
+    opts: &BackwardOptions,
+    sink: &mut Hooked<'_>,
+) -> Result<()> {
     while let Some(Ready(node)) = ready.0.pop() {
         let step = {
             let _running = Running(&node);
@@ -426,9 +631,9 @@ fn drain(ready: &mut Queue, pass: Pass, opts: &BackwardOptions, sink: &mut dyn S
 }
 
 /// Runs one node's backward and returns one checked gradient per input.
-fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<Grads> {
+fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> Result<Grads> {
     let name = node.name();
-    let (grad_out, saved, saved_output) = {
+    let (grad_out, saved, saved_output, extras) = {
         let mut state = node.lock();
         let grad_out = state.grad.take();
         // A node that saved nothing lost nothing: a second pass through it works.
@@ -440,13 +645,23 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         };
         let producer = opts.create_graph.then_some(node);
         let output = state.saved_output.as_ref().map(|s| s.to_tensor(producer));
+        // The output's hooks (a copy, run without the lock) and whether it retains
+        // its gradient.
+        let extras = state.extras.as_ref().map(|e| {
+            let hooks = (!e.hooks.is_empty()).then(|| e.hooks.clone());
+            (hooks, e.retains_grad)
+        });
         if opts.retains() {
-            (grad_out, state.saved.clone(), output)
+            (grad_out, state.saved.clone(), output, extras)
         } else {
             state.consumed = true;
             state.saved_output = None;
-            (grad_out, std::mem::take(&mut state.saved), output)
+            (grad_out, std::mem::take(&mut state.saved), output, extras)
         }
+    };
+    let grad_out = match extras {
+        None => grad_out,
+        Some((hooks, retains)) => hook_node_output(node, grad_out, hooks, retains)?,
     };
     sink.node_output(node, &grad_out);
     // Which inputs want a gradient, on the stack for the usual small arity.
@@ -554,6 +769,35 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut dyn Sink) -> Re
         }
     }
     Ok(grads)
+}
+
+/// The gradient of a node's output after the output's hooks (see
+/// `Tensor::register_hook`), kept in the node when the output retains its gradient
+/// (`Tensor::retain_grad`).
+fn hook_node_output(
+    node: &Node,
+    grad: Tensor,
+    hooks: Option<HookList>,
+    retains: bool,
+) -> Result<Tensor> {
+    let grad = match hooks {
+        Some(hooks) => hooks.run(grad, &|| {
+            format!("the output of `{}` ({})", node.name(), node.output_id)
+        })?,
+        None => grad,
+    };
+    if retains {
+        // A constant: a recorded gradient kept in the node would hold the graph
+        // that holds the node.
+        let kept = grad.detach();
+        let old = node.lock().extras_mut().retained.take();
+        let sum = match old {
+            None => kept,
+            Some(acc) => compute::accumulate(acc, kept)?,
+        };
+        node.lock().extras_mut().retained = Some(sum);
+    }
+    Ok(grad)
 }
 
 /// True when a gradient of shape `grad` for an input of shape `input` differs from

@@ -297,12 +297,14 @@ pub enum Error {
 
     /// `grad()` asked for the gradient of a tensor the output does not depend on.
     #[error(
-        "grad: input {index} {why}, so the output has no gradient with respect to it; pass \
-         `BackwardOptions::allow_unused(true)` to get `None` for such inputs"
+        "grad: input {index} (shape {shape}) {why}, so the output has no gradient with respect \
+         to it; pass `BackwardOptions::allow_unused(true)` to get `None` for such inputs"
     )]
     UnusedInput {
         /// Position of the input among those `grad()` was given (from 0).
         index: usize,
+        /// Its shape.
+        shape: Shape,
         /// Why it takes no part: it does not require grad, or the output was not
         /// computed from it.
         why: &'static str,

@@ -12,6 +12,7 @@ mod assign;
 mod backward;
 mod caches;
 pub mod cases;
+mod checkpoint;
 pub mod compute;
 mod device;
 mod dot;
@@ -20,6 +21,7 @@ mod error;
 mod grad_mode;
 mod gradcheck;
 mod graph;
+mod hooks;
 mod op;
 mod operators;
 pub mod primitives;
@@ -52,12 +54,14 @@ pub mod memory {
 /// Element types a tensor can hold (`f32`, `f64`).
 pub use autograd_kernels::cpu::CpuElement as Element;
 pub use autograd_kernels::{BinaryOp, DType, Layout, ReduceOp, Shape, UnaryOp};
-pub use backward::{BackwardOptions, backward, grad, zero_grad};
+pub use backward::{BackwardOptions, backward, backward_many, grad, grad_many, zero_grad};
+pub use checkpoint::{MAX_CHECKPOINT_INPUTS, checkpoint};
 pub use device::Device;
 pub use error::{Error, Result};
 pub use grad_mode::{NoGradGuard, enable_grad, is_grad_enabled, no_grad};
 pub use gradcheck::{GradcheckOptions, GradcheckReport, gradcheck, gradgradcheck};
 pub use graph::{ComputationGraph, NodeInputRef, NodeRef};
+pub use hooks::HookHandle;
 pub use op::{
     BackwardContext, CheckCase, CheckFn, Differentiable, Grads, InputSpec, OpEntry, grad_if,
 };

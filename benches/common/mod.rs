@@ -316,6 +316,8 @@ pub struct W5 {
 
 pub const W5_LEN: usize = 1_048_576;
 pub const W5_STEPS: usize = 50;
+/// Checkpointed segments of the W5 mul chain: ≈ √50.
+pub const W5_SEGMENTS: usize = 7;
 /// Bytes of one W5 tensor.
 pub const W5_TENSOR_BYTES: usize = W5_LEN * 4;
 
@@ -348,17 +350,63 @@ impl W5 {
         grad_of("W5", "x", &self.x)
     }
 
+    /// The mul chain cut into `segments` checkpointed segments
+    /// (`autograd::checkpoint`): each segment's products are recomputed in backward
+    /// instead of kept. Returns the gradient of `x`.
+    pub fn step_checkpointed(&self, segments: usize) -> Result<Tensor> {
+        self.x.zero_grad();
+        let mut y = self.x.clone();
+        for s in 0..segments {
+            let len = W5_STEPS * (s + 1) / segments - W5_STEPS * s / segments;
+            let segment = move |xs: &[Tensor]| {
+                let mut y = xs[0].clone();
+                for _ in 0..len {
+                    y = (&y * &xs[1])?;
+                }
+                Ok(y)
+            };
+            y = autograd::checkpoint(segment, &[y, self.x.clone()])?;
+        }
+        let loss = ops::sum_all(&y)?;
+        loss.backward()?;
+        black_box(&y);
+        grad_of("W5", "x", &self.x)
+    }
+
     /// Peak bytes of live tensor storage during forward and backward, beyond what
     /// was live before (the input), from the library's own accounting.
     pub fn peak_bytes(&self, chain: Chain) -> Result<usize> {
+        self.peak_bytes_of(|| self.step(chain))
+    }
+
+    /// [`W5::peak_bytes`] of the mul chain in `segments` checkpointed segments.
+    pub fn peak_bytes_checkpointed(&self, segments: usize) -> Result<usize> {
+        self.peak_bytes_of(|| self.step_checkpointed(segments))
+    }
+
+    fn peak_bytes_of(&self, step: impl FnOnce() -> Result<Tensor>) -> Result<usize> {
         self.x.zero_grad();
         let before = memory::thread_stats(Device::Cpu).live_bytes;
         memory::reset_thread_peak(Device::Cpu);
-        let g = self.step(chain)?;
+        let g = step()?;
         let peak = memory::thread_stats(Device::Cpu).peak_bytes;
         drop(g);
         self.x.zero_grad();
         Ok((peak - before).max(0) as usize)
+    }
+
+    /// The checkpointed mul chain's gradient: 51 x^50, as the plain chain's.
+    pub fn check_checkpointed(&self, segments: usize) -> Result<()> {
+        let g = self.step_checkpointed(segments)?.to_vec::<f32>()?;
+        let want: Vec<f64> = self
+            .x
+            .to_vec::<f64>()?
+            .iter()
+            .map(|x| 51.0 * x.powi(50))
+            .collect();
+        check_close("W5 checkpointed mul chain", "grad x", &g, &want, 1e-3)?;
+        self.x.zero_grad();
+        Ok(())
     }
 
     /// Add chain: grad x is 51 everywhere. Mul chain: grad x = 51 x^50.

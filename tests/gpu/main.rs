@@ -19,6 +19,7 @@ mod availability;
 mod conv;
 mod elementwise;
 mod engine;
+mod functional;
 mod ops_parity;
 mod raw;
 mod seed_examples;

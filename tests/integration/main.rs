@@ -1,9 +1,11 @@
 //! Integration tests of the whole stack: the worked examples of reverse-mode accumulation, the
 //! engine's semantics, pruning, gradient checks through the registry.
 
+mod checkpoint;
 mod conv;
 mod elementwise;
 mod engine;
+mod functional;
 mod graph_dot;
 mod io;
 mod operators;

@@ -3,7 +3,7 @@
 use super::*;
 use crate::op::{BackwardContext, OpEntry, RecordedOp};
 use crate::storage::Storage;
-use crate::tensor::{Autograd, GradFn, GradSlot, TensorId};
+use crate::tensor::{Autograd, GradFn, GradSlot, HookList, TensorId};
 use crate::{DType, Device, Layout, Shape, Tensor};
 use smallvec::SmallVec;
 use std::any::Any;
@@ -30,6 +30,15 @@ impl Edge {
 impl GradFn for Node {
     fn release(self: Arc<Self>) {
         drop_node(self)
+    }
+
+    fn retained_grad(&self) -> Option<Tensor> {
+        self.lock().extras.as_ref()?.retained.clone()
+    }
+
+    fn clear_retained_grad(&self) {
+        let old = self.lock().extras.as_mut().and_then(|e| e.retained.take());
+        drop(old);
     }
 }
 
@@ -117,6 +126,29 @@ pub(crate) struct NodeState {
     pub(crate) grad: Option<Tensor>,
     /// Backward has run and released the saved tensors.
     pub(crate) consumed: bool,
+    /// The output's gradient hooks and retained gradient; boxed, as few nodes have
+    /// any.
+    pub(crate) extras: Option<Box<NodeExtras>>,
+}
+
+/// What `Tensor::register_hook` and `Tensor::retain_grad` add to the node of an op
+/// output.
+#[derive(Default)]
+pub(crate) struct NodeExtras {
+    /// Run on the output's gradient (the sum of every contribution in a pass)
+    /// before the op's backward reads it.
+    pub(crate) hooks: HookList,
+    /// Set by `retain_grad`: every pass stores the output's gradient (after the
+    /// hooks) in `retained`, as a constant, accumulating across passes.
+    pub(crate) retains_grad: bool,
+    pub(crate) retained: Option<Tensor>,
+}
+
+impl NodeState {
+    /// The node's extras, made when first needed.
+    pub(crate) fn extras_mut(&mut self) -> &mut NodeExtras {
+        self.extras.get_or_insert_with(Default::default)
+    }
 }
 
 impl NodeState {
@@ -165,12 +197,13 @@ impl Node {
             }
         }
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        let (saved, output, grad) = (
+        let (saved, output, grad, extras) = (
             std::mem::take(&mut state.saved),
             state.saved_output.take(),
             state.grad.take(),
+            state.extras.take(),
         );
-        drop((saved, output, grad));
+        drop((saved, output, grad, extras));
         self.op = Box::new(Released);
     }
 }
@@ -213,6 +246,7 @@ impl Node {
                 saved_output: None,
                 grad: None,
                 consumed: false,
+                extras: None,
             }),
             claimed: AtomicU64::new(0),
         }
@@ -237,6 +271,7 @@ impl Node {
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         state.grad = None;
         state.consumed = false;
+        state.extras = None;
         state.saved.clear();
         self.inputs.clear();
         for (spec, t) in entry.inputs.iter().zip(inputs) {

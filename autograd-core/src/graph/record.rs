@@ -21,6 +21,17 @@ pub(crate) fn recorded_calls() -> u64 {
     RECORDED_CALLS.try_with(Cell::get).unwrap_or(0)
 }
 
+/// Runs `f` without its recorded-op calls counting in [`recorded_calls`]: for a
+/// backward that records ops of its own (a checkpoint's recomputation) but whose
+/// gradients are computed outside the graph being differentiated, so that the
+/// engine marks them as not differentiable under `create_graph`.
+pub(crate) fn uncounted<R>(f: impl FnOnce() -> R) -> R {
+    let before = recorded_calls();
+    let result = f();
+    let _ = RECORDED_CALLS.try_with(|c| c.set(before));
+    result
+}
+
 /// The parameter of the node [`record_not_differentiable`] records.
 struct NotDifferentiable {
     op: &'static str,

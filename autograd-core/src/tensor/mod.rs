@@ -2,7 +2,7 @@
 
 mod slot;
 
-pub(crate) use slot::GradSlot;
+pub(crate) use slot::{GradHook, GradSlot, HookList};
 
 use crate::storage::Storage;
 use crate::{DType, Device, Element, Error, Layout, Result, Shape};
@@ -81,6 +81,12 @@ pub(crate) trait GradFn: Any + Send + Sync {
     /// Lets the node go as the last tensor holding it goes: long chains (a recurrent
     /// loop of 10^5 ops) would otherwise drop node after node recursively.
     fn release(self: Arc<Self>);
+
+    /// The gradient kept for this op output by `Tensor::retain_grad`, if any.
+    fn retained_grad(&self) -> Option<Tensor>;
+
+    /// Clears the gradient kept by `Tensor::retain_grad`.
+    fn clear_retained_grad(&self);
 }
 
 /// Where a tensor's values live.
@@ -606,7 +612,9 @@ impl Tensor {
         self.with_layout(self.0.layout.clone())
     }
 
-    /// The gradient accumulated in this leaf by `backward` calls, if any.
+    /// The gradient accumulated in this leaf by `backward` calls, if any; for an op
+    /// output, the gradient kept by [`Tensor::retain_grad`] (`None` unless it was
+    /// called before the backward pass).
     ///
     /// The handle returned is a snapshot: a later backward accumulates into a new
     /// tensor (or in place into a buffer nobody else holds), never into the buffer
@@ -615,14 +623,18 @@ impl Tensor {
     pub fn grad(&self) -> Option<Tensor> {
         match &self.0.autograd {
             Autograd::Leaf(slot) => slot.get(),
-            _ => None,
+            Autograd::Interior(node) => node.retained_grad(),
+            Autograd::None => None,
         }
     }
 
-    /// Clears the gradient accumulated in this leaf.
+    /// Clears the gradient accumulated in this leaf (or kept by
+    /// [`Tensor::retain_grad`] for an op output).
     pub fn zero_grad(&self) {
-        if let Autograd::Leaf(slot) = &self.0.autograd {
-            slot.clear();
+        match &self.0.autograd {
+            Autograd::Leaf(slot) => slot.clear(),
+            Autograd::Interior(node) => node.clear_retained_grad(),
+            Autograd::None => {}
         }
     }
 
