@@ -38,9 +38,11 @@
 
 mod activation;
 mod arith;
+mod compare;
 mod conv;
 mod device;
 mod ext;
+mod index;
 mod linalg;
 mod nn;
 mod reduce;
@@ -51,9 +53,11 @@ mod unary;
 pub use activation::*;
 pub use arith::*;
 pub use autograd_core::primitives::*;
+pub use compare::*;
 pub use conv::*;
 pub use device::*;
 pub use ext::{TensorExt, methods};
+pub use index::*;
 pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;
