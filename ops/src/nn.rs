@@ -424,7 +424,7 @@ fn check_layer_norm(x: &Tensor, eps: f64) -> Result<usize> {
             ),
         });
     }
-    if !(eps >= 0.0) {
+    if eps.is_nan() || eps < 0.0 {
         return Err(Error::InvalidArgument {
             op: "layer_norm",
             msg: format!("eps = {eps}; it must be at least 0 (PyTorch's default is 1e-5)"),

@@ -543,7 +543,7 @@ pub fn infer_shape(op: &'static str, from: &Shape, dims: &[isize]) -> Result<Sha
     let n = from.numel();
     let mut out: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(at) = unknown {
-        if known == 0 || n % known != 0 {
+        if known == 0 || !n.is_multiple_of(known) {
             return Err(Error::Shape {
                 op,
                 msg: format!(

@@ -561,7 +561,8 @@ fn comparisons_are_constant_masks_that_broadcast() -> Result<()> {
     crate::init();
     let a = values(&[1.0, 2.0, f64::NAN, 4.0, -1.0, 2.0], &[2, 3]).with_requires_grad(true);
     let b = values(&[2.0, 2.0, 0.0], &[3]);
-    let want: [(&str, fn(&Tensor, &Tensor) -> Result<Tensor>, [f64; 6]); 6] = [
+    type Compare = fn(&Tensor, &Tensor) -> Result<Tensor>;
+    let want: [(&str, Compare, [f64; 6]); 6] = [
         ("eq", ops::eq, [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]),
         ("ne", ops::ne, [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]),
         ("lt", ops::lt, [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]),

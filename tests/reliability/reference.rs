@@ -867,10 +867,10 @@ pub fn scatter_add(x: &Nd, index: &Nd, src: &Nd, ax: isize) -> Option<Nd> {
         return None;
     }
     let mut out = x.clone();
-    for flat in 0..index.data.len() {
+    for (flat, &p) in pos.iter().enumerate() {
         let i = unravel(flat, &index.dims);
         let mut dst = i.clone();
-        dst[a] = pos[flat];
+        dst[a] = p;
         let at = ravel(&dst, &out.dims);
         out.data[at] += src.at(&i);
     }
@@ -902,7 +902,7 @@ pub fn dropout(x: &Nd, p: f64, train: bool, seed: u64) -> Option<Nd> {
 /// Layer norm over the last axis, then `· w + b` where given (each `[D]`).
 pub fn layer_norm(x: &Nd, w: Option<&Nd>, b: Option<&Nd>, eps: f64) -> Option<Nd> {
     let d = *x.dims.last()?;
-    if d == 0 || !(eps >= 0.0) || [w, b].iter().flatten().any(|t| t.dims != [d]) {
+    if d == 0 || eps.is_nan() || eps < 0.0 || [w, b].iter().flatten().any(|t| t.dims != [d]) {
         return None;
     }
     let rows = x.data.len() / d;
@@ -941,14 +941,14 @@ pub fn infer(n: usize, dims: &[isize]) -> Option<Vec<usize>> {
         .iter()
         .map(|&d| {
             if d == -1 {
-                if known == 0 { 0 } else { n / known }
+                n.checked_div(known).unwrap_or(0)
             } else {
                 d as usize
             }
         })
         .collect();
     let has_unknown = dims.contains(&-1);
-    if has_unknown && (known == 0 || n % known != 0) {
+    if has_unknown && (known == 0 || !n.is_multiple_of(known)) {
         return None;
     }
     (numel(&out)? == n && fits(&out)).then_some(out)
