@@ -56,7 +56,7 @@ fn run(
 fn compare(what: &str, a: &[Tensor], b: &[Tensor], tol: f64) -> Result<()> {
     for (name, (x, y)) in ["y", "dx", "dgamma", "dbeta"].iter().zip(a.iter().zip(b)) {
         let d = max_diff(x, y)?;
-        println!("{what:<40} {name:<7} max rel. difference {d:.2e}");
+        println!("{what:<46} {name:<7} max rel. difference {d:.2e}");
         if d > tol {
             return Err(Error::InvalidArgument {
                 op: "fused_layer_norm example",

@@ -3,7 +3,7 @@
 //!
 //! The masks are constants: the comparisons are not recorded, and their results
 //! never require grad (a comparison is piecewise constant: its derivative is 0
-//! wherever it exists). Use them as the condition of [`where`](mod@crate::r#where):
+//! wherever it exists). Use them as the condition of `where` (`autograd_ops::r#where`):
 //! `where(&gt(&x, &zero)?, &x, &(&x * 0.1)?)` is a leaky ReLU, differentiable in
 //! `x` through `where`.
 //!

@@ -467,7 +467,7 @@ fn arg_extreme(
 /// `keepdim` keeps the axis with size 1.
 ///
 /// The positions are integral values of `x`'s dtype (the convention of
-/// [`index_select`](mod@index_select)'s indices: exact up to 2²⁴ in f32), on
+/// [`index_select`](mod@crate::index_select)'s indices: exact up to 2²⁴ in f32), on
 /// `x`'s device, in a constant: not recorded, no gradient. Errors name `argmax`:
 /// the axis out of range or empty.
 pub fn argmax(x: &Tensor, axis: isize, keepdim: bool) -> Result<Tensor> {
