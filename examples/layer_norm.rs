@@ -2,10 +2,12 @@
 //! (`examples/layer_norm/op.rs`) whose forward and backward are raw kernels
 //! (`autograd::raw`), a CPU kernel over the inputs' storages and a CUDA program
 //! (`examples/layer_norm/layer_norm.cu`), inside an ordinary `#[differentiable]`
-//! op: recorded, saving `x` and `gamma`, registered as `layer_norm`.
+//! op: recorded, saving `x` and `gamma`, registered as `fused_layer_norm`.
 //!
-//! The example checks the op against layer norm composed of standard ops (values
-//! and gradients, f32 and f64, on a transposed input too), runs a
+//! The example checks the op against layer norm composed of standard ops and
+//! against the standard `layer_norm` op (`autograd::ops::layer_norm`, whose
+//! backward is recorded ops; values and gradients, f32 and f64, on a transposed
+//! input too), runs a
 //! finite-difference gradient check, and shows that a second derivative is an
 //! error. With `--cuda` (or where a CUDA device is available) it runs the same on
 //! `Device::Cuda(0)` and compares with the CPU.
@@ -17,7 +19,7 @@ mod op;
 
 use autograd::prelude::*;
 use autograd::{BackwardOptions, GradcheckOptions};
-use op::{layer_norm, layer_norm_composed};
+use op::{fused_layer_norm, layer_norm_composed};
 
 const EPS: f64 = 1e-5;
 
@@ -54,10 +56,10 @@ fn run(
 fn compare(what: &str, a: &[Tensor], b: &[Tensor], tol: f64) -> Result<()> {
     for (name, (x, y)) in ["y", "dx", "dgamma", "dbeta"].iter().zip(a.iter().zip(b)) {
         let d = max_diff(x, y)?;
-        println!("{what:<40} {name:<7} max rel. difference {d:.2e}");
+        println!("{what:<46} {name:<7} max rel. difference {d:.2e}");
         if d > tol {
             return Err(Error::InvalidArgument {
-                op: "layer_norm example",
+                op: "fused_layer_norm example",
                 msg: format!("{what}: {name} differs by {d:.2e} (tolerance {tol:.0e})"),
             });
         }
@@ -76,28 +78,30 @@ fn inputs(rows: usize, cols: usize, dtype: DType) -> Result<([Tensor; 3], Tensor
 }
 
 fn fused(x: &Tensor, g: &Tensor, b: &Tensor) -> Result<Tensor> {
-    layer_norm(x, g, b, EPS)
+    fused_layer_norm(x, g, b, EPS)
 }
 
 fn composed(x: &Tensor, g: &Tensor, b: &Tensor) -> Result<Tensor> {
     layer_norm_composed(x, g, b, EPS)
 }
 
+fn standard(x: &Tensor, g: &Tensor, b: &Tensor) -> Result<Tensor> {
+    autograd::ops::layer_norm(x, Some(g), Some(b), EPS)
+}
+
 fn main() -> Result<()> {
     autograd::init()?;
-    let reg = autograd::registry()?.get("layer_norm")?;
+    let reg = autograd::registry()?.get("fused_layer_norm")?;
     println!("registered `{}`, saving {:?}", reg.name, reg.saved_names());
 
-    // 1. Against the composed layer norm, f64 and f32.
+    // 1. Against the composed layer norm and the standard op, f64 and f32.
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
         let (ins, w) = inputs(64, 300, dtype)?;
+        let mine = run(&fused, &ins, &w)?;
         let what = format!("fused vs composed, {dtype}, [64, 300]");
-        compare(
-            &what,
-            &run(&fused, &ins, &w)?,
-            &run(&composed, &ins, &w)?,
-            tol,
-        )?;
+        compare(&what, &mine, &run(&composed, &ins, &w)?, tol)?;
+        let what = format!("fused vs standard layer_norm, {dtype}, [64, 300]");
+        compare(&what, &mine, &run(&standard, &ins, &w)?, tol)?;
     }
 
     // 2. A view read in place: x transposed (strides [1, rows]), never copied.
@@ -119,8 +123,8 @@ fn main() -> Result<()> {
     // 3. Backward against central finite differences (f64).
     let (ins, _) = inputs(4, 7, DType::F64)?;
     let report = autograd::gradcheck(
-        "layer_norm",
-        &|v| layer_norm(&v[0], &v[1], &v[2], EPS),
+        "fused_layer_norm",
+        &|v| fused_layer_norm(&v[0], &v[1], &v[2], EPS),
         &ins,
         &[true, true, true],
         &GradcheckOptions::default(),
@@ -132,7 +136,7 @@ fn main() -> Result<()> {
 
     // 4. The backward is raw kernels: a second derivative is an error, not a wrong number.
     let x = ins[0].detach().with_requires_grad(true);
-    let y = layer_norm(&x, &ins[1], &ins[2], EPS)?;
+    let y = fused_layer_norm(&x, &ins[1], &ins[2], EPS)?;
     let dx = grad(
         &(&y * &y)?.sum_all()?,
         &[&x],
@@ -144,8 +148,8 @@ fn main() -> Result<()> {
         Err(e) => println!("second order: {e}"),
         Ok(()) => {
             return Err(Error::InvalidArgument {
-                op: "layer_norm example",
-                msg: "a second derivative through layer_norm did not fail".into(),
+                op: "fused_layer_norm example",
+                msg: "a second derivative through fused_layer_norm did not fail".into(),
             });
         }
     }
@@ -175,6 +179,6 @@ fn main() -> Result<()> {
     } else {
         println!("no CUDA device: the GPU comparison was skipped (pass --cuda to require it)");
     }
-    println!("layer_norm: all checks passed");
+    println!("fused_layer_norm: all checks passed");
     Ok(())
 }

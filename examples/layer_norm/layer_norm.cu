@@ -99,15 +99,15 @@ __device__ void backward(const RawParams& p, const T* x, const T* gamma, const T
     }
 }
 
-extern "C" __global__ void layer_norm_forward_f32(RAW_PARAMS(float)) {
+extern "C" __global__ void fused_layer_norm_forward_f32(RAW_PARAMS(float)) {
     forward(p, in0, in1, in2, out0);
 }
-extern "C" __global__ void layer_norm_forward_f64(RAW_PARAMS(double)) {
+extern "C" __global__ void fused_layer_norm_forward_f64(RAW_PARAMS(double)) {
     forward(p, in0, in1, in2, out0);
 }
-extern "C" __global__ void layer_norm_backward_f32(RAW_PARAMS(float)) {
+extern "C" __global__ void fused_layer_norm_backward_f32(RAW_PARAMS(float)) {
     backward(p, in0, in1, in2, out0, out1);
 }
-extern "C" __global__ void layer_norm_backward_f64(RAW_PARAMS(double)) {
+extern "C" __global__ void fused_layer_norm_backward_f64(RAW_PARAMS(double)) {
     backward(p, in0, in1, in2, out0, out1);
 }

@@ -3,14 +3,14 @@
 //! each direction. The tests use this file too (`#[path]`), so the op is written
 //! once.
 //!
-//! `layer_norm(x, gamma, beta, eps)` normalises each row of `x` `[rows, cols]`:
+//! `fused_layer_norm(x, gamma, beta, eps)` normalises each row of `x` `[rows, cols]`:
 //! `y = (x - mean) · rstd · gamma + beta`, `rstd = 1 / sqrt(var + eps)` (the
 //! biased variance of the row), `gamma` and `beta` of shape `[cols]`.
 //! Backward, with `g = dy · gamma` and `xhat = (x - mean) · rstd`:
 //! `dx = rstd · (g - mean(g) - xhat · mean(g · xhat))` per row,
 //! `dgamma = Σ_rows dy · xhat`, `dbeta = Σ_rows dy`. The backward is raw kernels
 //! too, so it is not differentiable again: a second derivative through it is an
-//! `Error::NotDifferentiable` naming `layer_norm` (the engine's check).
+//! `Error::NotDifferentiable` naming `fused_layer_norm` (the engine's check).
 
 use autograd::prelude::*;
 use autograd::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar, View};
@@ -18,7 +18,7 @@ use autograd::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfi
 /// The CUDA program: entry points `layer_norm_forward_{f32,f64}` and
 /// `layer_norm_backward_{f32,f64}`.
 pub const PROGRAM: CudaProgram = CudaProgram {
-    name: "layer_norm",
+    name: "fused_layer_norm",
     source: include_str!("layer_norm.cu"),
 };
 
@@ -30,9 +30,9 @@ const BLOCK: u32 = 128;
 fn dims(x: &Tensor, gamma: &Tensor, beta: &Tensor) -> Result<(usize, usize)> {
     let &[rows, cols] = x.shape().dims() else {
         return Err(Error::Shape {
-            op: "layer_norm",
+            op: "fused_layer_norm",
             msg: format!(
-                "x has shape {}; layer_norm normalises the rows of a [rows, cols] tensor \
+                "x has shape {}; fused_layer_norm normalises the rows of a [rows, cols] tensor \
                  (reshape a batch of rows to two axes first)",
                 x.shape()
             ),
@@ -41,7 +41,7 @@ fn dims(x: &Tensor, gamma: &Tensor, beta: &Tensor) -> Result<(usize, usize)> {
     for (name, t) in [("gamma", gamma), ("beta", beta)] {
         if t.shape().dims() != [cols] {
             return Err(Error::Shape {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 msg: format!(
                     "{name} has shape {}, and x has shape {}; {name} must be [{cols}], one \
                      value per column",
@@ -66,7 +66,7 @@ fn run(
     outputs: &[Shape],
 ) -> Result<Vec<Tensor>> {
     match inputs[0].device() {
-        Device::Cpu => raw::cpu("layer_norm", cpu, inputs, outputs),
+        Device::Cpu => raw::cpu("fused_layer_norm", cpu, inputs, outputs),
         Device::Cuda(_) => {
             let kernel = CudaKernel {
                 program: PROGRAM,
@@ -79,7 +79,7 @@ fn run(
             // through their views in `p.in`, write every element of their
             // [rows, cols] outputs and nothing else, loop grid-stride over the
             // rows and take any block of a multiple of 32 threads (BLOCK).
-            unsafe { raw::cuda("layer_norm", &kernel, inputs, outputs) }
+            unsafe { raw::cuda("fused_layer_norm", &kernel, inputs, outputs) }
         }
     }
 }
@@ -94,7 +94,7 @@ fn kernel_dims<T: Float>(
     backward: bool,
 ) -> Result<(usize, usize)> {
     let bad = |msg: String| Error::Shape {
-        op: "layer_norm",
+        op: "fused_layer_norm",
         msg,
     };
     let [x, a, b] = inputs else {
@@ -155,7 +155,7 @@ impl CpuKernel for Forward {
         let (x, gamma, beta) = (&inputs[0], &inputs[1], &inputs[2]);
         let [y] = outputs else {
             return Err(Error::Shape {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 msg: format!("the forward kernel writes 1 output, not {}", outputs.len()),
             });
         };
@@ -182,7 +182,7 @@ impl CpuKernel for Backward {
         let (x, gamma, dy) = (&inputs[0], &inputs[1], &inputs[2]);
         let [dx, dy_xhat] = outputs else {
             return Err(Error::Shape {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 msg: format!(
                     "the backward kernel writes 2 outputs, not {}",
                     outputs.len()
@@ -204,9 +204,9 @@ impl CpuKernel for Backward {
     }
 }
 
-/// The op: `layer_norm(x, gamma, beta, eps)`.
+/// The op: `fused_layer_norm(x, gamma, beta, eps)`.
 #[differentiable]
-pub mod layer_norm {
+pub mod fused_layer_norm {
     use autograd::prelude::*;
 
     /// The op's parameter.
@@ -221,7 +221,7 @@ pub mod layer_norm {
         let fwd = super::Forward { eps: self.eps };
         let mut out = super::run(
             &fwd,
-            "layer_norm_forward",
+            "fused_layer_norm_forward",
             self.eps,
             rows,
             &[x, gamma, beta],
@@ -246,7 +246,7 @@ pub mod layer_norm {
             let bwd = super::Backward { eps: self.eps };
             let mut outs = super::run(
                 &bwd,
-                "layer_norm_backward",
+                "fused_layer_norm_backward",
                 self.eps,
                 rows,
                 &[x, gamma, grad],
@@ -273,9 +273,9 @@ pub mod layer_norm {
         let gamma = Rng::new(8).uniform([5], 0.5, 1.5, DType::F64).unwrap();
         let beta = Rng::new(9).uniform([5], -1.0, 1.0, DType::F64).unwrap();
         vec![CheckCase::new(
-            "layer_norm of 3 rows of 5",
+            "fused_layer_norm of 3 rows of 5",
             vec![x, gamma, beta],
-            |v| layer_norm(&v[0], &v[1], &v[2], 1e-5),
+            |v| fused_layer_norm(&v[0], &v[1], &v[2], 1e-5),
         )]
     }
 }

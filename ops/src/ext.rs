@@ -6,6 +6,7 @@
 //! `impl Into<Shape>`, an alias) are written here, in [`TensorExt`].
 
 use crate::*;
+use autograd_core::random::Rng;
 use autograd_core::{Device, Result, Shape, Tensor};
 
 /// Every op method of the standard library: `use autograd_ops::methods::*;` (the
@@ -34,9 +35,11 @@ pub mod methods {
 }
 
 /// The op methods that are not an op's function with `self` first: shapes taken as
-/// `impl Into<Shape>`, and the moves between devices (`to_device` fills in the
-/// source device of the `to_device` op). (The others come with their op:
-/// import [`methods`]`::*` for all of them.)
+/// `impl Into<Shape>`, the moves between devices (`to_device` fills in the
+/// source device of the `to_device` op), and the functions that are not one op
+/// (compositions such as [`flatten`], constants such as [`argmax`] and the
+/// comparisons). (The others come with their op: import [`methods`]`::*` for all
+/// of them.)
 pub trait TensorExt {
     /// Another shape of the same element count.
     fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor>;
@@ -49,6 +52,38 @@ pub trait TensorExt {
     fn to_device(&self, device: Device) -> Result<Tensor>;
     /// Short form of [`TensorExt::to_device`]: `x.to(Device::Cuda(0))`.
     fn to(&self, device: Device) -> Result<Tensor>;
+    /// Another shape of the same element count, one size of which may be `-1`
+    /// (inferred): [`reshape_infer`].
+    fn reshape_infer(&self, dims: &[isize]) -> Result<Tensor>;
+    /// Axes `start_axis..=end_axis` merged into one: [`flatten`].
+    fn flatten(&self, start_axis: isize, end_axis: isize) -> Result<Tensor>;
+    /// The dot product with another vector: [`dot`].
+    fn dot(&self, other: &Tensor) -> Result<Tensor>;
+    /// Positions of the largest elements along `axis` (a constant): [`argmax`].
+    fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor>;
+    /// Positions of the smallest elements along `axis` (a constant): [`argmin`].
+    fn argmin(&self, axis: isize, keepdim: bool) -> Result<Tensor>;
+    /// The mask `self == other` (a constant): [`eq`].
+    fn eq(&self, other: &Tensor) -> Result<Tensor>;
+    /// The mask `self != other` (a constant): [`ne`].
+    fn ne(&self, other: &Tensor) -> Result<Tensor>;
+    /// The mask `self < other` (a constant): [`lt`].
+    fn lt(&self, other: &Tensor) -> Result<Tensor>;
+    /// The mask `self <= other` (a constant): [`le`].
+    fn le(&self, other: &Tensor) -> Result<Tensor>;
+    /// The mask `self > other` (a constant): [`gt`].
+    fn gt(&self, other: &Tensor) -> Result<Tensor>;
+    /// The mask `self >= other` (a constant): [`ge`].
+    fn ge(&self, other: &Tensor) -> Result<Tensor>;
+    /// Dropout with probability `p` in training, the identity otherwise: [`dropout`].
+    fn dropout(&self, p: f64, train: bool, rng: &mut Rng) -> Result<Tensor>;
+    /// Layer normalisation over the last axis: [`layer_norm`].
+    fn layer_norm(
+        &self,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor>;
 }
 
 impl TensorExt for Tensor {
@@ -75,5 +110,67 @@ impl TensorExt for Tensor {
     #[track_caller]
     fn to(&self, device: Device) -> Result<Tensor> {
         to_device(self, device)
+    }
+
+    #[track_caller]
+    fn reshape_infer(&self, dims: &[isize]) -> Result<Tensor> {
+        reshape_infer(self, dims)
+    }
+
+    #[track_caller]
+    fn flatten(&self, start_axis: isize, end_axis: isize) -> Result<Tensor> {
+        flatten(self, start_axis, end_axis)
+    }
+
+    #[track_caller]
+    fn dot(&self, other: &Tensor) -> Result<Tensor> {
+        dot(self, other)
+    }
+
+    fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        argmax(self, axis, keepdim)
+    }
+
+    fn argmin(&self, axis: isize, keepdim: bool) -> Result<Tensor> {
+        argmin(self, axis, keepdim)
+    }
+
+    fn eq(&self, other: &Tensor) -> Result<Tensor> {
+        eq(self, other)
+    }
+
+    fn ne(&self, other: &Tensor) -> Result<Tensor> {
+        ne(self, other)
+    }
+
+    fn lt(&self, other: &Tensor) -> Result<Tensor> {
+        lt(self, other)
+    }
+
+    fn le(&self, other: &Tensor) -> Result<Tensor> {
+        le(self, other)
+    }
+
+    fn gt(&self, other: &Tensor) -> Result<Tensor> {
+        gt(self, other)
+    }
+
+    fn ge(&self, other: &Tensor) -> Result<Tensor> {
+        ge(self, other)
+    }
+
+    #[track_caller]
+    fn dropout(&self, p: f64, train: bool, rng: &mut Rng) -> Result<Tensor> {
+        dropout(self, p, train, rng)
+    }
+
+    #[track_caller]
+    fn layer_norm(
+        &self,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        eps: f64,
+    ) -> Result<Tensor> {
+        layer_norm(self, weight, bias, eps)
     }
 }

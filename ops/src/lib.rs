@@ -12,17 +12,19 @@
 //! | elementwise, broadcasting as NumPy does | [`add`](mod@add), [`sub`](mod@sub), [`mul`](mod@mul), [`div`](mod@div), [`pow`](mod@pow), [`maximum`](mod@maximum), [`minimum`](mod@minimum) |
 //! | with a constant | [`add_scalar`](mod@add_scalar), [`mul_scalar`](mod@mul_scalar), [`div_scalar`](mod@div_scalar), [`pow_scalar`](mod@pow_scalar) |
 //! | unary | [`neg`](mod@neg), [`exp`](mod@exp), [`log`](mod@log), [`sqrt`](mod@sqrt), [`square`](mod@square), [`abs`](mod@abs), [`tanh`](mod@tanh), [`sigmoid`](mod@sigmoid), [`relu`](mod@relu), [`gelu`](mod@gelu), [`sin`](mod@sin), [`cos`](mod@cos) |
-//! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all) |
-//! | shape | [`reshape`](mod@reshape), [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
-//! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast) |
-//! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss) |
+//! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp), [`var`](mod@var) and [`std_dev`](mod@std_dev) (with torch's `correction`), [`cumsum`](mod@cumsum) (running sums, or reversed); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all), [`max_all`](mod@max_all), [`min_all`](mod@min_all) |
+//! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
+//! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
+//! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
+//! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`] |
+//! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (0/1 masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] |
 //! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics) | [`conv2d`] (the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`max_pool2d`](mod@max_pool2d), [`avg_pool2d`](mod@avg_pool2d), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
 //! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where`](mod@r#where) |
 //!
 //! Conventions worth knowing:
-//! - Ties: [`max`](mod@max)/[`min`](mod@min) split the gradient equally among all elements equal to
-//!   the result; [`maximum`](mod@maximum)/[`minimum`](mod@minimum) give half to each operand where they are
+//! - Ties: [`max`](mod@max)/[`min`](mod@min) (and [`max_all`](mod@max_all)/[`min_all`](mod@min_all))
+//!   split the gradient equally among all elements equal to the result; [`maximum`](mod@maximum)/[`minimum`](mod@minimum) give half to each operand where they are
 //!   equal; [`relu`](mod@relu) and [`abs`](mod@abs) have gradient 0 at 0.
 //! - [`max_pool2d`](mod@max_pool2d) splits a window's gradient equally among the elements
 //!   equal to its max (PyTorch gives it to the first); [`avg_pool2d`](mod@avg_pool2d)
@@ -31,16 +33,25 @@
 //! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default.
 //! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` targets holding class indices
 //!   as floats (no gradient); it returns the mean over the batch.
-//! - Index inputs ([`index_select`](mod@index_select), [`index_add`](mod@index_add)) are vectors of integral floats.
+//! - Index inputs ([`index_select`](mod@index_select), [`index_add`](mod@index_add)) are vectors of integral floats;
+//!   [`gather`](mod@gather) and [`scatter_add`](mod@scatter_add) take an index of the data's rank,
+//!   [`embedding`] one of any shape. Index inputs get no gradient, and a value that
+//!   is not an integer in range is an error. [`argmax`]/[`argmin`] return positions
+//!   the same way: integral values of the input's dtype.
+//! - Functions listed without `mod@` are not one registered op: they check their
+//!   arguments (errors name them) and record the ops they are made of, or (the
+//!   constants) nothing.
 //! - Every op works in f32 and f64, and its output has its inputs' dtype.
 
 #![warn(missing_docs)]
 
 mod activation;
 mod arith;
+mod compare;
 mod conv;
 mod device;
 mod ext;
+mod index;
 mod linalg;
 mod nn;
 mod reduce;
@@ -51,9 +62,11 @@ mod unary;
 pub use activation::*;
 pub use arith::*;
 pub use autograd_core::primitives::*;
+pub use compare::*;
 pub use conv::*;
 pub use device::*;
 pub use ext::{TensorExt, methods};
+pub use index::*;
 pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;

@@ -1,8 +1,10 @@
-//! Neural-network ops: softmax, log-softmax and the usual losses.
+//! Neural-network ops: softmax, log-softmax, the usual losses, dropout, layer
+//! normalisation and embeddings.
 
 use crate::reduce::stable_max;
-use crate::{exp, log, mul, mul_scalar, neg, square, sub, sum};
+use crate::{add, add_scalar, exp, log, mul, mul_scalar, neg, square, sub, sum};
 use autograd_core::cases;
+use autograd_core::random::Rng;
 use autograd_core::{
     BinaryOp, CheckCase, Error, ReduceOp, Result, Tensor, UnaryOp, compute, grad_if,
 };
@@ -256,4 +258,251 @@ pub mod mse_loss {
             |x| mse_loss(&x[0], &x[1]),
         )]
     }
+}
+
+/// `x` times a fixed `mask` of the same shape: the recorded op of [`dropout`],
+/// registered as `dropout`. The mask (already scaled) gets no gradient, and the
+/// graph keeps the mask alone: the backward is `grad · mask`.
+#[differentiable(crate = ::autograd_core, name = "dropout")]
+pub mod dropout_op {
+    use super::*;
+
+    /// `x · mask`. An error when the shapes, dtypes or devices differ.
+    pub fn forward(x: &Tensor, #[no_grad] mask: &Tensor) -> Result<Tensor> {
+        if x.shape() != mask.shape() {
+            return Err(Error::Shape {
+                op: "dropout",
+                msg: format!(
+                    "the mask has shape {}, x has shape {}; they must match",
+                    mask.shape(),
+                    x.shape()
+                ),
+            });
+        }
+        compute::binary(x, mask, BinaryOp::Mul).map_err(|e| e.in_op("dropout"))
+    }
+
+    /// `grad · mask`, the same mask.
+    pub fn backward(grad: &Tensor, mask: &Tensor) -> Result<Tensor> {
+        mul(grad, mask)
+    }
+
+    /// Gradcheck input: a `[2, 3]` tensor and a fixed mask of `p = ½` (kept
+    /// entries scaled by 2), held constant.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "dropout [2,3]",
+                vec![
+                    cases::uniform(56, &[2, 3], -1.0, 1.0),
+                    cases::values(&[0.0, 2.0, 2.0, 0.0, 2.0, 0.0], &[2, 3]),
+                ],
+                |x| dropout_op(&x[0], &x[1]),
+            )
+            .differentiable(vec![true, false]),
+        ]
+    }
+}
+
+/// Dropout: in training (`train`), each element of `x` is zeroed with probability
+/// `p` and the others scaled by `1 / (1 - p)`, so the mean is preserved; in
+/// evaluation it is `x` itself (no node recorded). `p = 0` is the identity too;
+/// `p = 1` zeroes everything.
+///
+/// The mask is drawn from `rng` on the host (one draw per element, row-major:
+/// the same seed gives the same mask on every machine and device), moved to `x`'s
+/// device, and recorded with `x` as one `dropout` node that keeps the mask, not
+/// `x`: the gradient is `grad · mask`, the same mask, `0` or `1 / (1 - p)`.
+///
+/// Errors name `dropout`: `p` outside `[0, 1]` (or NaN).
+#[track_caller]
+pub fn dropout(x: &Tensor, p: f64, train: bool, rng: &mut Rng) -> Result<Tensor> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(Error::InvalidArgument {
+            op: "dropout",
+            msg: format!(
+                "p = {p} is not a probability; the chance of zeroing an element must be in \
+                 [0, 1]"
+            ),
+        });
+    }
+    if !train || p == 0.0 {
+        return Ok(x.clone());
+    }
+    let keep = if p < 1.0 { 1.0 / (1.0 - p) } else { 0.0 };
+    let values: Vec<f64> = (0..x.numel())
+        .map(|_| if rng.next_f64() < p { 0.0 } else { keep })
+        .collect();
+    let build = || {
+        let mask = Tensor::from_vec(values, x.shape().clone())?;
+        compute::to_device(&compute::cast(&mask, x.dtype())?, x.device())
+    };
+    let mask = build().map_err(|e| e.in_op("dropout"))?;
+    dropout_op(x, &mask)
+}
+
+/// Layer normalisation over the last axis without the affine part:
+/// `(x - mean) / √(var + eps)`, mean and (biased) variance over the last axis. The
+/// op behind [`layer_norm`], registered as `layer_norm`.
+#[differentiable(crate = ::autograd_core, name = "layer_norm")]
+pub mod layer_norm_op {
+    use super::*;
+
+    /// The stabiliser.
+    #[derive(Clone, Copy, Debug)]
+    pub struct LayerNormOp {
+        /// Added to the variance before the square root (PyTorch's default is
+        /// `1e-5`); at least 0.
+        pub eps: f64,
+    }
+
+    /// The normalised rows, computed in one pass of unrecorded kernels. An error
+    /// naming `layer_norm` for a rank-0 `x`, an empty last axis, or `eps` negative
+    /// or NaN.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let a = check_layer_norm(x, self.eps)?;
+        let n = x.dims()[a] as f64;
+        let mean = compute::unary(
+            &compute::reduce(x, ReduceOp::Sum, &[a], true)?,
+            UnaryOp::DivScalar(n),
+        )?;
+        let d = compute::binary(x, &mean, BinaryOp::Sub)?;
+        let var = compute::unary(
+            &compute::reduce(
+                &compute::binary(&d, &d, BinaryOp::Mul)?,
+                ReduceOp::Sum,
+                &[a],
+                true,
+            )?,
+            UnaryOp::DivScalar(n),
+        )?;
+        let sd = crate::sqrt(&compute::unary(&var, UnaryOp::AddScalar(self.eps))?)?;
+        compute::binary(&d, &sd, BinaryOp::Div)
+    }
+
+    /// `r (g - mean(g) - y · mean(g · y))` with `y` the saved output and
+    /// `r = 1/√(var(x) + eps)`, every mean over the last axis; recorded (the
+    /// variance as a [`var`](mod@crate::var) of `x`), so twice differentiable.
+    pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        let r = crate::pow_scalar(&add_scalar(&crate::var(x, -1, 0, true)?, self.eps)?, -0.5)?;
+        let g_mean = crate::mean(grad, -1, true)?;
+        let gy_mean = crate::mean(&mul(grad, output)?, -1, true)?;
+        mul(&r, &sub(&sub(grad, &g_mean)?, &mul(output, &gy_mean)?)?)
+    }
+
+    /// Gradcheck inputs: `[3, 5]` rows, and a `[2, 2, 4]` batch, with eps `1e-5`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            cases::unary(
+                "layer_norm [3,5]",
+                cases::uniform(57, &[3, 5], -2.0, 2.0),
+                |x| layer_norm_op(x, 1e-5),
+            ),
+            cases::unary(
+                "layer_norm [2,2,4]",
+                cases::uniform(58, &[2, 2, 4], -1.0, 1.0),
+                |x| layer_norm_op(x, 1e-5),
+            ),
+        ]
+    }
+}
+
+/// The last axis of `x`, checked for a layer norm with `eps`.
+fn check_layer_norm(x: &Tensor, eps: f64) -> Result<usize> {
+    if x.rank() == 0 || x.dims()[x.rank() - 1] == 0 {
+        return Err(Error::Shape {
+            op: "layer_norm",
+            msg: format!(
+                "normalises over the last axis, and x of shape {} has {}; give x at least one \
+                 axis with at least one element",
+                x.shape(),
+                if x.rank() == 0 {
+                    "none"
+                } else {
+                    "an empty one"
+                }
+            ),
+        });
+    }
+    if eps.is_nan() || eps < 0.0 {
+        return Err(Error::InvalidArgument {
+            op: "layer_norm",
+            msg: format!("eps = {eps}; it must be at least 0 (PyTorch's default is 1e-5)"),
+        });
+    }
+    Ok(x.rank() - 1)
+}
+
+/// Layer normalisation over the last axis (`torch.nn.functional.layer_norm(x,
+/// (D,), weight, bias, eps)` for `x` of shape `[.., D]`): each row is shifted to
+/// mean 0 and scaled to variance 1 (the biased variance, plus `eps`), then
+/// multiplied by `weight` and shifted by `bias` where given (each of shape `[D]`).
+///
+/// Recorded as one `layer_norm` node (saving `x` and its output; the backward is
+/// written with recorded ops, so twice differentiable), then a `mul` and an `add`
+/// for the affine part. Errors name `layer_norm`: `x` of rank 0 or with an empty
+/// last axis, `weight` or `bias` not of shape `[D]`, `eps` negative or NaN, mixed
+/// dtypes or devices.
+#[track_caller]
+pub fn layer_norm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let axis = check_layer_norm(x, eps)?;
+    let d = x.dims()[axis];
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t
+            && t.dims() != [d]
+        {
+            return Err(Error::Shape {
+                op: "layer_norm",
+                msg: format!(
+                    "the {name} has shape {}; it must be [{d}], one value per entry of the last \
+                     axis of x {}",
+                    t.shape(),
+                    x.shape()
+                ),
+            });
+        }
+    }
+    let mut y = layer_norm_op(x, eps)?;
+    if let Some(w) = weight {
+        y = mul(&y, w).map_err(|e| e.in_op("layer_norm"))?;
+    }
+    if let Some(b) = bias {
+        y = add(&y, b).map_err(|e| e.in_op("layer_norm"))?;
+    }
+    Ok(y)
+}
+
+/// Rows of `weight` (`[V, D]`, one row per entry of a vocabulary) picked by
+/// `indices` (any shape, integral values in `0..V` stored as floats): the result
+/// has shape `[..indices, D]` (`torch.nn.functional.embedding`).
+///
+/// Recorded as an [`index_select`](mod@crate::index_select) of the rows and a
+/// [`reshape`](mod@crate::reshape): the gradient of `weight` adds each output
+/// row's gradient into the row it came from (repeated indices add up); `indices`
+/// gets none. Errors name `embedding`: `weight` not of rank 2, an index that is
+/// not an integer in `0..V`.
+pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
+    const OP: &str = "embedding";
+    if weight.rank() != 2 {
+        return Err(Error::Shape {
+            op: OP,
+            msg: format!(
+                "the weight has shape {}; it must be [V, D], one row of D values per index",
+                weight.shape()
+            ),
+        });
+    }
+    let run = || {
+        let flat = compute::reshape(&indices.detach(), [indices.numel()])?;
+        let rows = crate::index_select(weight, &flat, 0)?;
+        let mut shape = indices.shape().clone();
+        shape.push(weight.dims()[1]);
+        crate::reshape(&rows, shape)
+    };
+    run().map_err(|e| e.in_op(OP))
 }

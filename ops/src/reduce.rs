@@ -323,3 +323,338 @@ pub mod logsumexp {
         ]
     }
 }
+
+/// The gradient of a whole-tensor max or min: `grad` (rank 0) spread over the
+/// elements equal to the result, split equally among ties (constant weights).
+fn to_extremes_all(grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+    let axes: Vec<usize> = (0..x.rank()).collect();
+    let hits = compute::binary(x, output, BinaryOp::Eq)?;
+    let count = compute::reduce(&hits, ReduceOp::Sum, &axes, false)?;
+    let weights = compute::binary(&hits, &count, BinaryOp::Div)?;
+    mul(&broadcast_to(grad, x.shape().clone())?, &weights)
+}
+
+/// The largest or smallest element of a whole tensor, rank 0; an error naming `op`
+/// for an empty tensor.
+fn extreme_all(op: &'static str, x: &Tensor, reduce: ReduceOp) -> Result<Tensor> {
+    if x.numel() == 0 {
+        return Err(autograd_core::Error::InvalidArgument {
+            op,
+            msg: format!(
+                "the tensor of shape {} is empty, and an empty tensor has no {}; check the \
+                 shape before reducing",
+                x.shape(),
+                if reduce == ReduceOp::Max {
+                    "largest element"
+                } else {
+                    "smallest element"
+                }
+            ),
+        });
+    }
+    let axes: Vec<usize> = (0..x.rank()).collect();
+    compute::reduce(x, reduce, &axes, false).map_err(|e| e.in_op(op))
+}
+
+/// The largest element of the whole tensor, rank 0 (NaN if any element is NaN).
+///
+/// Ties: the gradient is split equally among all elements equal to the max, as for
+/// [`max`](mod@max).
+#[differentiable(crate = ::autograd_core, method)]
+pub mod max_all {
+    use super::*;
+
+    /// The largest element. An error for an empty tensor.
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        extreme_all("max_all", x, ReduceOp::Max)
+    }
+
+    /// `grad` to the elements equal to the max, split equally among ties.
+    pub fn backward(grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        to_extremes_all(grad, x, output)
+    }
+
+    /// Gradcheck inputs: a random `[2, 3, 2]` tensor (no ties), and a rank-0 one.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            cases::unary(
+                "max_all [2,3,2]",
+                cases::uniform(38, &[2, 3, 2], -1.0, 1.0),
+                max_all,
+            ),
+            cases::unary("max_all rank 0", cases::values(&[0.3], &[]), max_all),
+        ]
+    }
+}
+
+/// The smallest element of the whole tensor, rank 0 (NaN if any element is NaN).
+///
+/// Ties: the gradient is split equally among all elements equal to the min.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod min_all {
+    use super::*;
+
+    /// The smallest element. An error for an empty tensor.
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        extreme_all("min_all", x, ReduceOp::Min)
+    }
+
+    /// `grad` to the elements equal to the min, split equally among ties.
+    pub fn backward(grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        to_extremes_all(grad, x, output)
+    }
+
+    /// Gradcheck input: a random `[3, 4]` tensor (no ties).
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![cases::unary(
+            "min_all [3,4]",
+            cases::uniform(39, &[3, 4], -1.0, 1.0),
+            min_all,
+        )]
+    }
+}
+
+/// The first position of the extreme along `axis` (NaN counting as the extreme, as
+/// in PyTorch), as a constant tensor of `x`'s dtype.
+fn arg_extreme(
+    op: &'static str,
+    x: &Tensor,
+    axis: isize,
+    keepdim: bool,
+    reduce: ReduceOp,
+) -> Result<Tensor> {
+    let axis = compute::normalize_axis(op, axis, x)?;
+    let size = x.dims()[axis];
+    if size == 0 {
+        return Err(autograd_core::Error::InvalidArgument {
+            op,
+            msg: format!(
+                "axis {axis} of shape {} is empty, so it has no position of an extreme",
+                x.shape()
+            ),
+        });
+    }
+    let run = || -> Result<Tensor> {
+        let m = compute::reduce(x, reduce, &[axis], true)?;
+        // Where x equals the extreme; where the extreme is NaN, where x is NaN (the
+        // two cases exclude each other: NaN equals nothing).
+        let hit = compute::binary(x, &m, BinaryOp::Eq)?;
+        let not_nan = compute::binary(x, x, BinaryOp::Eq)?;
+        let nan = compute::unary(
+            &compute::unary(&not_nan, UnaryOp::Neg)?,
+            UnaryOp::AddScalar(1.0),
+        )?;
+        let hit = compute::binary(&hit, &nan, BinaryOp::Add)?;
+        // Position where hit, `size` elsewhere; the min is the first hit.
+        let mut at = Shape::from(vec![1; x.rank()]);
+        at.dims_mut()[axis] = size;
+        let positions = compute::to_device(
+            &compute::reshape(&Tensor::arange(size, x.dtype())?, at)?,
+            x.device(),
+        )?;
+        let shifted = compute::unary(&positions, UnaryOp::AddScalar(-(size as f64)))?;
+        let candidates = compute::unary(
+            &compute::binary(&hit, &shifted, BinaryOp::Mul)?,
+            UnaryOp::AddScalar(size as f64),
+        )?;
+        compute::reduce(&candidates, ReduceOp::Min, &[axis], keepdim)
+    };
+    run().map_err(|e| e.in_op(op))
+}
+
+/// The position of the largest element along `axis` (negative counts from the
+/// end), the first one among ties; NaN counts as the largest (as in PyTorch).
+/// `keepdim` keeps the axis with size 1.
+///
+/// The positions are integral values of `x`'s dtype (the convention of
+/// [`index_select`](mod@crate::index_select)'s indices: exact up to 2²⁴ in f32), on
+/// `x`'s device, in a constant: not recorded, no gradient. Errors name `argmax`:
+/// the axis out of range or empty.
+pub fn argmax(x: &Tensor, axis: isize, keepdim: bool) -> Result<Tensor> {
+    arg_extreme("argmax", x, axis, keepdim, ReduceOp::Max)
+}
+
+/// The position of the smallest element along `axis`, the first one among ties;
+/// NaN counts as the smallest (as in PyTorch). As [`argmax`] otherwise: a
+/// constant of `x`'s dtype, errors naming `argmin`.
+pub fn argmin(x: &Tensor, axis: isize, keepdim: bool) -> Result<Tensor> {
+    arg_extreme("argmin", x, axis, keepdim, ReduceOp::Min)
+}
+
+/// `max(0, n - correction)`: the divisor of a variance over `n` elements.
+fn divisor(n: usize, correction: usize) -> f64 {
+    n.saturating_sub(correction) as f64
+}
+
+/// The variance along `axis` of `x`: `Σ (x - mean)² / (n - correction)`.
+fn variance(
+    op: &'static str,
+    x: &Tensor,
+    axis: isize,
+    correction: usize,
+    keepdim: bool,
+) -> Result<Tensor> {
+    let axis = compute::normalize_axis(op, axis, x)?;
+    let n = x.dims()[axis];
+    let total = compute::reduce(x, ReduceOp::Sum, &[axis], true)?;
+    let mean = compute::unary(&total, UnaryOp::DivScalar(n as f64))?;
+    let d = compute::binary(x, &mean, BinaryOp::Sub)?;
+    let sq = compute::binary(&d, &d, BinaryOp::Mul)?;
+    let ss = compute::reduce(&sq, ReduceOp::Sum, &[axis], keepdim)?;
+    compute::unary(&ss, UnaryOp::DivScalar(divisor(n, correction)))
+}
+
+/// `x - mean(x)` along `axis` (kept), recorded: the shared part of the variance's
+/// and the standard deviation's gradients.
+fn centered(op: &'static str, x: &Tensor, axis: isize) -> Result<(usize, Tensor)> {
+    let a = compute::normalize_axis(op, axis, x)?;
+    Ok((a, sub(x, &mean(x, axis, true)?)?))
+}
+
+/// The variance along `axis`: `Σ (x - x̄)² / max(0, n - correction)` with `n` the
+/// axis' length, as `torch.var(x, axis, correction=.., keepdim=..)`: `correction`
+/// 1 is the unbiased sample variance, 0 the population variance. An axis shorter
+/// than or as long as `correction` divides by 0 (an infinity or NaN, as in
+/// PyTorch).
+#[differentiable(crate = ::autograd_core, method)]
+pub mod var {
+    use super::*;
+
+    /// Which axis, the correction, and whether the axis stays.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Var {
+        /// The reduced axis; negative counts from the end.
+        pub axis: isize,
+        /// Subtracted from the axis' length in the divisor (Bessel's correction: 1).
+        pub correction: usize,
+        /// True to keep the reduced axis with size 1.
+        pub keepdim: bool,
+    }
+
+    /// The variance along `axis`. An error when `axis` is out of range.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        variance("var", x, self.axis, self.correction, self.keepdim)
+    }
+
+    /// `2 (x - x̄) / (n - correction)` times the spread gradient; recorded (the mean
+    /// too), so twice differentiable.
+    pub fn backward(&self, grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        let (axis, d) = centered("var", x, self.axis)?;
+        let scale = 2.0 / divisor(x.dims()[axis], self.correction);
+        mul_scalar(&mul(&spread(grad, x.shape(), axis)?, &d)?, scale)
+    }
+
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor, the unbiased variance along a middle
+    /// axis, and the population variance along the last with `keepdim`.
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = cases::uniform(40, &[2, 3, 4], -1.0, 1.0);
+        vec![
+            cases::unary("var axis 1 correction 1", x.clone(), |x| {
+                var(x, 1, 1, false)
+            }),
+            cases::unary("var axis -1 correction 0 keepdim", x, |x| {
+                var(x, -1, 0, true)
+            }),
+        ]
+    }
+}
+
+/// The standard deviation along `axis`: the square root of [`var`](mod@var), with
+/// the same `correction` (`torch.std(x, axis, correction=.., keepdim=..)`). Its
+/// gradient is NaN where it is 0 (all elements equal), as in PyTorch.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod std_dev {
+    use super::*;
+
+    /// Which axis, the correction, and whether the axis stays.
+    #[derive(Clone, Copy, Debug)]
+    pub struct StdDev {
+        /// The reduced axis; negative counts from the end.
+        pub axis: isize,
+        /// Subtracted from the axis' length in the divisor (Bessel's correction: 1).
+        pub correction: usize,
+        /// True to keep the reduced axis with size 1.
+        pub keepdim: bool,
+    }
+
+    /// `√var` along `axis`. An error when `axis` is out of range.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let v = variance("std_dev", x, self.axis, self.correction, self.keepdim)?;
+        crate::sqrt(&v)
+    }
+
+    /// `(x - x̄) / ((n - correction) σ)` times the spread gradient, from `x` and the
+    /// saved output `σ`; recorded, so twice differentiable.
+    pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        let (axis, d) = centered("std_dev", x, self.axis)?;
+        let n = divisor(x.dims()[axis], self.correction);
+        let sigma = mul_scalar(&spread(output, x.shape(), axis)?, n)?;
+        crate::div(&mul(&spread(grad, x.shape(), axis)?, &d)?, &sigma)
+    }
+
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor, along the last axis (unbiased) and
+    /// along the first with `keepdim` (population).
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = cases::uniform(41, &[2, 3, 4], -1.0, 1.0);
+        vec![
+            cases::unary("std_dev axis -1 correction 1", x.clone(), |x| {
+                std_dev(x, -1, 1, false)
+            }),
+            cases::unary("std_dev axis 0 correction 0 keepdim", x, |x| {
+                std_dev(x, 0, 0, true)
+            }),
+        ]
+    }
+}
+
+/// Running sums along `axis` (negative counts from the end): entry `i` is the sum
+/// of entries `0..=i` (`torch.cumsum`), or with `reverse` of entries `i..` (as
+/// `jax.lax.cumsum(x, axis, reverse=True)`).
+///
+/// Computed in `⌈log₂ n⌉` shifted additions (a Hillis–Steele scan), so sums are
+/// added in another order than a loop would (the same values up to rounding, and
+/// the same infinities and NaNs). The backward is the running sum the other way.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod cumsum {
+    use super::*;
+
+    /// Which axis, and which way.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Cumsum {
+        /// The axis summed along; negative counts from the end.
+        pub axis: isize,
+        /// False: sums of the entries up to each one; true: from each one to the end.
+        pub reverse: bool,
+    }
+
+    /// The running sums. An error when `axis` is out of range.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let axis = compute::normalize_axis("cumsum", self.axis, x)?;
+        let n = x.dims()[axis];
+        let mut y = x.clone();
+        let mut shift = 1;
+        while shift < n {
+            let part = compute::narrow(&y, axis, if self.reverse { shift } else { 0 }, n - shift)?;
+            let at = if self.reverse { 0 } else { shift };
+            let moved = compute::pad_narrow(&part, x.shape(), axis, at)?;
+            y = compute::binary(&y, &moved, BinaryOp::Add)?;
+            shift *= 2;
+        }
+        Ok(y)
+    }
+
+    /// The running sum of the gradient the other way.
+    pub fn backward(&self, grad: &Tensor) -> Result<Tensor> {
+        cumsum(grad, self.axis, !self.reverse)
+    }
+
+    /// Gradcheck inputs: a `[2, 5, 3]` tensor summed along the middle axis, and
+    /// backwards along the last.
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = cases::uniform(42, &[2, 5, 3], -1.0, 1.0);
+        vec![
+            cases::unary("cumsum axis 1", x.clone(), |x| cumsum(x, 1, false)),
+            cases::unary("cumsum axis -1 reverse", x, |x| cumsum(x, -1, true)),
+        ]
+    }
+}

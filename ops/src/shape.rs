@@ -496,3 +496,186 @@ pub mod index_add {
         ]
     }
 }
+
+/// The shape `dims` asks for from a tensor of shape `from`, with at most one entry
+/// `-1` standing for the size that keeps the element count (NumPy's and PyTorch's
+/// `reshape` convention). Errors name `op`: a second `-1`, another negative entry,
+/// an element count the known sizes do not divide (or cannot match).
+pub fn infer_shape(op: &'static str, from: &Shape, dims: &[isize]) -> Result<Shape> {
+    let given = || format!("{dims:?}");
+    let mut unknown = None;
+    let mut known: usize = 1;
+    for (i, &d) in dims.iter().enumerate() {
+        match d {
+            -1 if unknown.is_some() => {
+                return Err(Error::InvalidArgument {
+                    op,
+                    msg: format!(
+                        "shape {} has more than one -1 (axes {} and {i}); at most one size can be \
+                         inferred, give the others",
+                        given(),
+                        unknown.unwrap_or(0)
+                    ),
+                });
+            }
+            -1 => unknown = Some(i),
+            d if d < 0 => {
+                return Err(Error::InvalidArgument {
+                    op,
+                    msg: format!(
+                        "shape {} has the size {d} at axis {i}; sizes are at least 0, or -1 for \
+                         the one inferred",
+                        given()
+                    ),
+                });
+            }
+            d => {
+                known = known.checked_mul(d as usize).ok_or_else(|| Error::Shape {
+                    op,
+                    msg: format!(
+                        "shape {} holds more elements than a usize can count",
+                        given()
+                    ),
+                })?;
+            }
+        }
+    }
+    let n = from.numel();
+    let mut out: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+    if let Some(at) = unknown {
+        if known == 0 || !n.is_multiple_of(known) {
+            return Err(Error::Shape {
+                op,
+                msg: format!(
+                    "cannot reshape {from} ({n} elements) into {}: the other sizes multiply to \
+                     {known}, which does not divide {n}, so no size fits the -1 at axis {at}",
+                    given()
+                ),
+            });
+        }
+        out[at] = n / known;
+    } else if known != n {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "cannot reshape {from} ({n} elements) into {} ({known} elements); the element \
+                 count must stay the same (write -1 for the size to infer)",
+                given()
+            ),
+        });
+    }
+    Ok(Shape::from(out))
+}
+
+/// `x` reshaped to `dims`, one of which may be `-1`: that axis gets the size that
+/// keeps the element count, as `torch.reshape(x, (-1, 4))` or NumPy's
+/// `x.reshape(-1, 4)`. Recorded as a [`reshape`](mod@reshape) (a view where the
+/// layout allows it).
+///
+/// Errors name `reshape_infer`: more than one `-1`, another negative size, sizes
+/// that do not divide the element count (or, without `-1`, do not equal it).
+///
+/// ```
+/// # fn main() -> autograd_core::Result<()> {
+/// # autograd_ops::init()?;
+/// let x = autograd_core::Tensor::from_slice(&[0.0f32; 12], [2, 3, 2])?;
+/// assert_eq!(autograd_ops::reshape_infer(&x, &[-1, 4])?.dims(), [3, 4]);
+/// assert!(autograd_ops::reshape_infer(&x, &[-1, 5]).is_err());
+/// # Ok(())
+/// # }
+/// ```
+#[track_caller]
+pub fn reshape_infer(x: &Tensor, dims: &[isize]) -> Result<Tensor> {
+    const OP: &str = "reshape_infer";
+    let shape = infer_shape(OP, x.shape(), dims)?;
+    reshape(x, shape).map_err(|e| e.in_op(OP))
+}
+
+/// Axes `start_axis..=end_axis` of `x` merged into one (`torch.flatten`): `[2, 3,
+/// 4]` flattened from 1 to -1 is `[2, 12]`, from 0 to -1 is `[24]`. Negative axes
+/// count from the end; a rank-0 tensor is taken as rank 1 and gives `[1]`.
+/// Recorded as a [`reshape`](mod@reshape).
+///
+/// Errors name `flatten`: an axis out of range, or `start_axis` after `end_axis`.
+#[track_caller]
+pub fn flatten(x: &Tensor, start_axis: isize, end_axis: isize) -> Result<Tensor> {
+    const OP: &str = "flatten";
+    // As torch: a scalar flattens like a one-element vector.
+    let dims: Vec<usize> = if x.rank() == 0 {
+        vec![1]
+    } else {
+        x.dims().to_vec()
+    };
+    let shape = Shape::from(dims.clone());
+    let start = compute::normalize_axis_of(OP, start_axis, &shape)?;
+    let end = compute::normalize_axis_of(OP, end_axis, &shape)?;
+    if start > end {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: format!(
+                "start axis {start_axis} comes after end axis {end_axis} in shape {}; flatten \
+                 merges axes start..=end, so pick start <= end",
+                x.shape()
+            ),
+        });
+    }
+    let merged = dims[start..=end].iter().product::<usize>();
+    let out: Shape = dims[..start]
+        .iter()
+        .copied()
+        .chain([merged])
+        .chain(dims[end + 1..].iter().copied())
+        .collect();
+    reshape(x, out).map_err(|e| e.in_op(OP))
+}
+
+/// The tensors, all of one shape, stacked along a new axis at `axis` (in
+/// `-(rank+1)..=rank`, -1 appends it), as `torch.stack`: `n` tensors of shape
+/// `[a, b]` stacked at axis 1 give `[a, n, b]`. Recorded as an
+/// [`unsqueeze`](mod@unsqueeze) of each and a balanced tree of
+/// [`concat`](mod@concat)s ([`concat_all`]); each input gets its slice of the
+/// gradient back.
+///
+/// Errors name `stack`: no tensor, shapes that differ, an axis out of range,
+/// dtypes or devices that differ.
+pub fn stack(xs: &[&Tensor], axis: isize) -> Result<Tensor> {
+    const OP: &str = "stack";
+    let Some(first) = xs.first() else {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: "needs at least one tensor; pass a non-empty slice".into(),
+        });
+    };
+    if let Some((i, bad)) = xs
+        .iter()
+        .enumerate()
+        .find(|(_, x)| x.shape() != first.shape())
+    {
+        return Err(Error::Shape {
+            op: OP,
+            msg: format!(
+                "tensor {i} has shape {}, tensor 0 has shape {}; stacked tensors must all have \
+                 one shape",
+                bad.shape(),
+                first.shape()
+            ),
+        });
+    }
+    let rank = first.rank() as isize + 1;
+    if axis < -rank || axis >= rank {
+        return Err(Error::AxisOutOfRange {
+            op: OP,
+            axis,
+            rank: rank as usize,
+            shape: first.shape().clone(),
+        });
+    }
+    let at = if axis < 0 { axis + rank } else { axis };
+    let parts = xs
+        .iter()
+        .map(|x| unsqueeze(x, at))
+        .collect::<Result<Vec<_>>>()
+        .map_err(|e| e.in_op(OP))?;
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    concat_all(&refs, at).map_err(|e| e.in_op(OP))
+}

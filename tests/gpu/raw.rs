@@ -10,7 +10,7 @@ use autograd::raw;
 
 #[path = "../../examples/layer_norm/op.rs"]
 pub mod layer_norm_op;
-use layer_norm_op::{layer_norm, layer_norm_composed};
+use layer_norm_op::{fused_layer_norm, layer_norm_composed};
 
 const EPS: f64 = 1e-5;
 
@@ -18,7 +18,7 @@ const EPS: f64 = 1e-5;
 fn run(x: &Tensor, gamma: &Tensor, beta: &Tensor, w: &Tensor, device: Device) -> Vec<Vec<f64>> {
     let leaf = |t: &Tensor| t.to(device).unwrap().detach().with_requires_grad(true);
     let (x, gamma, beta) = (leaf(x), leaf(gamma), leaf(beta));
-    let y = layer_norm(&x, &gamma, &beta, EPS).unwrap();
+    let y = fused_layer_norm(&x, &gamma, &beta, EPS).unwrap();
     assert_eq!(y.device(), device);
     let loss = (&y * &w.to(device).unwrap()).unwrap().sum_all().unwrap();
     let grads = autograd::grad(&loss, &[&x, &gamma, &beta], BackwardOptions::default()).unwrap();
@@ -44,7 +44,7 @@ fn raw_layer_norm_on_the_gpu_matches_the_cpu() {
             let cpu = run(&x, &gamma, &beta, &w, Device::Cpu);
             let gpu = run(&x, &gamma, &beta, &w, dev);
             for (k, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
-                let what = format!("layer_norm {dtype} [{rows}, {cols}], output {k}");
+                let what = format!("fused_layer_norm {dtype} [{rows}, {cols}], output {k}");
                 crate::compare(&what, c, g, (tol, tol)).unwrap_or_else(|e| panic!("{e}"));
             }
         }
@@ -73,21 +73,21 @@ fn raw_layer_norm_on_the_gpu_reads_views_in_place() {
     };
     for ((x, g, b), (gx, gg, gbeta)) in views(&base, &params).into_iter().zip(views(&gb, &pb)) {
         assert!(!gx.layout().is_contiguous() || gx.layout().offset() > 0);
-        let cpu = layer_norm(&x, &g, &b, EPS)
+        let cpu = fused_layer_norm(&x, &g, &b, EPS)
             .unwrap()
             .to_vec::<f64>()
             .unwrap();
         let composed = layer_norm_composed(&x, &g, &b, EPS).unwrap();
         crate::compare(
-            "layer_norm of a view, cpu",
+            "fused_layer_norm of a view, cpu",
             &composed.to_vec::<f64>().unwrap(),
             &cpu,
             (1e-12, 1e-12),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        let on_gpu = layer_norm(&gx, &gg, &gbeta, EPS).unwrap();
+        let on_gpu = fused_layer_norm(&gx, &gg, &gbeta, EPS).unwrap();
         let on_gpu = on_gpu.to(Device::Cpu).unwrap().to_vec::<f64>().unwrap();
-        crate::compare("layer_norm of a view", &cpu, &on_gpu, (1e-12, 1e-12))
+        crate::compare("fused_layer_norm of a view", &cpu, &on_gpu, (1e-12, 1e-12))
             .unwrap_or_else(|e| panic!("{e}"));
     }
 }
@@ -99,18 +99,18 @@ fn raw_kernels_on_the_gpu_empty_outputs_and_errors() {
     // No rows: nothing to launch, an empty result.
     let x = Tensor::zeros([0, 4], DType::F32).unwrap().to(dev).unwrap();
     let g = Tensor::ones([4], DType::F32).unwrap().to(dev).unwrap();
-    let y = layer_norm(&x, &g, &g, EPS).unwrap();
+    let y = fused_layer_norm(&x, &g, &g, EPS).unwrap();
     assert_eq!((y.shape().dims(), y.device()), (&[0, 4][..], dev));
 
     // Inputs on two devices.
     let x = Tensor::ones([2, 4], DType::F32).unwrap().to(dev).unwrap();
     let cpu_g = Tensor::ones([4], DType::F32).unwrap();
-    let err = layer_norm(&x, &cpu_g, &g, EPS).unwrap_err();
+    let err = fused_layer_norm(&x, &cpu_g, &g, EPS).unwrap_err();
     assert!(
         matches!(
             err.root_cause(),
             Error::DeviceMismatch {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 ..
             }
         ),

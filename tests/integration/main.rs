@@ -9,6 +9,7 @@ mod functional;
 mod graph_dot;
 mod io;
 mod operators;
+mod ops_batch;
 mod ops_errors;
 mod ops_reference;
 mod ops_registry;

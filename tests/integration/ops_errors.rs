@@ -42,7 +42,22 @@ fn matmul_with_mismatched_inner_axes_names_both_shapes() {
         "matmul",
         &["[2, 2, 3]", "[3, 3, 4]", "batch"],
     );
-    expect_error(ops::matmul(&t(&[3]), &t(&[3, 4])), "matmul", &["[3]"]);
+    // Vectors are accepted as NumPy takes them; a wrong length or a scalar is not.
+    expect_error(
+        ops::matmul(&t(&[4]), &t(&[3, 4])),
+        "matmul",
+        &["[4]", "[3, 4]"],
+    );
+    expect_error(
+        ops::matmul(&t(&[2, 3]), &t(&[4])),
+        "matmul",
+        &["[2, 3]", "[4]", "right vector"],
+    );
+    expect_error(
+        ops::matmul(&t(&[]), &t(&[3])),
+        "matmul",
+        &["at least 1 axis"],
+    );
 }
 
 #[test]

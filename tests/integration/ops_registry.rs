@@ -13,7 +13,7 @@ const NO_SECOND_ORDER: &[(&str, &str)] = &[
         "wrong second order on purpose: shows that gradgradcheck catches it",
     ),
     (
-        "layer_norm",
+        "fused_layer_norm",
         "the raw-kernel example (tests/integration/raw.rs): its backward is raw kernels, and a \
          second derivative is an error (tested there)",
     ),

@@ -9,7 +9,7 @@ use autograd::{BackwardOptions, GradcheckOptions};
 
 #[path = "../../examples/layer_norm/op.rs"]
 pub mod layer_norm_op;
-use layer_norm_op::{Forward, layer_norm, layer_norm_composed};
+use layer_norm_op::{Forward, fused_layer_norm, layer_norm_composed};
 
 const EPS: f64 = 1e-5;
 
@@ -74,7 +74,7 @@ fn raw_layer_norm_matches_the_composed_op_in_f64_and_f32() {
             let w = Rng::new(5).normal([rows, cols], 0.0, 1.0, dtype).unwrap();
             let what = format!("{dtype} [{rows}, {cols}]");
             assert_close(
-                &outputs(layer_norm, &ins, Some(&w)),
+                &outputs(fused_layer_norm, &ins, Some(&w)),
                 &outputs(layer_norm_composed, &ins, Some(&w)),
                 tol,
                 &what,
@@ -98,7 +98,7 @@ fn raw_layer_norm_reads_views_in_place() {
         let beta = params.narrow(0, 13, cols).unwrap();
         let ins = [x.clone(), gamma.clone(), beta];
         assert_close(
-            &outputs(layer_norm, &ins, None),
+            &outputs(fused_layer_norm, &ins, None),
             &outputs(layer_norm_composed, &ins, None),
             1e-12,
             what,
@@ -108,7 +108,7 @@ fn raw_layer_norm_reads_views_in_place() {
         assert_eq!(scalar_beta.layout().strides(), [0]);
         let ins = [x, gamma, scalar_beta];
         assert_close(
-            &outputs(layer_norm, &ins, None),
+            &outputs(fused_layer_norm, &ins, None),
             &outputs(layer_norm_composed, &ins, None),
             1e-12,
             &format!("{what}, broadcast beta"),
@@ -121,8 +121,8 @@ fn raw_layer_norm_passes_gradcheck_and_refuses_a_second_derivative() {
     crate::init();
     let ins = inputs(4, 6, DType::F64, 11);
     let report = autograd::gradcheck(
-        "layer_norm",
-        &|v| layer_norm(&v[0], &v[1], &v[2], EPS),
+        "fused_layer_norm",
+        &|v| fused_layer_norm(&v[0], &v[1], &v[2], EPS),
         &ins,
         &[true, true, true],
         &GradcheckOptions::default(),
@@ -131,11 +131,14 @@ fn raw_layer_norm_passes_gradcheck_and_refuses_a_second_derivative() {
     assert!(report.max_abs_error < 1e-6, "{report:?}");
 
     // Saved: x and gamma (what backward reads), not beta.
-    let entry = autograd::registry().unwrap().get("layer_norm").unwrap();
+    let entry = autograd::registry()
+        .unwrap()
+        .get("fused_layer_norm")
+        .unwrap();
     assert_eq!(entry.saved_names(), ["x", "gamma"]);
 
     let x = ins[0].detach().with_requires_grad(true);
-    let y = layer_norm(&x, &ins[1], &ins[2], EPS).unwrap();
+    let y = fused_layer_norm(&x, &ins[1], &ins[2], EPS).unwrap();
     let dx = grad(
         &(&y * &y).unwrap().sum_all().unwrap(),
         &[&x],
@@ -148,7 +151,9 @@ fn raw_layer_norm_passes_gradcheck_and_refuses_a_second_derivative() {
     assert!(
         matches!(
             err.root_cause(),
-            Error::NotDifferentiable { op: "layer_norm" }
+            Error::NotDifferentiable {
+                op: "fused_layer_norm"
+            }
         ),
         "{err}"
     );
@@ -160,26 +165,26 @@ fn raw_layer_norm_errors_name_the_op() {
     let [x, g, b] = inputs(3, 4, DType::F64, 1);
     // Mixed dtypes.
     let g32 = Rng::new(1).uniform([4], 0.5, 1.5, DType::F32).unwrap();
-    let err = layer_norm(&x, &g32, &b, EPS).unwrap_err();
+    let err = fused_layer_norm(&x, &g32, &b, EPS).unwrap_err();
     assert!(
         matches!(
             err.root_cause(),
             Error::DTypeMismatch {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 ..
             }
         ),
         "{err}"
     );
     // Shapes the op does not take.
-    let err = layer_norm(&g, &g, &b, EPS).unwrap_err();
+    let err = fused_layer_norm(&g, &g, &b, EPS).unwrap_err();
     assert!(err.to_string().contains("[rows, cols]"), "{err}");
-    let err = layer_norm(&x, &x, &b, EPS).unwrap_err();
+    let err = fused_layer_norm(&x, &x, &b, EPS).unwrap_err();
     assert!(
         matches!(
             err.root_cause(),
             Error::Shape {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 ..
             }
         ) && err.to_string().contains("gamma must be [4]"),
@@ -187,12 +192,18 @@ fn raw_layer_norm_errors_name_the_op() {
     );
     // The kernel given an output of the wrong size says so (no panic).
     let fwd = Forward { eps: EPS };
-    let err = raw::cpu("layer_norm", &fwd, &[&x, &g, &b], &[Shape::from([4, 3, 2])]).unwrap_err();
+    let err = raw::cpu(
+        "fused_layer_norm",
+        &fwd,
+        &[&x, &g, &b],
+        &[Shape::from([4, 3, 2])],
+    )
+    .unwrap_err();
     assert!(
         matches!(
             err,
             Error::Shape {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 ..
             }
         ) && err.to_string().contains("an output of 24 elements"),
@@ -200,7 +211,7 @@ fn raw_layer_norm_errors_name_the_op() {
     );
     // Two outputs for a kernel that writes one.
     let err = raw::cpu(
-        "layer_norm",
+        "fused_layer_norm",
         &fwd,
         &[&x, &g, &b],
         &[x.shape().clone(), x.shape().clone()],
@@ -208,25 +219,31 @@ fn raw_layer_norm_errors_name_the_op() {
     .unwrap_err();
     assert!(err.to_string().contains("writes 1 output"), "{err}");
     // The runner's own checks.
-    let err = raw::cpu("layer_norm", &fwd, &[], &[Shape::from([1])]).unwrap_err();
+    let err = raw::cpu("fused_layer_norm", &fwd, &[], &[Shape::from([1])]).unwrap_err();
     assert!(
         matches!(
             err,
             Error::InvalidArgument {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 ..
             }
         ),
         "{err}"
     );
-    let err = raw::cpu("layer_norm", &fwd, &[&x, &g, &b], &[]).unwrap_err();
+    let err = raw::cpu("fused_layer_norm", &fwd, &[&x, &g, &b], &[]).unwrap_err();
     assert!(err.to_string().contains("no output shape"), "{err}");
-    let err = raw::cpu("layer_norm", &fwd, &[&x, &g32, &b], &[Shape::from([3, 4])]).unwrap_err();
+    let err = raw::cpu(
+        "fused_layer_norm",
+        &fwd,
+        &[&x, &g32, &b],
+        &[Shape::from([3, 4])],
+    )
+    .unwrap_err();
     assert!(
         matches!(
             err,
             Error::DTypeMismatch {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 ..
             }
         ),
@@ -235,19 +252,26 @@ fn raw_layer_norm_errors_name_the_op() {
     // A CUDA launch for CPU tensors is refused before anything reaches a device.
     let kernel = raw::CudaKernel {
         program: layer_norm_op::PROGRAM,
-        entry: "layer_norm_forward",
+        entry: "fused_layer_norm_forward",
         config: raw::LaunchConfig::linear(3, 128),
         scalars: &[raw::Scalar::F64(EPS)],
     };
     // SAFETY: the launch is refused (the inputs are on the CPU); were it not, the
     // entry point and its arguments match layer_norm.cu.
-    let err = unsafe { raw::cuda("layer_norm", &kernel, &[&x, &g, &b], &[x.shape().clone()]) }
-        .unwrap_err();
+    let err = unsafe {
+        raw::cuda(
+            "fused_layer_norm",
+            &kernel,
+            &[&x, &g, &b],
+            &[x.shape().clone()],
+        )
+    }
+    .unwrap_err();
     assert!(
         matches!(
             err,
             Error::InvalidArgument {
-                op: "layer_norm",
+                op: "fused_layer_norm",
                 ..
             }
         ) && err.to_string().contains("raw::cpu"),
@@ -344,7 +368,7 @@ fn raw_layer_norm_cuda_program_compiles_with_nvrtc() {
     let ptx =
         compile_source(&file, &source, "compute_90", Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
     let ptx = String::from_utf8_lossy(&ptx);
-    for entry in ["layer_norm_forward", "layer_norm_backward"] {
+    for entry in ["fused_layer_norm_forward", "fused_layer_norm_backward"] {
         for dtype in ["f32", "f64"] {
             // The struct by value (as the Rust twin's size, checked in
             // autograd-kernels), then 12 pointers.

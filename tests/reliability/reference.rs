@@ -180,7 +180,41 @@ pub fn softmax(x: &Nd, ax: isize, log: bool) -> Option<Nd> {
     }))
 }
 
+/// `a @ b` as NumPy's `matmul`: a vector on the left is a row, on the right a
+/// column, and the axis it gained is removed from the result.
 pub fn matmul(a: &Nd, b: &Nd) -> Option<Nd> {
+    let (ra, rb) = (a.dims.len(), b.dims.len());
+    if ra == 0 || rb == 0 {
+        return None;
+    }
+    if ra == 1 || rb == 1 {
+        let a2 = if ra == 1 {
+            reshape(a, &[1, a.dims[0]])?
+        } else {
+            a.clone()
+        };
+        let b2 = if rb == 1 {
+            reshape(b, &[b.dims[0], 1])?
+        } else {
+            b.clone()
+        };
+        let out = matmul(&a2, &b2)?;
+        let mut dims = out.dims.clone();
+        // The row axis of a left vector is second to last, or last once a right
+        // vector's column axis is gone.
+        let row = dims.len() - 2;
+        if ra == 1 {
+            dims.remove(row);
+        }
+        if rb == 1 {
+            dims.pop();
+        }
+        return reshape(&out, &dims);
+    }
+    matmul_2d(a, b)
+}
+
+fn matmul_2d(a: &Nd, b: &Nd) -> Option<Nd> {
     let (ra, rb) = (a.dims.len(), b.dims.len());
     if ra < 2 || rb < 2 || a.dims[ra - 1] != b.dims[rb - 2] {
         return None;
@@ -688,5 +722,302 @@ pub fn pool(op: &str, x: &Nd, w: &Win) -> Option<Nd> {
         } else {
             vals.sum::<f64>() / k as f64
         }
+    }))
+}
+
+// ----- the ops of issue 15 item 2 -----
+
+/// The largest (`max`) or smallest element of the whole array; `None` when empty.
+pub fn extreme_all(x: &Nd, max: bool) -> Option<Nd> {
+    if x.data.is_empty() {
+        return None;
+    }
+    let f = if max { max_nan } else { min_nan };
+    let init = if max {
+        f64::NEG_INFINITY
+    } else {
+        f64::INFINITY
+    };
+    Some(Nd {
+        dims: vec![],
+        data: vec![x.data.iter().fold(init, |a, &v| f(a, v))],
+    })
+}
+
+/// The first position of the extreme along `ax`, NaN counting as the extreme.
+pub fn arg_extreme(x: &Nd, ax: isize, keepdim: bool, max: bool) -> Option<Nd> {
+    let a = axis(ax, x.dims.len())?;
+    if x.dims[a] == 0 {
+        return None;
+    }
+    let mut kept = x.dims.clone();
+    kept[a] = 1;
+    let out = Nd::from_fn(&kept, |i| {
+        let mut idx = i.to_vec();
+        let mut best = 0;
+        for k in 0..x.dims[a] {
+            idx[a] = k;
+            let v = x.at(&idx);
+            idx[a] = best;
+            let b = x.at(&idx);
+            let better = if b.is_nan() {
+                false
+            } else if v.is_nan() {
+                true
+            } else if max {
+                v > b
+            } else {
+                v < b
+            };
+            if better {
+                best = k;
+            }
+        }
+        best as f64
+    });
+    Some(drop_axis(out, a, keepdim))
+}
+
+fn drop_axis(out: Nd, a: usize, keepdim: bool) -> Nd {
+    if keepdim {
+        return out;
+    }
+    let mut dims = out.dims.clone();
+    dims.remove(a);
+    Nd {
+        dims,
+        data: out.data,
+    }
+}
+
+/// `Σ (x - mean)² / max(0, n - correction)` along `ax`; with `sqrt`, its root.
+pub fn var(x: &Nd, ax: isize, correction: usize, keepdim: bool, sqrt: bool) -> Option<Nd> {
+    let a = axis(ax, x.dims.len())?;
+    let n = x.dims[a];
+    let mut kept = x.dims.clone();
+    kept[a] = 1;
+    let out = Nd::from_fn(&kept, |i| {
+        let mut idx = i.to_vec();
+        let vals: Vec<f64> = (0..n)
+            .map(|k| {
+                idx[a] = k;
+                x.at(&idx)
+            })
+            .collect();
+        let mean = vals.iter().sum::<f64>() / n as f64;
+        let ss: f64 = vals.iter().map(|v| (v - mean) * (v - mean)).sum();
+        let v = ss / n.saturating_sub(correction) as f64;
+        if sqrt { v.sqrt() } else { v }
+    });
+    Some(drop_axis(out, a, keepdim))
+}
+
+/// Running sums along `ax`, from the start or (`reverse`) from the end.
+pub fn cumsum(x: &Nd, ax: isize, reverse: bool) -> Option<Nd> {
+    let a = axis(ax, x.dims.len())?;
+    let n = x.dims[a];
+    Some(Nd::from_fn(&x.dims, |i| {
+        let mut idx = i.to_vec();
+        let range: Vec<usize> = if reverse {
+            (i[a]..n).rev().collect()
+        } else {
+            (0..=i[a]).collect()
+        };
+        range.into_iter().fold(0.0, |s, k| {
+            idx[a] = k;
+            s + x.at(&idx)
+        })
+    }))
+}
+
+/// Positions of an index array for an axis of `size`.
+fn index_positions(index: &Nd, size: usize) -> Option<Vec<usize>> {
+    index
+        .data
+        .iter()
+        .map(|&v| (v.fract() == 0.0 && v >= 0.0 && v < size as f64).then_some(v as usize))
+        .collect()
+}
+
+/// The index's axis and positions, checked against data of `dims`: one rank, at
+/// most the data's sizes off the axis.
+fn index_args(dims: &[usize], index: &Nd, ax: isize) -> Option<(usize, Vec<usize>)> {
+    let a = axis(ax, dims.len())?;
+    if index.dims.len() != dims.len() || (0..dims.len()).any(|d| d != a && index.dims[d] > dims[d])
+    {
+        return None;
+    }
+    Some((a, index_positions(index, dims[a])?))
+}
+
+/// `torch.gather(x, ax, index)`.
+pub fn gather(x: &Nd, index: &Nd, ax: isize) -> Option<Nd> {
+    let (a, pos) = index_args(&x.dims, index, ax)?;
+    Some(Nd::from_fn(&index.dims, |i| {
+        let mut src = i.to_vec();
+        src[a] = pos[ravel(i, &index.dims)];
+        x.at(&src)
+    }))
+}
+
+/// `x.scatter_add(ax, index, src)`: src's index-shaped part added at the positions.
+pub fn scatter_add(x: &Nd, index: &Nd, src: &Nd, ax: isize) -> Option<Nd> {
+    let (a, pos) = index_args(&x.dims, index, ax)?;
+    if src.dims.len() != index.dims.len() || src.dims.iter().zip(&index.dims).any(|(s, i)| i > s) {
+        return None;
+    }
+    let mut out = x.clone();
+    for (flat, &p) in pos.iter().enumerate() {
+        let i = unravel(flat, &index.dims);
+        let mut dst = i.clone();
+        dst[a] = p;
+        let at = ravel(&dst, &out.dims);
+        out.data[at] += src.at(&i);
+    }
+    Some(out)
+}
+
+/// Dropout with the library's generator: element by element in row-major order,
+/// zeroed when the draw is below `p`, else scaled by `1 / (1 - p)`.
+pub fn dropout(x: &Nd, p: f64, train: bool, seed: u64) -> Option<Nd> {
+    if !(0.0..=1.0).contains(&p) {
+        return None;
+    }
+    if !train || p == 0.0 {
+        return Some(x.clone());
+    }
+    let mut rng = autograd::random::Rng::new(seed);
+    let keep = if p < 1.0 { 1.0 / (1.0 - p) } else { 0.0 };
+    let data = x
+        .data
+        .iter()
+        .map(|v| v * if rng.next_f64() < p { 0.0 } else { keep })
+        .collect();
+    Some(Nd {
+        dims: x.dims.clone(),
+        data,
+    })
+}
+
+/// Layer norm over the last axis, then `· w + b` where given (each `[D]`).
+pub fn layer_norm(x: &Nd, w: Option<&Nd>, b: Option<&Nd>, eps: f64) -> Option<Nd> {
+    let d = *x.dims.last()?;
+    if d == 0 || eps.is_nan() || eps < 0.0 || [w, b].iter().flatten().any(|t| t.dims != [d]) {
+        return None;
+    }
+    let rows = x.data.len() / d;
+    let mut data = Vec::with_capacity(x.data.len());
+    for r in 0..rows {
+        let row = &x.data[r * d..(r + 1) * d];
+        let mean = row.iter().sum::<f64>() / d as f64;
+        let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / d as f64;
+        for (j, v) in row.iter().enumerate() {
+            let mut y = (v - mean) / (var + eps).sqrt();
+            if let Some(w) = w {
+                y *= w.data[j];
+            }
+            if let Some(b) = b {
+                y += b.data[j];
+            }
+            data.push(y);
+        }
+    }
+    Some(Nd {
+        dims: x.dims.clone(),
+        data,
+    })
+}
+
+/// The shape `dims` (one `-1` inferred) holding `n` elements.
+pub fn infer(n: usize, dims: &[isize]) -> Option<Vec<usize>> {
+    if dims.iter().filter(|&&d| d == -1).count() > 1 || dims.iter().any(|&d| d < -1) {
+        return None;
+    }
+    let known = dims
+        .iter()
+        .filter(|&&d| d >= 0)
+        .try_fold(1usize, |p, &d| p.checked_mul(d as usize))?;
+    let out: Vec<usize> = dims
+        .iter()
+        .map(|&d| {
+            if d == -1 {
+                n.checked_div(known).unwrap_or(0)
+            } else {
+                d as usize
+            }
+        })
+        .collect();
+    let has_unknown = dims.contains(&-1);
+    if has_unknown && (known == 0 || !n.is_multiple_of(known)) {
+        return None;
+    }
+    (numel(&out)? == n && fits(&out)).then_some(out)
+}
+
+/// `torch.flatten(x, start, end)` (a scalar taken as `[1]`).
+pub fn flatten(x: &Nd, start: isize, end: isize) -> Option<Nd> {
+    let dims = if x.dims.is_empty() {
+        vec![1]
+    } else {
+        x.dims.clone()
+    };
+    let (s, e) = (axis(start, dims.len())?, axis(end, dims.len())?);
+    if s > e {
+        return None;
+    }
+    let mut out: Vec<usize> = dims[..s].to_vec();
+    out.push(dims[s..=e].iter().product());
+    out.extend(&dims[e + 1..]);
+    reshape(x, &out)
+}
+
+/// `torch.stack(xs, ax)`.
+pub fn stack(xs: &[Nd], ax: isize) -> Option<Nd> {
+    let first = xs.first()?;
+    if xs.iter().any(|x| x.dims != first.dims) {
+        return None;
+    }
+    let a = axis(ax, first.dims.len() + 1)?;
+    let mut dims = first.dims.clone();
+    dims.insert(a, xs.len());
+    Some(Nd::from_fn(&dims, |i| {
+        let mut src = i.to_vec();
+        let k = src.remove(a);
+        xs[k].at(&src)
+    }))
+}
+
+/// The dot product of two vectors of one length.
+pub fn dot(a: &Nd, b: &Nd) -> Option<Nd> {
+    if a.dims.len() != 1 || a.dims != b.dims {
+        return None;
+    }
+    matmul(a, b)
+}
+
+/// The reference of a comparison, by name (1.0 where it holds).
+pub fn compare_fn(op: &str) -> Option<fn(f64, f64) -> f64> {
+    Some(match op {
+        "eq" => |a, b| if a == b { 1.0 } else { 0.0 },
+        "ne" => |a, b| if a != b { 1.0 } else { 0.0 },
+        "lt" => |a, b| if a < b { 1.0 } else { 0.0 },
+        "le" => |a, b| if a <= b { 1.0 } else { 0.0 },
+        "gt" => |a, b| if a > b { 1.0 } else { 0.0 },
+        "ge" => |a, b| if a >= b { 1.0 } else { 0.0 },
+        _ => return None,
+    })
+}
+
+/// `torch.nn.functional.embedding(indices, w)`: rows of `w` `[V, D]`.
+pub fn embedding(w: &Nd, indices: &Nd) -> Option<Nd> {
+    let &[v, d] = w.dims.as_slice() else {
+        return None;
+    };
+    let pos = index_positions(indices, v)?;
+    let mut dims = indices.dims.clone();
+    dims.push(d);
+    Some(Nd::from_fn(&dims, |i| {
+        let k = ravel(&i[..i.len() - 1], &indices.dims);
+        w.at(&[pos[k], i[i.len() - 1]])
     }))
 }

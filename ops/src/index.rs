@@ -1,0 +1,465 @@
+//! Indexing along one axis with an index tensor of the data's rank, as
+//! `torch.gather` and `torch.Tensor.scatter_add`: [`gather`](mod@gather) picks,
+//! [`scatter_add`](mod@scatter_add) adds back; each is the other's backward, so
+//! both are differentiable to any order.
+//!
+//! Both run their own kernels (a CPU kernel and a CUDA program, `index.cu`,
+//! through `autograd_core::raw`) over rank-3 views `[outer, size, inner]` of their
+//! tensors (the indexed axis in the middle), reading the inputs in place where
+//! their layout allows it.
+
+use crate::pad;
+use autograd_core::cases;
+use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
+use autograd_core::{CheckCase, DType, Device, Error, Result, Shape, Tensor, compute};
+use autograd_macros::differentiable;
+
+/// The CUDA program of `gather` and `scatter_add`: entry points
+/// `index_gather_{f32,f64}` and `index_scatter_{f32,f64}` (compiled after
+/// `raw::CUDA_PRELUDE`).
+pub const INDEX_PROGRAM: CudaProgram = CudaProgram {
+    name: "index",
+    source: include_str!("index.cu"),
+};
+
+/// Threads per block of the CUDA kernels.
+const BLOCK: u32 = 256;
+
+/// The checked arguments of an indexing op: the axis, and the index as the rank-3
+/// view `[outer, L, inner]` of the data's dtype.
+struct Indexing {
+    axis: usize,
+    /// The size of the indexed axis of the data.
+    size: usize,
+    /// The index's shape with the indexed axis set to `size`: the part of the data
+    /// the index reaches.
+    reach: Shape,
+    /// `[outer, L, inner]`.
+    dims3: [usize; 3],
+    index3: Tensor,
+}
+
+/// `[outer, middle, inner]` of `dims` around `axis`.
+fn three(dims: &[usize], axis: usize, middle: usize) -> [usize; 3] {
+    let outer = dims[..axis].iter().product();
+    let inner = dims[axis + 1..].iter().product();
+    [outer, middle, inner]
+}
+
+/// Checks `index` against data of shape `data` (the op's `x`): the same rank, at
+/// most `data`'s sizes off `axis`, integral values in `0..data[axis]`. Errors
+/// name `op`, the shapes, and the offending value.
+fn indexing(
+    op: &'static str,
+    data: &Shape,
+    dtype: DType,
+    index: &Tensor,
+    axis: isize,
+) -> Result<Indexing> {
+    let axis = compute::normalize_axis_of(op, axis, data)?;
+    if index.rank() != data.rank() {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the index has shape {} (rank {}), the tensor {} (rank {}); they must have \
+                 one rank (unsqueeze the index)",
+                index.shape(),
+                index.rank(),
+                data,
+                data.rank()
+            ),
+        });
+    }
+    if let Some(d) = (0..data.rank()).find(|&d| d != axis && index.dims()[d] > data[d]) {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the index {} is larger than the tensor {} along axis {d} ({} > {}); off the \
+                 indexed axis {axis} it must be at most the tensor's size",
+                index.shape(),
+                data,
+                index.dims()[d],
+                data[d]
+            ),
+        });
+    }
+    let size = data[axis];
+    if dtype == DType::F32 && size > 1 << 24 {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "axis {axis} of the f32 tensor {data} has {size} entries, more than f32 holds \
+                 exactly as positions (2^24); compute in f64"
+            ),
+        });
+    }
+    for (i, v) in index.to_vec::<f64>()?.into_iter().enumerate() {
+        if !(v.fract() == 0.0 && v >= 0.0 && v < size as f64) {
+            return Err(Error::InvalidArgument {
+                op,
+                msg: format!(
+                    "index {v} (element {i} of the index {}) is not an integer in 0..{size}, \
+                     the range of axis {axis} of shape {data}",
+                    index.shape()
+                ),
+            });
+        }
+    }
+    let mut reach = index.shape().clone();
+    reach.dims_mut()[axis] = size;
+    let dims3 = three(index.dims(), axis, index.dims()[axis]);
+    let index3 = compute::reshape(&compute::cast(index, dtype)?, dims3)?;
+    Ok(Indexing {
+        axis,
+        size,
+        reach,
+        dims3,
+        index3,
+    })
+}
+
+/// `t` narrowed to the first `to[d]` entries of every axis (a view).
+fn narrow_to(t: &Tensor, to: &[usize]) -> Result<Tensor> {
+    let mut v = t.clone();
+    for (d, &n) in to.iter().enumerate() {
+        if v.dims()[d] != n {
+            v = compute::narrow(&v, d, 0, n)?;
+        }
+    }
+    Ok(v)
+}
+
+/// A kernel error: the kernel was called with inputs it does not take.
+fn kernel_error(op: &'static str, msg: String) -> Error {
+    Error::Shape { op, msg }
+}
+
+/// An index value as a position below `size`, or a kernel error.
+fn position<T: Float>(op: &'static str, v: T, size: usize) -> Result<usize> {
+    let v = v.to_f64();
+    if v >= 0.0 && v < size as f64 {
+        Ok(v as usize)
+    } else {
+        Err(kernel_error(
+            op,
+            format!("index {v} out of 0..{size} reached the kernel"),
+        ))
+    }
+}
+
+/// The element at `(a, b, c)` of a rank-3 view.
+fn at3<T: Float>(v: &raw::View<'_, T>, a: usize, b: usize, c: usize) -> T {
+    let s = v.strides();
+    v.data()[v.offset() + a * s[0] + b * s[1] + c * s[2]]
+}
+
+/// The CPU kernel of `gather`: `x [outer, S, inner]`, `index [outer, L, inner]` to
+/// `[outer, L, inner]`.
+struct GatherKernel {
+    op: &'static str,
+}
+
+impl CpuKernel for GatherKernel {
+    fn run<T: Float>(&self, inputs: &[raw::View<'_, T>], outputs: &mut [&mut [T]]) -> Result<()> {
+        let ([x, index], [out]) = (inputs, outputs) else {
+            return Err(kernel_error(
+                self.op,
+                "the gather kernel takes 2 inputs and 1 output".into(),
+            ));
+        };
+        let (&[outer, size, inner], &[o2, l, i2]) = (x.dims(), index.dims()) else {
+            return Err(kernel_error(
+                self.op,
+                "the gather kernel takes rank-3 views".into(),
+            ));
+        };
+        if (o2, i2) != (outer, inner) || out.len() != outer * l * inner {
+            return Err(kernel_error(
+                self.op,
+                format!(
+                    "the gather kernel was given x {} and index {}",
+                    x.shape(),
+                    index.shape()
+                ),
+            ));
+        }
+        let mut k = 0;
+        for o in 0..outer {
+            for j in 0..l {
+                for n in 0..inner {
+                    let p = position(self.op, at3(index, o, j, n), size)?;
+                    out[k] = at3(x, o, p, n);
+                    k += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The CPU kernel of `scatter_add`'s scatter: `index` and `src` `[outer, L,
+/// inner]` to `[outer, S, inner]`, each output the sum of the sources sent to it
+/// (in ascending `L` order, as the CUDA kernel).
+struct ScatterKernel {
+    op: &'static str,
+    size: usize,
+}
+
+impl CpuKernel for ScatterKernel {
+    fn run<T: Float>(&self, inputs: &[raw::View<'_, T>], outputs: &mut [&mut [T]]) -> Result<()> {
+        let ([index, src], [out]) = (inputs, outputs) else {
+            return Err(kernel_error(
+                self.op,
+                "the scatter kernel takes 2 inputs and 1 output".into(),
+            ));
+        };
+        let &[outer, l, inner] = index.dims() else {
+            return Err(kernel_error(
+                self.op,
+                "the scatter kernel takes rank-3 views".into(),
+            ));
+        };
+        if src.dims() != index.dims() || out.len() != outer * self.size * inner {
+            return Err(kernel_error(
+                self.op,
+                format!(
+                    "the scatter kernel was given index {} and src {}",
+                    index.shape(),
+                    src.shape()
+                ),
+            ));
+        }
+        for o in 0..outer {
+            for j in 0..l {
+                for n in 0..inner {
+                    let p = position(self.op, at3(index, o, j, n), self.size)?;
+                    out[(o * self.size + p) * inner + n] += at3(src, o, j, n);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs one of the two kernels on the inputs' device: the CPU kernel, or the CUDA
+/// entry point `entry` of [`INDEX_PROGRAM`] over `threads` threads.
+fn launch(
+    op: &'static str,
+    cpu: &impl CpuKernel,
+    entry: &str,
+    scalars: &[Scalar],
+    inputs: &[&Tensor],
+    threads: usize,
+    out: Shape,
+) -> Result<Tensor> {
+    let mut outs = match inputs[0].device() {
+        Device::Cpu => raw::cpu(op, cpu, inputs, &[out])?,
+        Device::Cuda(_) => {
+            let blocks = threads.div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
+            let kernel = CudaKernel {
+                program: INDEX_PROGRAM,
+                entry,
+                config: LaunchConfig::linear(blocks, BLOCK),
+                scalars,
+            };
+            // SAFETY: index.cu's entry points take RAW_PARAMS; they read their two
+            // rank-3 inputs through their views in `p.in` at indices inside their
+            // dims (index values outside the axis are skipped, and were refused on
+            // the host), write each element of their one output (a grid-stride loop
+            // over its elements, or over lines each owning its elements) and nothing
+            // else, and take any grid.
+            unsafe { raw::cuda(op, &kernel, inputs, &[out])? }
+        }
+    };
+    Ok(outs.remove(0))
+}
+
+/// Entries of `x` picked along `axis` by `index` (`torch.gather(x, axis, index)`):
+/// for `axis = 1` of a rank-3 `x`, `out[i][j][k] = x[i][index[i][j][k]][k]`. The
+/// result has the index's shape.
+///
+/// `index` has `x`'s rank and at most its sizes off `axis` (any size along it),
+/// and holds integral positions in `0..x.dims()[axis]` stored as floats (any
+/// float dtype); it gets no gradient. The gradient of `x` adds the output's
+/// gradient back where each entry came from ([`scatter_add`](mod@scatter_add)
+/// into zeros), repeats adding up.
+#[differentiable(crate = ::autograd_core, method)]
+pub mod gather {
+    use super::*;
+
+    /// The axis indexed.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Gather {
+        /// The axis indexed; negative counts from the end.
+        pub axis: isize,
+    }
+
+    /// The picked entries. An error naming `gather` when `axis` is out of range, the
+    /// index has another rank or a larger size off `axis`, or holds a value that is
+    /// not an integer in the axis' range.
+    pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor) -> Result<Tensor> {
+        const OP: &str = "gather";
+        let ix = indexing(OP, x.shape(), x.dtype(), index, self.axis)?;
+        let [outer, _, inner] = ix.dims3;
+        let x3 = compute::reshape(&narrow_to(x, ix.reach.dims())?, [outer, ix.size, inner])?;
+        let out = launch(
+            OP,
+            &super::GatherKernel { op: OP },
+            "index_gather",
+            &[],
+            &[&x3, &ix.index3],
+            ix.dims3.iter().product(),
+            Shape::from(ix.dims3),
+        )?;
+        compute::reshape(&out, index.shape().clone())
+    }
+
+    /// The gradient added back at the positions read: [`scatter_add`](mod@scatter_add)
+    /// into zeros of `x`'s shape (a constant), whose backward is `gather` again.
+    pub fn backward(&self, grad: &Tensor, index: &Tensor, x_shape: &Shape) -> Result<Tensor> {
+        let zeros = grad.full_like_shape(x_shape.clone(), 0.0)?;
+        scatter_add(&zeros, index, grad, self.axis)
+    }
+
+    /// Gradcheck inputs: picks along the last axis (repeats included), and along the
+    /// first with an index smaller than `x` off that axis; `index` held constant.
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "gather axis -1 (repeats)",
+                vec![
+                    cases::uniform(71, &[2, 4], -1.0, 1.0),
+                    cases::values(&[3.0, 0.0, 3.0, 1.0, 1.0, 2.0], &[2, 3]),
+                ],
+                |x| gather(&x[0], &x[1], -1),
+            )
+            .differentiable(vec![true, false]),
+            CheckCase::new(
+                "gather axis 0 (index [3,2] into [2,3])",
+                vec![
+                    cases::uniform(72, &[2, 3], -1.0, 1.0),
+                    cases::values(&[1.0, 0.0, 0.0, 0.0, 1.0, 1.0], &[3, 2]),
+                ],
+                |x| gather(&x[0], &x[1], 0),
+            )
+            .differentiable(vec![true, false]),
+        ]
+    }
+}
+
+/// `x` with each entry of `src` added along `axis` at the position `index` holds
+/// for it (`torch.Tensor.scatter_add(axis, index, src)`): for `axis = 1` of rank 3,
+/// `out[i][index[i][j][k]][k] += src[i][j][k]`, repeats adding up.
+///
+/// `index` has `x`'s rank, at most `x`'s sizes off `axis`, and at most `src`'s
+/// sizes on every axis (only that part of `src` is read); it holds integral
+/// positions in `0..x.dims()[axis]` stored as floats and gets no gradient. The
+/// gradient of `x` is the output's; of `src`, the output's gradient at the
+/// positions each entry went to ([`gather`](mod@gather)), zero where `src` was not
+/// read.
+#[differentiable(crate = ::autograd_core)]
+pub mod scatter_add {
+    use super::*;
+
+    /// The axis indexed.
+    #[derive(Clone, Copy, Debug)]
+    pub struct ScatterAdd {
+        /// The axis indexed; negative counts from the end.
+        pub axis: isize,
+    }
+
+    /// `x` plus the scattered `src`. An error naming `scatter_add` when `axis` is out
+    /// of range, the index has another rank, is larger than `x` off `axis` or than
+    /// `src` anywhere, or holds a value that is not an integer in the axis' range,
+    /// or the dtypes or devices differ.
+    pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        const OP: &str = "scatter_add";
+        let ix = indexing(OP, x.shape(), x.dtype(), index, self.axis)?;
+        if src.rank() != index.rank() || src.dims().iter().zip(index.dims()).any(|(s, i)| i > s) {
+            return Err(Error::Shape {
+                op: OP,
+                msg: format!(
+                    "src has shape {}, the index {}; src must have the index's rank and at least \
+                     its size on every axis",
+                    src.shape(),
+                    index.shape()
+                ),
+            });
+        }
+        let src3 = compute::reshape(&narrow_to(src, index.dims())?, ix.dims3)?;
+        let [outer, _, inner] = ix.dims3;
+        let kernel = super::ScatterKernel {
+            op: OP,
+            size: ix.size,
+        };
+        let scattered = launch(
+            OP,
+            &kernel,
+            "index_scatter",
+            &[Scalar::U64(ix.size as u64)],
+            &[&ix.index3, &src3],
+            outer * inner,
+            Shape::from([outer, ix.size, inner]),
+        )?;
+        // Into x's shape: zeros where the index does not reach.
+        let mut full = compute::reshape(&scattered, ix.reach.clone())?;
+        for d in (0..x.rank()).filter(|&d| d != ix.axis) {
+            if full.dims()[d] != x.dims()[d] {
+                let mut shape = full.shape().clone();
+                shape.dims_mut()[d] = x.dims()[d];
+                full = compute::pad_narrow(&full, &shape, d, 0)?;
+            }
+        }
+        compute::binary(x, &full, autograd_core::BinaryOp::Add).map_err(|e| e.in_op(OP))
+    }
+
+    /// `grad` to `x` unchanged; to `src`, `grad` at the positions each entry went to
+    /// ([`gather`](mod@gather)), padded with zeros to `src`'s shape.
+    pub fn backward(
+        &self,
+        grad: &Tensor,
+        index: &Tensor,
+        src_shape: &Shape,
+        needs: [bool; 2],
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let dsrc = autograd_core::grad_if(needs[1], || {
+            let mut g = gather(grad, index, self.axis)?;
+            for d in 0..src_shape.rank() {
+                let missing = src_shape[d] - g.dims()[d];
+                if missing > 0 {
+                    g = pad(&g, d as isize, 0, missing)?;
+                }
+            }
+            Ok(g)
+        })?;
+        Ok((needs[0].then(|| grad.clone()), dsrc))
+    }
+
+    /// Gradcheck inputs: repeated positions along the first axis, and along the last
+    /// with `src` larger than the index; gradients for `x` and `src` (`index` held
+    /// constant).
+    pub fn check_cases() -> Vec<CheckCase> {
+        vec![
+            CheckCase::new(
+                "scatter_add axis 0 (repeats)",
+                vec![
+                    cases::uniform(73, &[3, 2], -1.0, 1.0),
+                    cases::values(&[2.0, 0.0, 2.0, 2.0], &[2, 2]),
+                    cases::uniform(74, &[2, 2], -1.0, 1.0),
+                ],
+                |x| scatter_add(&x[0], &x[1], &x[2], 0),
+            )
+            .differentiable(vec![true, false, true]),
+            CheckCase::new(
+                "scatter_add axis -1 (src [2,3] larger than index [1,2])",
+                vec![
+                    cases::uniform(75, &[2, 4], -1.0, 1.0),
+                    cases::values(&[3.0, 1.0], &[1, 2]),
+                    cases::uniform(76, &[2, 3], -1.0, 1.0),
+                ],
+                |x| scatter_add(&x[0], &x[1], &x[2], -1),
+            )
+            .differentiable(vec![true, false, true]),
+        ]
+    }
+}
