@@ -4,7 +4,7 @@
 //! `Vec<Tensor>` ([`FunctionOutput`]), and the point to differentiate it at.
 //!
 //! The function is called on fresh leaves holding the inputs' values (recording is
-//! on, even inside [`no_grad`](crate::no_grad)), so the inputs' own graphs and
+//! on, even inside [`no_grad`]), so the inputs' own graphs and
 //! `.grad()` are left alone. With `create_graph = false` the results are constants;
 //! with `create_graph = true` they are recorded, as functions of the inputs (an input
 //! that requires grad is passed through a recorded identity, so gradients flow back

@@ -335,7 +335,7 @@ pub use autograd_core::{
     BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, ComputationGraph, DType,
     Device, Differentiable, Element, Error, GradcheckOptions, GradcheckReport, Grads, HookHandle,
     InputSpec, Layout, MAX_CHECKPOINT_INPUTS, NoGradGuard, NodeInputRef, NodeRef, OpEntry,
-    OpRegistry, ReduceOp, Result, Shape, Storage, StorageRef, Tensor, TensorId, UnaryOp,
+    OpRegistry, ReduceOp, Result, Scalar, Shape, Storage, StorageRef, Tensor, TensorId, UnaryOp,
     WeakTensor, backward, backward_many, checkpoint, enable_grad, grad, grad_if, grad_many,
     gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
 };

@@ -2,7 +2,7 @@
 //! tensors and graph nodes), and how to free or bound them.
 
 /// Bytes of freed CPU buffers the calling thread keeps for reuse. They are not
-/// tensor storage (not in [`stats`] or [`thread_stats`]); a later tensor of the same
+/// tensor storage (not in [`stats`](crate::memory::stats) or [`thread_stats`](crate::memory::thread_stats)); a later tensor of the same
 /// size takes one instead of asking the system allocator for fresh pages.
 pub fn cpu_cache_bytes() -> usize {
     autograd_kernels::cpu::pool::cached_bytes()

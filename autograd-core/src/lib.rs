@@ -37,13 +37,13 @@ mod transfer;
 ///
 /// Every storage buffer adds its size when it is allocated and subtracts it when its
 /// last handle goes. Two views are kept per device: process-wide counters
-/// ([`stats`]) and counters of the calling thread ([`thread_stats`]), which count
+/// ([`stats`](memory::stats)) and counters of the calling thread ([`thread_stats`](memory::thread_stats)), which count
 /// what this thread allocated and freed, so that tests running in parallel threads
 /// can each observe their own graphs exactly.
 ///
 /// The thread's caches for reuse (not tensor storage, not counted here) are bounded
-/// and freed with [`memory::set_cpu_cache_limit`](crate::memory::set_cpu_cache_limit)
-/// and [`memory::clear_cpu_cache`](crate::memory::clear_cpu_cache).
+/// and freed with [`memory::set_cpu_cache_limit`]
+/// and [`memory::clear_cpu_cache`].
 pub mod memory {
     pub use crate::accounting::{
         MemoryStats, ThreadMemoryStats, reset_peak, reset_thread_peak, stats, thread_stats,

@@ -20,7 +20,7 @@
 //! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (0/1 masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] |
 //! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics) | [`conv2d`] (the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`max_pool2d`](mod@max_pool2d), [`avg_pool2d`](mod@avg_pool2d), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
-//! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where`](mod@r#where) |
+//! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where`](where/index.html) |
 //!
 //! Conventions worth knowing:
 //! - Ties: [`max`](mod@max)/[`min`](mod@min) (and [`max_all`](mod@max_all)/[`min_all`](mod@min_all))

@@ -9,7 +9,7 @@ const OWN_OPS: &[&str] = include!(concat!(env!("OUT_DIR"), "/standard_ops.rs"));
 const STANDARD_OP_COUNT: usize = PRIMITIVE_OPS.len() + OWN_OPS.len();
 
 /// Every standard op: the primitives of `autograd-core` ([`PRIMITIVE_OPS`]) and the
-/// ops this crate defines, sorted by name. [`init`] checks that all of them reached
+/// ops this crate defines, sorted by name. [`init`](crate::init) checks that all of them reached
 /// the registry; a test checks this list against the registry.
 pub const STANDARD_OPS: &[&str] = &sorted(concat(PRIMITIVE_OPS, OWN_OPS));
 

@@ -9,7 +9,7 @@
 //!
 //! Every call that reaches the device goes through one small trait
 //! (`driver::Driver`): cudarc on a GPU (`real.rs`), and with the test-only feature
-//! `cuda-emulator` a host emulator ([`emu`]) that runs the same `.cu` sources, so
+//! `cuda-emulator` a host emulator (`cuda::emu`) that runs the same `.cu` sources, so
 //! that CI tests this backend's own launch code without a GPU.
 //!
 //! cudarc loads the driver, NVRTC and cuBLAS at run time; [`device`] checks that
