@@ -317,6 +317,28 @@ fn run_cpu<T: Float, K: CpuKernel + ?Sized>(
         .collect())
 }
 
+/// Runs an op's kernel on its inputs' device: `cpu_kernel` ([`cpu`]) on the CPU,
+/// `cuda_kernel` ([`cuda`]) on a CUDA device. What an op with both kernels calls
+/// from its `forward` or `backward`; errors as those two give them.
+///
+/// # Safety
+/// As [`cuda`]: `cuda_kernel` is launched when the inputs are on a GPU.
+pub unsafe fn run<K: CpuKernel + ?Sized>(
+    op: &'static str,
+    cpu_kernel: &K,
+    cuda_kernel: &CudaKernel<'_>,
+    inputs: &[&Tensor],
+    outputs: &[Shape],
+) -> Result<Vec<Tensor>> {
+    match inputs.first().map(|t| t.device()) {
+        Some(crate::Device::Cuda(_)) => {
+            // SAFETY: forwarded to the caller.
+            unsafe { cuda(op, cuda_kernel, inputs, outputs) }
+        }
+        _ => cpu(op, cpu_kernel, inputs, outputs),
+    }
+}
+
 /// A CUDA kernel of a raw program: the program, the entry point (without its
 /// `_f32`/`_f64` suffix), the launch configuration and the scalar parameters.
 #[derive(Clone, Copy, Debug)]

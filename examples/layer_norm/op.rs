@@ -65,23 +65,18 @@ fn run(
     inputs: &[&Tensor],
     outputs: &[Shape],
 ) -> Result<Vec<Tensor>> {
-    match inputs[0].device() {
-        Device::Cpu => raw::cpu("fused_layer_norm", cpu, inputs, outputs),
-        Device::Cuda(_) => {
-            let kernel = CudaKernel {
-                program: PROGRAM,
-                entry,
-                config: LaunchConfig::linear(rows.clamp(1, 65535) as u32, BLOCK),
-                scalars: &[Scalar::F64(eps)],
-            };
-            // SAFETY: layer_norm.cu's entry points take RAW_PARAMS; they read x and
-            // dy ([rows, cols]) and gamma and beta ([cols], checked by `dims`)
-            // through their views in `p.in`, write every element of their
-            // [rows, cols] outputs and nothing else, loop grid-stride over the
-            // rows and take any block of a multiple of 32 threads (BLOCK).
-            unsafe { raw::cuda("fused_layer_norm", &kernel, inputs, outputs) }
-        }
-    }
+    let kernel = CudaKernel {
+        program: PROGRAM,
+        entry,
+        config: LaunchConfig::linear(rows.clamp(1, 65535) as u32, BLOCK),
+        scalars: &[Scalar::F64(eps)],
+    };
+    // SAFETY: layer_norm.cu's entry points take RAW_PARAMS; they read x and dy
+    // ([rows, cols]) and gamma and beta ([cols], checked by `dims`) through their
+    // views in `p.in`, write every element of their [rows, cols] outputs and
+    // nothing else, loop grid-stride over the rows and take any block of a multiple
+    // of 32 threads (BLOCK).
+    unsafe { raw::run("fused_layer_norm", cpu, &kernel, inputs, outputs) }
 }
 
 /// The checks the CPU kernels make of what they are given (the op checked the

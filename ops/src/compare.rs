@@ -26,14 +26,16 @@ pub fn eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 /// `1.0` where `a != b` (NaN included), else `0.0` (a constant mask). Errors name
 /// `ne`.
 pub fn ne(a: &Tensor, b: &Tensor) -> Result<Tensor> {
-    let run = || {
-        let same = compute::binary(a, b, BinaryOp::Eq)?;
-        compute::unary(
-            &compute::unary(&same, UnaryOp::Neg)?,
-            UnaryOp::AddScalar(1.0),
-        )
-    };
+    let run = || complement(&compute::binary(a, b, BinaryOp::Eq)?);
     run().map_err(|e| e.in_op("ne"))
+}
+
+/// `1 - mask`: 1 where a 0/1 mask is 0 and 0 where it is 1 (unrecorded).
+pub(crate) fn complement(mask: &Tensor) -> Result<Tensor> {
+    compute::unary(
+        &compute::unary(mask, UnaryOp::Neg)?,
+        UnaryOp::AddScalar(1.0),
+    )
 }
 
 /// `1.0` where `a < b`, else `0.0` (a constant mask). Errors name `lt`.

@@ -16,7 +16,7 @@ use crate::{add, broadcast_to, matmul, mul, mul_scalar, reshape, sum, transpose}
 use autograd_core::cases;
 use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
 use autograd_core::{
-    BinaryOp, CheckCase, Device, Error, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
+    BinaryOp, CheckCase, Error, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
 };
 use autograd_macros::differentiable;
 
@@ -334,26 +334,21 @@ fn launch(
     x: &Tensor,
     out: Shape,
 ) -> Result<Tensor> {
-    let mut outs = match x.device() {
-        Device::Cpu => raw::cpu(op, cpu, &[x], &[out])?,
-        Device::Cuda(_) => {
-            let blocks = out.numel().div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
-            let kernel = CudaKernel {
-                program: CONV_PROGRAM,
-                entry,
-                config: LaunchConfig::linear(blocks, BLOCK),
-                scalars,
-            };
-            // SAFETY: conv.cu's entry points take RAW_PARAMS; they read their one
-            // input through its view in `p.in[0]` at indices inside its dims (the
-            // geometry was checked against them: im2col reads x [n, c, h, w] only
-            // where 0 <= iy < h and 0 <= ix < w; col2im reads the columns
-            // [n, c*kh*kw, oh*ow] at rows below c*kh*kw and windows below oh*ow),
-            // write each element of their one output exactly once (a grid-stride
-            // loop over p.out[0].numel) and nothing else, and take any grid.
-            unsafe { raw::cuda(op, &kernel, &[x], &[out])? }
-        }
+    let blocks = out.numel().div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
+    let kernel = CudaKernel {
+        program: CONV_PROGRAM,
+        entry,
+        config: LaunchConfig::linear(blocks, BLOCK),
+        scalars,
     };
+    // SAFETY: conv.cu's entry points take RAW_PARAMS; they read their one input
+    // through its view in `p.in[0]` at indices inside its dims (the geometry was
+    // checked against them: im2col reads x [n, c, h, w] only where 0 <= iy < h and
+    // 0 <= ix < w; col2im reads the columns [n, c*kh*kw, oh*ow] at rows below
+    // c*kh*kw and windows below oh*ow), write each element of their one output
+    // exactly once (a grid-stride loop over p.out[0].numel) and nothing else, and
+    // take any grid.
+    let mut outs = unsafe { raw::run(op, cpu, &kernel, &[x], &[out])? };
     Ok(outs.remove(0))
 }
 

@@ -11,7 +11,7 @@
 use crate::pad;
 use autograd_core::cases;
 use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
-use autograd_core::{CheckCase, DType, Device, Error, Result, Shape, Tensor, compute};
+use autograd_core::{CheckCase, DType, Error, Result, Shape, Tensor, compute};
 use autograd_macros::differentiable;
 
 /// The CUDA program of `gather` and `scatter_add`: entry points
@@ -252,25 +252,19 @@ fn launch(
     threads: usize,
     out: Shape,
 ) -> Result<Tensor> {
-    let mut outs = match inputs[0].device() {
-        Device::Cpu => raw::cpu(op, cpu, inputs, &[out])?,
-        Device::Cuda(_) => {
-            let blocks = threads.div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
-            let kernel = CudaKernel {
-                program: INDEX_PROGRAM,
-                entry,
-                config: LaunchConfig::linear(blocks, BLOCK),
-                scalars,
-            };
-            // SAFETY: index.cu's entry points take RAW_PARAMS; they read their two
-            // rank-3 inputs through their views in `p.in` at indices inside their
-            // dims (index values outside the axis are skipped, and were refused on
-            // the host), write each element of their one output (a grid-stride loop
-            // over its elements, or over lines each owning its elements) and nothing
-            // else, and take any grid.
-            unsafe { raw::cuda(op, &kernel, inputs, &[out])? }
-        }
+    let blocks = threads.div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
+    let kernel = CudaKernel {
+        program: INDEX_PROGRAM,
+        entry,
+        config: LaunchConfig::linear(blocks, BLOCK),
+        scalars,
     };
+    // SAFETY: index.cu's entry points take RAW_PARAMS; they read their two rank-3
+    // inputs through their views in `p.in` at indices inside their dims (index
+    // values outside the axis are skipped, and were refused on the host), write
+    // each element of their one output (a grid-stride loop over its elements, or
+    // over lines each owning its elements) and nothing else, and take any grid.
+    let mut outs = unsafe { raw::run(op, cpu, &kernel, inputs, &[out])? };
     Ok(outs.remove(0))
 }
 

@@ -361,21 +361,8 @@ pub mod layer_norm_op {
     /// or NaN.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let a = check_layer_norm(x, self.eps)?;
-        let n = x.dims()[a] as f64;
-        let mean = compute::unary(
-            &compute::reduce(x, ReduceOp::Sum, &[a], true)?,
-            UnaryOp::DivScalar(n),
-        )?;
-        let d = compute::binary(x, &mean, BinaryOp::Sub)?;
-        let var = compute::unary(
-            &compute::reduce(
-                &compute::binary(&d, &d, BinaryOp::Mul)?,
-                ReduceOp::Sum,
-                &[a],
-                true,
-            )?,
-            UnaryOp::DivScalar(n),
-        )?;
+        let (d, ss) = crate::reduce::deviations(x, a)?;
+        let var = compute::unary(&ss, UnaryOp::DivScalar(x.dims()[a] as f64))?;
         let sd = crate::sqrt(&compute::unary(&var, UnaryOp::AddScalar(self.eps))?)?;
         compute::binary(&d, &sd, BinaryOp::Div)
     }

@@ -171,9 +171,17 @@ pub mod mean {
     }
 }
 
+/// Where `x` equals `extreme` (broadcast against it), each hit weighted by one over
+/// the number of hits over `axes`: how a max or min shares its gradient among ties.
+/// Constants (their derivative is zero wherever it exists).
+fn tie_weights(x: &Tensor, extreme: &Tensor, axes: &[usize]) -> Result<Tensor> {
+    let hits = compute::binary(x, extreme, BinaryOp::Eq)?;
+    let count = compute::reduce(&hits, ReduceOp::Sum, axes, true)?;
+    compute::binary(&hits, &count, BinaryOp::Div)
+}
+
 /// The gradient of a max or min reduction: `grad` spread over the elements equal to
-/// the result, split equally among ties. The weights are constants (their derivative
-/// is zero wherever it exists).
+/// the result, split equally among ties.
 fn to_extremes(
     op: &'static str,
     axis: isize,
@@ -183,10 +191,10 @@ fn to_extremes(
 ) -> Result<Tensor> {
     let axis = compute::normalize_axis(op, axis, x)?;
     let extreme = compute::reshape(output, kept_shape(x.shape(), axis))?;
-    let hits = compute::binary(x, &extreme, BinaryOp::Eq)?;
-    let count = compute::reduce(&hits, ReduceOp::Sum, &[axis], true)?;
-    let weights = compute::binary(&hits, &count, BinaryOp::Div)?;
-    mul(&spread(grad, x.shape(), axis)?, &weights)
+    mul(
+        &spread(grad, x.shape(), axis)?,
+        &tie_weights(x, &extreme, &[axis])?,
+    )
 }
 
 /// Largest element along `axis` (negative counts from the end); `keepdim` keeps the
@@ -328,10 +336,10 @@ pub mod logsumexp {
 /// elements equal to the result, split equally among ties (constant weights).
 fn to_extremes_all(grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
     let axes: Vec<usize> = (0..x.rank()).collect();
-    let hits = compute::binary(x, output, BinaryOp::Eq)?;
-    let count = compute::reduce(&hits, ReduceOp::Sum, &axes, false)?;
-    let weights = compute::binary(&hits, &count, BinaryOp::Div)?;
-    mul(&broadcast_to(grad, x.shape().clone())?, &weights)
+    mul(
+        &broadcast_to(grad, x.shape().clone())?,
+        &tie_weights(x, output, &axes)?,
+    )
 }
 
 /// The largest or smallest element of a whole tensor, rank 0; an error naming `op`
@@ -440,10 +448,7 @@ fn arg_extreme(
         // two cases exclude each other: NaN equals nothing).
         let hit = compute::binary(x, &m, BinaryOp::Eq)?;
         let not_nan = compute::binary(x, x, BinaryOp::Eq)?;
-        let nan = compute::unary(
-            &compute::unary(&not_nan, UnaryOp::Neg)?,
-            UnaryOp::AddScalar(1.0),
-        )?;
+        let nan = crate::compare::complement(&not_nan)?;
         let hit = compute::binary(&hit, &nan, BinaryOp::Add)?;
         // Position where hit, `size` elsewhere; the min is the first hit.
         let mut at = Shape::from(vec![1; x.rank()]);
@@ -486,6 +491,18 @@ fn divisor(n: usize, correction: usize) -> f64 {
     n.saturating_sub(correction) as f64
 }
 
+/// `x - mean(x)` along `axis`, and the sum of its squares along `axis` (kept):
+/// the moments a variance and a layer normalisation start from. Unrecorded.
+pub(crate) fn deviations(x: &Tensor, axis: usize) -> Result<(Tensor, Tensor)> {
+    let n = x.dims()[axis];
+    let total = compute::reduce(x, ReduceOp::Sum, &[axis], true)?;
+    let mean = compute::unary(&total, UnaryOp::DivScalar(n as f64))?;
+    let d = compute::binary(x, &mean, BinaryOp::Sub)?;
+    let sq = compute::binary(&d, &d, BinaryOp::Mul)?;
+    let ss = compute::reduce(&sq, ReduceOp::Sum, &[axis], true)?;
+    Ok((d, ss))
+}
+
 /// The variance along `axis` of `x`: `Σ (x - mean)² / (n - correction)`.
 fn variance(
     op: &'static str,
@@ -495,13 +512,13 @@ fn variance(
     keepdim: bool,
 ) -> Result<Tensor> {
     let axis = compute::normalize_axis(op, axis, x)?;
-    let n = x.dims()[axis];
-    let total = compute::reduce(x, ReduceOp::Sum, &[axis], true)?;
-    let mean = compute::unary(&total, UnaryOp::DivScalar(n as f64))?;
-    let d = compute::binary(x, &mean, BinaryOp::Sub)?;
-    let sq = compute::binary(&d, &d, BinaryOp::Mul)?;
-    let ss = compute::reduce(&sq, ReduceOp::Sum, &[axis], keepdim)?;
-    compute::unary(&ss, UnaryOp::DivScalar(divisor(n, correction)))
+    let (_, ss) = deviations(x, axis)?;
+    let ss = if keepdim {
+        ss
+    } else {
+        compute::squeeze(&ss, axis)?
+    };
+    compute::unary(&ss, UnaryOp::DivScalar(divisor(x.dims()[axis], correction)))
 }
 
 /// `x - mean(x)` along `axis` (kept), recorded: the shared part of the variance's

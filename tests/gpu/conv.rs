@@ -22,18 +22,7 @@ fn run(f: Op, inputs: &[Tensor], device: Device) -> Vec<Vec<f64>> {
     args[0] = ops::narrow(&leaves[0], -1, 1, w - 1).unwrap();
     let y = f(&args).unwrap();
     assert_eq!(y.device(), device);
-    let r = Rng::new(5)
-        .uniform(y.shape().clone(), -1.0, 1.0, y.dtype())
-        .unwrap()
-        .to(device)
-        .unwrap();
-    let loss = (&y * &r).unwrap().sum_all().unwrap();
-    let refs: Vec<&Tensor> = leaves.iter().collect();
-    let grads = autograd::grad(&loss, &refs, BackwardOptions::default()).unwrap();
-    let host = |t: &Tensor| t.to(Device::Cpu).unwrap().to_vec::<f64>().unwrap();
-    let mut out = vec![host(&y)];
-    out.extend(grads.iter().map(|g| host(g.as_ref().unwrap())));
-    out
+    crate::output_and_grads(&y, &leaves.iter().collect::<Vec<_>>())
 }
 
 #[test]

@@ -48,3 +48,23 @@ pub fn gpu() -> Device {
     }
     d
 }
+
+/// On the host: `y`, then the gradient of `Σ y · r` (`r` fixed, uniform in
+/// [-1, 1], on `y`'s device) for each of `leaves`, which must all receive one
+/// (none: `y` alone).
+pub fn output_and_grads(y: &Tensor, leaves: &[&Tensor]) -> Vec<Vec<f64>> {
+    let host = |t: &Tensor| t.to(Device::Cpu).unwrap().to_vec::<f64>().unwrap();
+    let mut out = vec![host(y)];
+    if leaves.is_empty() {
+        return out;
+    }
+    let r = autograd::random::Rng::new(5)
+        .uniform(y.shape().clone(), -1.0, 1.0, y.dtype())
+        .unwrap()
+        .to(y.device())
+        .unwrap();
+    let loss = (y * &r).unwrap().sum_all().unwrap();
+    let grads = autograd::grad(&loss, leaves, autograd::BackwardOptions::default()).unwrap();
+    out.extend(grads.iter().map(|g| host(g.as_ref().unwrap())));
+    out
+}

@@ -22,21 +22,12 @@ fn run(f: &Op, inputs: &[Tensor], grads: &[bool], device: Device) -> Vec<Vec<f64
         .collect();
     let y = f(&leaves).unwrap();
     assert_eq!(y.device(), device);
-    let host = |t: &Tensor| t.to(Device::Cpu).unwrap().to_vec::<f64>().unwrap();
-    let mut out = vec![host(&y)];
-    if !y.requires_grad() {
-        return out;
-    }
-    let r = Rng::new(5)
-        .uniform(y.shape().clone(), -1.0, 1.0, y.dtype())
-        .unwrap()
-        .to(device)
-        .unwrap();
-    let loss = (&y * &r).unwrap().sum_all().unwrap();
-    let refs: Vec<&Tensor> = leaves.iter().filter(|t| t.requires_grad()).collect();
-    let gs = autograd::grad(&loss, &refs, BackwardOptions::default()).unwrap();
-    out.extend(gs.iter().map(|g| host(g.as_ref().unwrap())));
-    out
+    let refs: Vec<&Tensor> = if y.requires_grad() {
+        leaves.iter().filter(|t| t.requires_grad()).collect()
+    } else {
+        Vec::new()
+    };
+    crate::output_and_grads(&y, &refs)
 }
 
 /// Index values: `n` positions below `size`, a fixed scramble with repeats.

@@ -8,7 +8,7 @@
 
 use autograd::ops;
 use autograd::prelude::*;
-use autograd::{BackwardOptions, raw};
+use autograd::BackwardOptions;
 
 /// Element `i` of a tensor of `shape` is `f(a * i + b)`, as the script's `wave`.
 fn wave(shape: &[usize], a: f64, b: f64, f: fn(f64) -> f64) -> Tensor {
@@ -346,45 +346,11 @@ fn empty_batches_and_channels_give_empty_results() -> Result<()> {
     Ok(())
 }
 
-/// conv.cu compiles with NVRTC (for the H200's `sm_90`, and to PTX, where its four
-/// entry points take the 1920-byte `RawParams` and 12 pointers). Needs the NVRTC
-/// library, not a GPU: skipped loudly without it, a failure with
-/// `AUTOGRAD_REQUIRE_NVRTC=1` (CI).
+/// conv.cu compiles with NVRTC, its entry points as the raw-kernel ABI wants them
+/// (see `assert_raw_program_compiles`).
 #[test]
 fn conv_cuda_program_compiles_with_nvrtc() {
-    use autograd_kernels::cuda::compile::{Output, compile_source, nvrtc_available};
-    use std::io::Write;
-    if !nvrtc_available() {
-        let required =
-            std::env::var("AUTOGRAD_REQUIRE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0");
-        let msg = "NVRTC (libnvrtc.so.13) was not found, so conv.cu was NOT compiled (.ci/run \
-                   installs it)";
-        assert!(!required, "AUTOGRAD_REQUIRE_NVRTC is set, but {msg}");
-        let _ = writeln!(std::io::stderr(), "\n******** SKIPPED: {msg} ********\n");
-        return;
-    }
-    let program = ops::CONV_PROGRAM;
-    let source = format!("{}\n{}", raw::CUDA_PRELUDE, program.source);
-    let file = format!("{}.cu", program.name);
-    compile_source(&file, &source, "sm_90", Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
-    let ptx =
-        compile_source(&file, &source, "compute_90", Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
-    let ptx = String::from_utf8_lossy(&ptx);
-    for entry in ["conv_im2col", "conv_col2im"] {
-        for dtype in ["f32", "f64"] {
-            let name = format!("{entry}_{dtype}");
-            let head = format!(".entry {name}(\n\t.param .align 8 .b8 {name}_param_0[1920]");
-            assert!(ptx.contains(&head), "{file}: no `{head}` in the PTX");
-            assert!(
-                ptx.contains(&format!("{name}_param_12")),
-                "{file}: {name}'s pointers"
-            );
-            assert!(
-                !ptx.contains(&format!("{name}_param_13")),
-                "{file}: {name}'s pointers"
-            );
-        }
-    }
+    crate::assert_raw_program_compiles(ops::CONV_PROGRAM, &["conv_im2col", "conv_col2im"]);
 }
 
 // ----- computed by scripts/reference/conv.py (PyTorch, float64) -----

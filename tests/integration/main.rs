@@ -39,3 +39,45 @@ pub fn leaf(v: &[f64], shape: &[usize]) -> autograd::Tensor {
 pub fn grad_vec(t: &autograd::Tensor) -> Vec<f64> {
     t.grad().expect("gradient").to_vec::<f64>().unwrap()
 }
+
+/// `program` (a raw op's CUDA source) compiles with NVRTC, for the H200's `sm_90`
+/// and to PTX, where each of `entries` is found as `<entry>_f32` and `<entry>_f64`,
+/// taking the 1920-byte `RawParams` by value (the Rust twin's size, checked in
+/// autograd-kernels) and then 12 pointers. Needs the NVRTC library, not a GPU:
+/// skipped loudly without it, a failure with `AUTOGRAD_REQUIRE_NVRTC=1` (CI).
+pub fn assert_raw_program_compiles(program: autograd::raw::CudaProgram, entries: &[&str]) {
+    use autograd_kernels::cuda::compile::{Output, compile_source, nvrtc_available};
+    use std::io::Write;
+    let file = format!("{}.cu", program.name);
+    if !nvrtc_available() {
+        let required =
+            std::env::var("AUTOGRAD_REQUIRE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0");
+        let msg = format!(
+            "NVRTC (libnvrtc.so.13) was not found, so {file} was NOT compiled (.ci/run \
+             installs it)"
+        );
+        assert!(!required, "AUTOGRAD_REQUIRE_NVRTC is set, but {msg}");
+        let _ = writeln!(std::io::stderr(), "\n******** SKIPPED: {msg} ********\n");
+        return;
+    }
+    let source = format!("{}\n{}", autograd::raw::CUDA_PRELUDE, program.source);
+    compile_source(&file, &source, "sm_90", Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
+    let ptx =
+        compile_source(&file, &source, "compute_90", Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
+    let ptx = String::from_utf8_lossy(&ptx);
+    for entry in entries {
+        for dtype in ["f32", "f64"] {
+            let name = format!("{entry}_{dtype}");
+            let head = format!(".entry {name}(\n\t.param .align 8 .b8 {name}_param_0[1920]");
+            assert!(ptx.contains(&head), "{file}: no `{head}` in the PTX");
+            assert!(
+                ptx.contains(&format!("{name}_param_12")),
+                "{file}: {name}'s pointers"
+            );
+            assert!(
+                !ptx.contains(&format!("{name}_param_13")),
+                "{file}: {name}'s pointers"
+            );
+        }
+    }
+}

@@ -343,46 +343,13 @@ fn raw_cpu_kernels_get_the_storage_and_layout_of_each_view() {
     assert_eq!(outs[1].to_vec::<f32>().unwrap(), [0.0, 0.0]);
 }
 
-/// The layer norm's CUDA program compiles with NVRTC (for the H200's `sm_90`, and
-/// to PTX, where its four entry points are found, each taking the 1920-byte
-/// `RawParams` first). Needs the NVRTC library, not a GPU: skipped loudly without
-/// it, a failure with `AUTOGRAD_REQUIRE_NVRTC=1` (CI).
+/// The layer norm's CUDA program compiles with NVRTC, its entry points as the
+/// raw-kernel ABI wants them (see `assert_raw_program_compiles`).
 #[cfg(feature = "cuda")]
 #[test]
 fn raw_layer_norm_cuda_program_compiles_with_nvrtc() {
-    use autograd_kernels::cuda::compile::{Output, compile_source, nvrtc_available};
-    use std::io::Write;
-    if !nvrtc_available() {
-        let required =
-            std::env::var("AUTOGRAD_REQUIRE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0");
-        let msg = "NVRTC (libnvrtc.so.13) was not found, so the raw layer norm's CUDA program \
-                   was NOT compiled (.ci/run installs it)";
-        assert!(!required, "AUTOGRAD_REQUIRE_NVRTC is set, but {msg}");
-        let _ = writeln!(std::io::stderr(), "\n******** SKIPPED: {msg} ********\n");
-        return;
-    }
-    let program = layer_norm_op::PROGRAM;
-    let source = format!("{}\n{}", raw::CUDA_PRELUDE, program.source);
-    let file = format!("{}.cu", program.name);
-    compile_source(&file, &source, "sm_90", Output::Cubin).unwrap_or_else(|e| panic!("{e}"));
-    let ptx =
-        compile_source(&file, &source, "compute_90", Output::Ptx).unwrap_or_else(|e| panic!("{e}"));
-    let ptx = String::from_utf8_lossy(&ptx);
-    for entry in ["fused_layer_norm_forward", "fused_layer_norm_backward"] {
-        for dtype in ["f32", "f64"] {
-            // The struct by value (as the Rust twin's size, checked in
-            // autograd-kernels), then 12 pointers.
-            let name = format!("{entry}_{dtype}");
-            let head = format!(".entry {name}(\n\t.param .align 8 .b8 {name}_param_0[1920]");
-            assert!(ptx.contains(&head), "{file}: no `{head}` in the PTX");
-            assert!(
-                ptx.contains(&format!("{name}_param_12")),
-                "{file}: {name}'s pointers"
-            );
-            assert!(
-                !ptx.contains(&format!("{name}_param_13")),
-                "{file}: {name}'s pointers"
-            );
-        }
-    }
+    crate::assert_raw_program_compiles(
+        layer_norm_op::PROGRAM,
+        &["fused_layer_norm_forward", "fused_layer_norm_backward"],
+    );
 }
