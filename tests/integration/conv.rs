@@ -6,9 +6,9 @@
 //! `scripts/reference/conv.py` (its inputs are closed-form: the test builds the
 //! same ones with [`wave`]).
 
+use autograd::BackwardOptions;
 use autograd::ops;
 use autograd::prelude::*;
-use autograd::BackwardOptions;
 
 /// Element `i` of a tensor of `shape` is `f(a * i + b)`, as the script's `wave`.
 fn wave(shape: &[usize], a: f64, b: f64, f: fn(f64) -> f64) -> Tensor {
