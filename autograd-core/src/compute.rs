@@ -110,7 +110,7 @@ pub(crate) fn binary_in_place(
     };
     let done = storage.binary_assign(la, &rhs, &lb, op);
     drop(rhs);
-    Ok(done.map(|()| a).map_err(Error::from))
+    Ok(done.map(|()| a))
 }
 
 pub(crate) fn broadcast_layout(x: &Tensor, shape: &Shape) -> Result<Layout> {
