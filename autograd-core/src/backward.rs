@@ -633,7 +633,7 @@ fn drain(
 /// Runs one node's backward and returns one checked gradient per input.
 fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> Result<Grads> {
     let name = node.name();
-    let (grad_out, saved, saved_output, extras) = {
+    let (grad_out, mut saved, saved_output, extras) = {
         let mut state = node.lock();
         let grad_out = state.grad.take();
         // A node that saved nothing lost nothing: a second pass through it works.
@@ -676,26 +676,14 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
         needs_vec = node.inputs.iter().map(|i| i.edge.needs_grad()).collect();
         &needs_vec
     };
-    let ctx = BackwardContext {
-        op: name,
-        grad: &grad_out,
-        saved: &saved,
-        output: saved_output.as_ref(),
-        needs,
-        inputs: &node.inputs,
-    };
-    let recorded_before = crate::graph::recorded_calls();
-    let mut grads = node.op.backward(&ctx).map_err(|e| match e {
-        Error::NotDifferentiable { .. } => e,
-        e => e.in_op(name),
-    })?;
     // Under create_graph, a backward that read tensors requiring grad but called no
     // recorded op computed its new gradients outside the graph: their second
     // derivative would silently be zero. Such gradients get a node that fails the
     // next backward through them, naming the op. (A backward that calls recorded ops
     // whose inputs happen not to require grad, like relu's `grad * mask` with a
-    // constant seed, has a true second derivative of zero, and is left alone.)
-    let anchor = if opts.create_graph && crate::graph::recorded_calls() == recorded_before {
+    // constant seed, has a true second derivative of zero, and is left alone.) The
+    // candidate is picked before backward runs, as backward may take the tensors.
+    let anchor = if opts.create_graph {
         std::iter::once(&grad_out)
             .chain(saved.iter().flatten())
             .chain(saved_output.as_ref())
@@ -704,12 +692,31 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
     } else {
         None
     };
-    // `saved` goes out of scope here: without retain_graph the node no longer holds
-    // anything, and these were the last handles unless the caller keeps the tensors.
     let grad_out_id = grad_out.id();
+    // The context owns the gradient and the saved tensors: a backward that takes
+    // them (`grad: Tensor` in the macro) may write its results into their buffers.
+    // Whatever it leaves goes when the context does: without retain_graph the node
+    // no longer holds anything, and these were the last handles unless the caller
+    // keeps the tensors.
+    let mut ctx = BackwardContext {
+        op: name,
+        grad: Some(grad_out),
+        saved: &mut saved[..],
+        output: saved_output,
+        needs,
+        inputs: &node.inputs,
+        taken: 0,
+        output_taken: false,
+    };
+    let recorded_before = crate::graph::recorded_calls();
+    let result = node.op.backward(&mut ctx);
+    drop(ctx);
     drop(saved);
-    drop(saved_output);
-    drop(grad_out);
+    let mut grads = result.map_err(|e| match e {
+        Error::NotDifferentiable { .. } => e,
+        e => e.in_op(name),
+    })?;
+    let anchor = anchor.filter(|_| crate::graph::recorded_calls() == recorded_before);
     if let Some(anchor) = anchor {
         // (A backward may pass its incoming gradient through unchanged: the identity
         // has no second derivative to lose.)

@@ -50,7 +50,7 @@ struct Checkpoint {
 }
 
 impl RecordedOp for Checkpoint {
-    fn backward(&self, ctx: &BackwardContext<'_>) -> Result<Grads> {
+    fn backward(&self, ctx: &mut BackwardContext<'_>) -> Result<Grads> {
         let n = ctx.needs.len();
         // The recomputation's own recorded ops are not this backward's way of
         // computing its gradients: they come out of an inner, unrecorded pass. Not
@@ -62,7 +62,7 @@ impl RecordedOp for Checkpoint {
                 .map(|i| Ok(ctx.input(i)?.detach().with_requires_grad(ctx.needs(i))))
                 .collect::<Result<Vec<Tensor>>>()?;
             let output = crate::enable_grad(|| (self.f)(&leaves))?;
-            let grad = ctx.grad();
+            let grad = ctx.grad()?;
             if output.shape() != grad.shape() || output.dtype() != grad.dtype() {
                 return Err(Error::InvalidArgument {
                     op: "checkpoint",

@@ -83,6 +83,36 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     Ok(Tensor::from_storage(storage, shape))
 }
 
+/// `op(a, b)` written into `a`'s buffer, when `a` can take it: `b` has its dtype
+/// and device and broadcasts to its shape, `a` is contiguous, and nobody else can
+/// see its buffer (see `Tensor::writable_storage`; `a` then leaves any graph and
+/// gets a new id). Unrecorded: the caller checks that the op would not be
+/// recorded. `Err(a)`, unchanged, when `a` cannot take it.
+pub(crate) fn binary_in_place(
+    mut a: Tensor,
+    b: &Tensor,
+    op: BinaryOp,
+) -> std::result::Result<Result<Tensor>, Tensor> {
+    if a.dtype() != b.dtype() || a.device() != b.device() || !a.layout().is_contiguous() {
+        return Err(a);
+    }
+    let lb = if a.shape() == b.shape() {
+        b.layout().clone()
+    } else {
+        match b.layout().broadcast_to(a.shape()) {
+            Some(l) => l,
+            None => return Err(a),
+        }
+    };
+    let rhs = b.storage();
+    let Some((storage, la)) = a.writable_storage() else {
+        return Err(a);
+    };
+    let done = storage.binary_assign(la, &rhs, &lb, op);
+    drop(rhs);
+    Ok(done.map(|()| a))
+}
+
 pub(crate) fn broadcast_layout(x: &Tensor, shape: &Shape) -> Result<Layout> {
     x.layout()
         .broadcast_to(shape)

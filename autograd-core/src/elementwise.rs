@@ -112,9 +112,9 @@ impl<K: ElementwiseOp> Differentiable for Derivative<K> {
         run(&self.op, Eval::Derivative(&self.alpha), inputs)
     }
 
-    fn backward(&self, ctx: &BackwardContext<'_>) -> Result<Grads> {
+    fn backward(&self, ctx: &mut BackwardContext<'_>) -> Result<Grads> {
         let n = self.op.arity();
-        let grad = ctx.grad();
+        let grad = ctx.grad()?;
         let mut inputs: Vec<&Tensor> = (0..=n).map(|k| ctx.input(k)).collect::<Result<_>>()?;
         let g = inputs[n];
         let mut grads = Grads::new();
@@ -158,10 +158,10 @@ impl<K: ElementwiseOp> Differentiable for Derivative<K> {
 /// The backward of a generated op: for each input that needs a gradient,
 /// `grad · ∂f/∂xᵢ` as a recorded [`Derivative`] (one pass over the inputs and
 /// `grad`). The engine reduces a broadcast input's gradient to its shape.
-pub fn backward<K: ElementwiseOp>(op: &K, ctx: &BackwardContext<'_>) -> Result<Grads> {
+pub fn backward<K: ElementwiseOp>(op: &K, ctx: &mut BackwardContext<'_>) -> Result<Grads> {
     let n = op.arity();
     let mut inputs: Vec<&Tensor> = (0..n).map(|k| ctx.input(k)).collect::<Result<_>>()?;
-    inputs.push(ctx.grad());
+    inputs.push(ctx.grad()?);
     (0..n)
         .map(|i| {
             ctx.needs(i)

@@ -186,6 +186,19 @@ pub enum Error {
         what: String,
     },
 
+    /// A backward read a tensor it had already taken (`BackwardContext::take_grad`,
+    /// `take_input`, `take_output` hand each over once).
+    #[error(
+        "backward of `{op}` reads {what} after taking it (a `take_*` method hands it over \
+         once); read it before taking it, or keep the taken tensor"
+    )]
+    Taken {
+        /// The op whose backward read it.
+        op: &'static str,
+        /// `the gradient`, `input N` or `the output`.
+        what: String,
+    },
+
     /// `backward()` on a tensor with more than one element and no seed gradient.
     #[error(
         "backward from a tensor of shape {shape} needs a seed gradient of that shape: reduce it to a \
@@ -452,6 +465,7 @@ impl Error {
             | Error::GradientCount { op, .. }
             | Error::GradientKind { op, .. }
             | Error::NotSaved { op, .. }
+            | Error::Taken { op, .. }
             | Error::BadGradient { op, .. }
             | Error::Anomaly { op, .. }
             | Error::OutOfMemory { op, .. }

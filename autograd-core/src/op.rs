@@ -114,7 +114,7 @@ pub trait Differentiable: Send + Sync + 'static {
     fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor>;
 
     /// Gradients of the inputs from the gradient of the output.
-    fn backward(&self, ctx: &BackwardContext<'_>) -> Result<Grads>;
+    fn backward(&self, ctx: &mut BackwardContext<'_>) -> Result<Grads>;
 
     /// Called once as the op is recorded, before the graph keeps it: every leaf
     /// tensor held in the op's parameters (a field of type `Tensor`,
@@ -130,11 +130,11 @@ pub trait Differentiable: Send + Sync + 'static {
 /// [`Differentiable`] op is one.
 pub(crate) trait RecordedOp: Send + Sync {
     /// The op's backward.
-    fn backward(&self, ctx: &BackwardContext<'_>) -> Result<Grads>;
+    fn backward(&self, ctx: &mut BackwardContext<'_>) -> Result<Grads>;
 }
 
 impl<O: Differentiable> RecordedOp for O {
-    fn backward(&self, ctx: &BackwardContext<'_>) -> Result<Grads> {
+    fn backward(&self, ctx: &mut BackwardContext<'_>) -> Result<Grads> {
         Differentiable::backward(self, ctx)
     }
 }
@@ -200,36 +200,102 @@ pub(crate) trait InputShapes {
 /// inputs need a gradient.
 pub struct BackwardContext<'a> {
     pub(crate) op: &'static str,
-    pub(crate) grad: &'a Tensor,
-    pub(crate) saved: &'a [Option<Tensor>],
-    pub(crate) output: Option<&'a Tensor>,
+    /// The output's gradient, until a backward takes it.
+    pub(crate) grad: Option<Tensor>,
+    /// Saved inputs by position; a backward may take them.
+    pub(crate) saved: &'a mut [Option<Tensor>],
+    pub(crate) output: Option<Tensor>,
     pub(crate) needs: &'a [bool],
     pub(crate) inputs: &'a dyn InputShapes,
+    /// Saved inputs taken so far, by position (bit `i`; positions from 64 on are
+    /// reported as not saved).
+    pub(crate) taken: u64,
+    /// The output was taken.
+    pub(crate) output_taken: bool,
 }
 
 impl<'a> BackwardContext<'a> {
-    /// Gradient of the loss with respect to the op's output.
-    pub fn grad(&self) -> &'a Tensor {
-        self.grad
+    /// Gradient of the loss with respect to the op's output. An error after
+    /// [`BackwardContext::take_grad`].
+    pub fn grad(&self) -> Result<&Tensor> {
+        self.grad.as_ref().ok_or_else(|| self.taken("the gradient"))
+    }
+
+    /// The output's gradient, owned: where this is its only handle (no hook,
+    /// retained gradient or other consumer holds it), the owned operators
+    /// (`grad * &x`) write their result into its buffer instead of allocating one.
+    /// An error when it was taken already.
+    pub fn take_grad(&mut self) -> Result<Tensor> {
+        self.grad.take().ok_or_else(|| self.taken("the gradient"))
     }
 
     /// Input `i` as saved by the forward pass.
-    pub fn input(&self, i: usize) -> Result<&'a Tensor> {
-        self.saved
-            .get(i)
-            .and_then(Option::as_ref)
-            .ok_or_else(|| Error::NotSaved {
-                op: self.op,
-                what: format!("input {i}"),
-            })
+    pub fn input(&self, i: usize) -> Result<&Tensor> {
+        match self.saved.get(i) {
+            Some(Some(t)) => Ok(t),
+            _ => Err(self.not_saved(i)),
+        }
+    }
+
+    /// Input `i` as saved by the forward pass, owned: without `retain_graph` the
+    /// graph lets go of it, and where nothing else holds its buffer (the user
+    /// dropped the tensor), the owned operators write their result there. An error
+    /// when it was not saved, or taken already.
+    pub fn take_input(&mut self, i: usize) -> Result<Tensor> {
+        match self.saved.get_mut(i).and_then(Option::take) {
+            Some(t) => {
+                if i < 64 {
+                    self.taken |= 1 << i;
+                }
+                Ok(t)
+            }
+            None => Err(self.not_saved(i)),
+        }
     }
 
     /// The op's output as computed by the forward pass.
-    pub fn output(&self) -> Result<&'a Tensor> {
-        self.output.ok_or_else(|| Error::NotSaved {
+    pub fn output(&self) -> Result<&Tensor> {
+        self.output.as_ref().ok_or_else(|| self.output_missing())
+    }
+
+    /// The op's output, owned (see [`BackwardContext::take_input`]).
+    pub fn take_output(&mut self) -> Result<Tensor> {
+        match self.output.take() {
+            Some(t) => {
+                self.output_taken = true;
+                Ok(t)
+            }
+            None => Err(self.output_missing()),
+        }
+    }
+
+    fn output_missing(&self) -> Error {
+        if self.output_taken {
+            self.taken("the output")
+        } else {
+            Error::NotSaved {
+                op: self.op,
+                what: "the output".into(),
+            }
+        }
+    }
+
+    fn not_saved(&self, i: usize) -> Error {
+        let what = format!("input {i}");
+        if i < 64 && self.taken & (1 << i) != 0 {
+            Error::Taken { op: self.op, what }
+        } else {
+            Error::NotSaved { op: self.op, what }
+        }
+    }
+
+    /// The error for the gradient or the output read after it was taken (the
+    /// engine always passes both that the op declares).
+    fn taken(&self, what: &str) -> Error {
+        Error::Taken {
             op: self.op,
-            what: "the output".into(),
-        })
+            what: what.to_string(),
+        }
     }
 
     /// Shape of input `i` (every node keeps its inputs' shapes, whatever it saves).

@@ -30,7 +30,7 @@
 //! error (the later operations do nothing).
 
 use crate::primitives::{add, add_scalar, div, div_scalar, mul, mul_scalar, neg, sub};
-use crate::{Result, Tensor};
+use crate::{BinaryOp, Error, Result, Tensor};
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 /// The type of an operand kind.
@@ -53,17 +53,87 @@ macro_rules! operand {
     };
 }
 
-/// `lhs <op> rhs` for one pair of tensor operand kinds.
+/// The kernel operation of a primitive, for the unrecorded in-place path.
+macro_rules! kernel_op {
+    (add) => {
+        BinaryOp::Add
+    };
+    (sub) => {
+        BinaryOp::Sub
+    };
+    (mul) => {
+        BinaryOp::Mul
+    };
+    (div) => {
+        BinaryOp::Div
+    };
+}
+
+/// `lhs <op> rhs` for one pair of tensor operand kinds. An owned left operand
+/// (`Tensor`, `Result<Tensor>`) may take the result in its buffer (see
+/// [`in_place`]); so may an owned right one of `+` and `*`, which commute.
 macro_rules! tensor_pair {
-    ($trait:ident, $method:ident, $op:ident, $l:ident, $r:ident) => {
+    ($trait:ident, $method:ident, $op:ident, ref, own, commutes) => {
+        impl $trait<Tensor> for &Tensor {
+            type Output = Result<Tensor>;
+            #[track_caller]
+            fn $method(self, rhs: Tensor) -> Result<Tensor> {
+                match in_place(rhs, self, kernel_op!($op)) {
+                    Ok(done) => done,
+                    Err(rhs) => $op(self, &rhs),
+                }
+            }
+        }
+    };
+    ($trait:ident, $method:ident, $op:ident, ref, $r:ident, $c:ident) => {
+        impl $trait<operand_type!($r)> for &Tensor {
+            type Output = Result<Tensor>;
+            #[track_caller]
+            fn $method(self, rhs: operand_type!($r)) -> Result<Tensor> {
+                $op(self, operand!($r, rhs))
+            }
+        }
+    };
+    ($trait:ident, $method:ident, $op:ident, $l:ident, $r:ident, $c:ident) => {
         impl $trait<operand_type!($r)> for operand_type!($l) {
             type Output = Result<Tensor>;
             #[track_caller]
             fn $method(self, rhs: operand_type!($r)) -> Result<Tensor> {
-                $op(operand!($l, self), operand!($r, rhs))
+                let lhs: Tensor = owned!($l, self);
+                let rhs: &Tensor = operand!($r, rhs);
+                match in_place(lhs, rhs, kernel_op!($op)) {
+                    Ok(done) => done,
+                    Err(lhs) => $op(&lhs, rhs),
+                }
             }
         }
     };
+}
+
+/// An owned left operand as a `Tensor` (a `Result` operand returns its error).
+macro_rules! owned {
+    (own, $e:expr) => {
+        $e
+    };
+    (res, $e:expr) => {
+        $e?
+    };
+}
+
+/// `op(lhs, rhs)` written into `lhs`'s buffer when the call would record nothing
+/// (recording is off, or neither operand requires grad) and nobody else can see
+/// that buffer: a backward that owns its incoming gradient (`grad: Tensor`) or a
+/// saved input the user dropped computes `grad * &x` without allocating.
+/// `Err(lhs)` when it cannot: the caller runs the recorded op.
+fn in_place(
+    lhs: Tensor,
+    rhs: &Tensor,
+    op: BinaryOp,
+) -> std::result::Result<Result<Tensor>, Tensor> {
+    if crate::is_grad_enabled() && (lhs.requires_grad() || rhs.requires_grad()) {
+        return Err(lhs);
+    }
+    crate::compute::binary_in_place(lhs, rhs, op)
 }
 
 /// `tensor <op> scalar` for one tensor operand kind, any [`Scalar`] (one generic
@@ -97,15 +167,25 @@ macro_rules! scalar_left {
     };
 }
 
-/// `result <op>= tensor` for one right operand kind.
+/// `result <op>= tensor` for one right operand kind: the left tensor is owned, so
+/// it may take the result in its buffer (see [`in_place`]).
 macro_rules! assign_pair {
     ($trait:ident, $method:ident, $op:ident, $r:ident) => {
         impl $trait<operand_type!($r)> for Result<Tensor> {
             #[track_caller]
             fn $method(&mut self, rhs: operand_type!($r)) {
-                if let Ok(lhs) = self.as_ref() {
-                    let out = $op(lhs, operand!($r, rhs));
-                    *self = out;
+                if self.is_ok() {
+                    let placeholder = Err(Error::InvalidArgument {
+                        op: "",
+                        msg: String::new(),
+                    });
+                    if let Ok(lhs) = std::mem::replace(self, placeholder) {
+                        let rhs: &Tensor = operand!($r, rhs);
+                        *self = match in_place(lhs, rhs, kernel_op!($op)) {
+                            Ok(done) => done,
+                            Err(lhs) => $op(&lhs, rhs),
+                        };
+                    }
                 }
             }
         }
@@ -115,16 +195,16 @@ macro_rules! assign_pair {
 /// One operator over the whole matrix: the tensor pairs, the scalar pairs (`|x, s|
 /// tensor-on-the-left, scalar-on-the-left`), and the compound assignment.
 macro_rules! operator {
-    ($trait:ident, $method:ident, $op:ident, $assign:ident, $assign_method:ident,
+    ($trait:ident, $method:ident, $op:ident, $c:ident, $assign:ident, $assign_method:ident,
      |$x:ident, $v:ident| $right:expr, $left:expr) => {
-        tensor_pair!($trait, $method, $op, ref, ref);
-        tensor_pair!($trait, $method, $op, ref, own);
-        tensor_pair!($trait, $method, $op, ref, res);
-        tensor_pair!($trait, $method, $op, own, ref);
-        tensor_pair!($trait, $method, $op, own, own);
-        tensor_pair!($trait, $method, $op, own, res);
-        tensor_pair!($trait, $method, $op, res, ref);
-        tensor_pair!($trait, $method, $op, res, own);
+        tensor_pair!($trait, $method, $op, ref, ref, $c);
+        tensor_pair!($trait, $method, $op, ref, own, $c);
+        tensor_pair!($trait, $method, $op, ref, res, $c);
+        tensor_pair!($trait, $method, $op, own, ref, $c);
+        tensor_pair!($trait, $method, $op, own, own, $c);
+        tensor_pair!($trait, $method, $op, own, res, $c);
+        tensor_pair!($trait, $method, $op, res, ref, $c);
+        tensor_pair!($trait, $method, $op, res, own, $c);
         scalar_right!($trait, $method, ref, |$x, $v| $right);
         scalar_right!($trait, $method, own, |$x, $v| $right);
         operator!(@left $trait, $method, |$x, $v| $left; f64 i32);
@@ -143,6 +223,7 @@ operator!(
     Add,
     add,
     add,
+    commutes,
     AddAssign,
     add_assign,
     |x, s| add_scalar(x, s),
@@ -152,6 +233,7 @@ operator!(
     Sub,
     sub,
     sub,
+    ordered,
     SubAssign,
     sub_assign,
     |x, s| add_scalar(x, -s),
@@ -161,6 +243,7 @@ operator!(
     Mul,
     mul,
     mul,
+    commutes,
     MulAssign,
     mul_assign,
     |x, s| mul_scalar(x, s),
@@ -170,6 +253,7 @@ operator!(
     Div,
     div,
     div,
+    ordered,
     DivAssign,
     div_assign,
     |x, s| div_scalar(x, s),

@@ -43,8 +43,8 @@ pub mod add {
     }
 
     /// `grad` to both operands unchanged (the engine sums it down to each shape).
-    pub fn backward(grad: &Tensor) -> Result<(Tensor, Tensor)> {
-        Ok((grad.clone(), grad.clone()))
+    pub fn backward(grad: Tensor) -> Result<(Tensor, Tensor)> {
+        Ok((grad.clone(), grad))
     }
 
     /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
@@ -65,11 +65,9 @@ pub mod sub {
     }
 
     /// `grad` to `a`, `-grad` to `b`.
-    pub fn backward(grad: &Tensor, needs: [bool; 2]) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        Ok((
-            needs[0].then(|| grad.clone()),
-            grad_if(needs[1], || neg(grad))?,
-        ))
+    pub fn backward(grad: Tensor, needs: [bool; 2]) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let db = grad_if(needs[1], || neg(&grad))?;
+        Ok((needs[0].then_some(grad), db))
     }
 
     /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
@@ -90,9 +88,12 @@ pub mod mul {
     }
 
     /// d/da = b, d/db = a: each operand's gradient reads the other, so both are saved.
+    /// `grad` and `a` are owned: `grad · a` goes into `a`'s buffer and `grad · b`
+    /// into `grad`'s, where nothing else holds them (a chain `y = y * x` whose
+    /// intermediate products the user dropped), so the backward allocates nothing.
     pub fn backward(
-        grad: &Tensor,
-        a: &Tensor,
+        grad: Tensor,
+        a: Tensor,
         b: &Tensor,
         needs: [bool; 2],
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
@@ -100,13 +101,12 @@ pub mod mul {
         // The same tensor (so the same place in the graph) with the same values: an id
         // alone does not say the values are the same.
         if needs == [true, true] && a.id() == b.id() && a.same_values_as(b) {
-            let g = mul(grad, a)?;
+            let g = (grad * &a)?;
             return Ok((Some(g.clone()), Some(g)));
         }
-        Ok((
-            grad_if(needs[0], || mul(grad, b))?,
-            grad_if(needs[1], || mul(grad, a))?,
-        ))
+        let db = grad_if(needs[1], || a * &grad)?;
+        let da = grad_if(needs[0], || grad * b)?;
+        Ok((da, db))
     }
 
     /// Gradcheck inputs: equal shapes, and each operand broadcast against the other.
@@ -132,14 +132,15 @@ pub mod div {
     }
 
     /// d/da = 1/b, d/db = -a/b².
+    /// (`grad` and `a` owned, written into as `mul`'s backward does.)
     pub fn backward(
-        grad: &Tensor,
-        a: &Tensor,
+        grad: Tensor,
+        a: Tensor,
         b: &Tensor,
         needs: [bool; 2],
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let da = grad_if(needs[0], || div(grad, b))?;
-        let db = grad_if(needs[1], || neg(&div(&mul(grad, a)?, &mul(b, b)?)?))?;
+        let db = grad_if(needs[1], || neg(&((a * &grad)? / mul(b, b)?)?))?;
+        let da = grad_if(needs[0], || grad / b)?;
         Ok((da, db))
     }
 
@@ -193,8 +194,8 @@ pub mod add_scalar {
     }
 
     /// `grad` unchanged: the constant has no gradient.
-    pub fn backward(grad: &Tensor) -> Result<Tensor> {
-        Ok(grad.clone())
+    pub fn backward(grad: Tensor) -> Result<Tensor> {
+        Ok(grad)
     }
 
     /// Gradcheck input: a `[3]` tensor in `[-1, 1)`, plus 2.5.

@@ -2,7 +2,7 @@
 //! backward kept side by side), plus its `Differentiable` impl, registry entry and
 //! typed function. On an error, `fallback` expands instead.
 
-use crate::ast::{Op, Role};
+use crate::ast::{self, Op, Role};
 use crate::attr::{self, Args};
 use crate::fallback;
 use crate::valid::Valid;
@@ -143,16 +143,31 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         .filter(|(_, i)| i.differentiable)
         .map(|(k, _)| k)
         .collect();
-    // Validation leaves no `Role::Unknown`.
-    let backward_args = backward.declared().map(|d| match d.role {
-        Role::Grad => quote!(ctx.grad()),
-        Role::Input(pos) => quote!(ctx.input(#pos)?),
-        Role::InputShape(pos) => quote!(ctx.input_shape(#pos)?),
-        Role::InputDType(pos) => quote!(ctx.input_dtype(#pos)?),
-        Role::Output => quote!(ctx.output()?),
-        Role::Needs => quote!(ctx.needs_at([#(#diff_positions),*])),
-        Role::Unknown => quote!(::core::unreachable!()),
-    });
+    // Validation leaves no `Role::Unknown`. A tensor declared by value (`grad:
+    // Tensor`) is taken from the context before the call, into a local, so that
+    // the borrowed ones can follow in the same call.
+    let mut takes = Vec::new();
+    let backward_args: Vec<_> = backward
+        .declared()
+        .map(|d| {
+            let owned = ast::is_tensor(&d.original.ty);
+            let take = match d.role {
+                Role::Grad if owned => quote!(ctx.take_grad()?),
+                Role::Input(pos) if owned => quote!(ctx.take_input(#pos)?),
+                Role::Output if owned => quote!(ctx.take_output()?),
+                Role::Grad => return quote!(ctx.grad()?),
+                Role::Input(pos) => return quote!(ctx.input(#pos)?),
+                Role::InputShape(pos) => return quote!(ctx.input_shape(#pos)?),
+                Role::InputDType(pos) => return quote!(ctx.input_dtype(#pos)?),
+                Role::Output => return quote!(ctx.output()?),
+                Role::Needs => return quote!(ctx.needs_at([#(#diff_positions),*])),
+                Role::Unknown => return quote!(::core::unreachable!()),
+            };
+            let local = format_ident!("__taken_{}", d.ident);
+            takes.push(quote!(let #local: #p::Tensor = #take;));
+            quote!(#local)
+        })
+        .collect();
     let backward_span = return_span(backward.original);
     let call_backward = if backward.takes_self() {
         quote_spanned!(backward_span=> #s::backward(op, #(#backward_args),*))
@@ -168,9 +183,9 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
         .map(|k| format_ident!("__g{}", k))
         .collect();
     let unpack = if backward.returns_tuple() {
-        quote_spanned!(backward_span=> let (#(#grad_vars,)*) = #call_backward?;)
+        quote_spanned!(backward_span=> #(#takes)* let (#(#grad_vars,)*) = #call_backward?;)
     } else {
-        quote_spanned!(backward_span=> let #(#grad_vars)* = #call_backward?;)
+        quote_spanned!(backward_span=> #(#takes)* let #(#grad_vars)* = #call_backward?;)
     };
     let mut next_var = grad_vars.iter();
     let slots = inputs.iter().map(|i| {
@@ -232,7 +247,7 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                         }
                     }
 
-                    fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
+                    fn backward(&self, ctx: &mut #p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
                         __autograd_backward_of(self, ctx)
                     }
 
@@ -243,7 +258,7 @@ fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
                 /// input positions.
                 fn __autograd_backward_of(
                     #op_param: &#s,
-                    ctx: &#p::BackwardContext<'_>,
+                    ctx: &mut #p::BackwardContext<'_>,
                 ) -> #p::Result<#p::Grads> {
                     #unpack
                     ::core::result::Result::Ok(#p::grads([#(#slots),*]))

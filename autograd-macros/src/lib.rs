@@ -85,11 +85,11 @@ use proc_macro::TokenStream;
 ///
 ///   | parameter | type | what it is | kept alive |
 ///   |---|---|---|---|
-///   | `grad` | `&Tensor` | gradient of the output | - |
-///   | an input's name | `&Tensor` | that input | the input |
+///   | `grad` | `&Tensor` or `Tensor` | gradient of the output | - |
+///   | an input's name | `&Tensor` or `Tensor` | that input | the input |
 ///   | `<input>_shape` | `&Shape` | that input's shape | - (every node has it) |
 ///   | `<input>_dtype` | `DType` | that input's dtype | - (every node has it) |
-///   | `output` | `&Tensor` | forward's result | the output |
+///   | `output` | `&Tensor` or `Tensor` | forward's result | the output |
 ///   | `needs` | `[bool; N]` | which differentiable inputs need a gradient | - |
 ///   | `&self` | | the op's parameters | the op value |
 ///
@@ -97,6 +97,14 @@ use proc_macro::TokenStream;
 ///   `Tensor`, or an `Option<Tensor>` where `None` means no gradient; a tuple when
 ///   there are several. A declared input or `output` that backward never reads is an
 ///   error, since it would be kept for nothing.
+///
+///   A tensor declared by value (`grad: Tensor`) is handed over by the graph
+///   (`BackwardContext::take_grad`, `take_input`, `take_output`). Where nothing
+///   else holds its buffer (no `retain_graph`, hook or other consumer; an input the
+///   user dropped), the owned operators write into it instead of allocating:
+///   `mul`'s backward is `let db = a * &grad; let da = grad * b;`, and a chain
+///   `y = y * x` runs its backward without allocating. Borrowing is always
+///   correct; owning only saves memory.
 /// - Optionally one struct with named fields, the op's non-tensor parameters (an
 ///   axis, a scalar, a shape). They become trailing arguments of the generated
 ///   function and are read through `&self`. The struct must be `Send + Sync`.

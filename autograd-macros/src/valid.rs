@@ -336,11 +336,16 @@ impl Declared<'_> {
     /// Checks one parameter of backward against what its name refers to.
     fn validate(&self, cx: &Cx<'_, '_>, body: &proc_macro2::TokenStream, errs: &mut Errors) {
         let (ident, ty) = (self.ident, &*self.original.ty);
+        // Borrowed, or owned (taken from the graph, so backward may write into its
+        // buffer).
         let tensor_ref = |errs: &mut Errors| {
-            if !ast::is_tensor_ref(ty) {
+            if !ast::is_tensor_ref(ty) && !ast::is_tensor(ty) {
                 errs.at(
                     ty,
-                    format!("`{ident}` is a tensor: write `{ident}: &Tensor`"),
+                    format!(
+                        "`{ident}` is a tensor: write `{ident}: &Tensor` (or `{ident}: Tensor` to own it, \
+                         letting the owned operators write into its buffer)"
+                    ),
                 );
             }
         };

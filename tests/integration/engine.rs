@@ -394,3 +394,104 @@ fn recording_with_the_wrong_number_of_inputs_is_an_error() -> Result<()> {
     assert_eq!(recorded.grad_fn().unwrap().op_name(), "mul");
     Ok(())
 }
+
+/// A user's op whose backward owns its gradient and its saved input (`Tensor`
+/// parameters): it may write into their buffers.
+#[differentiable(name = "test_owned_square")]
+mod owned_square {
+    use autograd::prelude::*;
+
+    pub fn forward(x: &Tensor) -> Result<Tensor> {
+        x * x
+    }
+
+    pub fn backward(grad: Tensor, x: Tensor) -> Result<Tensor> {
+        (grad * &x)? * 2.0
+    }
+
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = Tensor::from_slice(&[0.5f64, -1.5, 2.0], [3]).unwrap();
+        vec![CheckCase::new("test_owned_square", vec![x], |x| {
+            owned_square(&x[0])
+        })]
+    }
+}
+
+#[test]
+fn a_backward_may_own_its_gradient_and_saved_inputs() -> Result<()> {
+    crate::init();
+    let x = leaf(&[0.5, -1.5, 2.0], &[3]);
+    let y = owned_square(&x)?;
+    // Twice through a retained graph: the saved input is a copy the graph keeps.
+    let loss = autograd::ops::sum_all(&y)?;
+    loss.backward_with(autograd::BackwardOptions::default().retain_graph(true))?;
+    assert_eq!(grad_vec(&x), vec![1.0, -3.0, 4.0]);
+    loss.backward()?;
+    assert_eq!(grad_vec(&x), vec![2.0, -6.0, 8.0]);
+    assert_eq!(y.to_vec::<f64>()?, vec![0.25, 2.25, 4.0]);
+    Ok(())
+}
+
+/// A hand-written op whose backward reads what it already took.
+struct TakesTwice {
+    what: &'static str,
+}
+
+static TAKES_TWICE: autograd::OpEntry = autograd::OpEntry {
+    name: "test_takes_twice",
+    module_path: module_path!(),
+    inputs: &[autograd::InputSpec {
+        name: "x",
+        differentiable: true,
+        saved: true,
+    }],
+    saves_output: false,
+    params: &["what"],
+    check_cases: None,
+    cuda_source: None,
+};
+
+impl autograd::Differentiable for TakesTwice {
+    const ENTRY: &'static autograd::OpEntry = &TAKES_TWICE;
+
+    fn forward(&self, inputs: &[&Tensor]) -> Result<Tensor> {
+        Ok(inputs[0].detach())
+    }
+
+    fn backward(&self, ctx: &mut autograd::BackwardContext<'_>) -> Result<autograd::Grads> {
+        let g = ctx.take_grad()?;
+        match self.what {
+            "grad" => {
+                ctx.grad()?;
+            }
+            "input" => {
+                ctx.take_input(0)?;
+                ctx.input(0)?;
+            }
+            _ => {
+                ctx.output()?;
+            }
+        }
+        Ok(std::iter::once(Some(g)).collect())
+    }
+}
+
+#[test]
+fn reading_what_backward_took_is_an_error_naming_it() -> Result<()> {
+    crate::init();
+    for (what, says) in [
+        ("grad", "reads the gradient after taking it"),
+        ("input", "reads input 0 after taking it"),
+        ("output", "reads the output, which the graph did not save"),
+    ] {
+        let x = leaf(&[1.0, 2.0], &[2]);
+        let y = ComputationGraph::record(TakesTwice { what }, &[&x], x.detach())?;
+        let err = autograd::ops::sum_all(&y)?.backward().unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("test_takes_twice") && msg.contains(says),
+            "{msg}"
+        );
+    }
+    Ok(())
+}

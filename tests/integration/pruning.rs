@@ -87,9 +87,12 @@ fn add_chain_keeps_memory_flat_mul_chain_keeps_what_it_must() -> Result<()> {
             ops::sum_all(&y)?.backward()?;
         }
         let peak = thread_stats(Device::Cpu).peak_bytes - base;
-        // Saved intermediates plus a few live tensors (current value, gradients).
+        // Saved intermediates plus at most two live tensors: the mul chain's
+        // backward writes its gradients into the buffers it owns (the incoming
+        // gradient, the saved product the user dropped), the add chain's passes its
+        // gradient on. (And two scalars: the loss, its seed.)
         assert!(
-            peak <= (expect_saved + 4) * tensor_bytes,
+            peak <= (expect_saved + 2) * tensor_bytes + 16,
             "{op} chain peak {peak} B"
         );
         assert!(

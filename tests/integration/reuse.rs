@@ -142,3 +142,97 @@ fn storage_accounting_is_exact_through_reuse() -> Result<()> {
     assert_eq!(memory::thread_stats(Device::Cpu).live_bytes, before);
     Ok(())
 }
+
+/// Live CPU bytes of this thread.
+fn live() -> isize {
+    memory::thread_stats(Device::Cpu).live_bytes
+}
+
+#[test]
+fn an_owned_operand_takes_the_result_when_nobody_else_can_see_its_buffer() -> Result<()> {
+    crate::init();
+    let b = Tensor::from_slice(&[10.0f64, 20.0, 30.0, 40.0, 50.0, 60.0], [2, 3])?;
+    let row = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?;
+    let a = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?;
+    let (id, before) = (a.id(), live());
+    // Every kind of owned left operand, and the compound assignments.
+    let c = (a * &b)?;
+    assert_eq!(live(), before, "the product was written into a's buffer");
+    assert_ne!(c.id(), id, "a new value has a new id");
+    assert_eq!(values(&c), [10.0, 40.0, 90.0, 160.0, 250.0, 360.0]);
+    let c = ((c - &b)? / &row)?; // a broadcast right operand
+    assert_eq!(live(), before);
+    assert_eq!(values(&c), [0.0, 10.0, 20.0, 120.0, 100.0, 100.0]);
+    let mut r: Result<Tensor> = Ok(c);
+    r += &b;
+    r *= &row;
+    let c = r?;
+    assert_eq!(live(), before);
+    assert_eq!(values(&c), [10.0, 60.0, 150.0, 160.0, 300.0, 480.0]);
+    // An owned right operand of `+` and `*` takes it too; of `-` and `/` it cannot
+    // (the order matters), and the values say so.
+    let c = (&b + c)?;
+    assert_eq!(live(), before);
+    assert_eq!(values(&c), [20.0, 80.0, 180.0, 200.0, 350.0, 540.0]);
+    let d = (&b - c)?;
+    assert_eq!(values(&d), [-10.0, -60.0, -150.0, -160.0, -300.0, -480.0]);
+    Ok(())
+}
+
+#[test]
+fn an_owned_operand_others_can_see_is_never_written() -> Result<()> {
+    crate::init();
+    let b = Tensor::from_slice(&[2.0f64, 3.0, 4.0, 5.0], [2, 2])?;
+    let fresh = || Tensor::from_slice(&[1.0f64, 1.0, 1.0, 1.0], [2, 2]);
+    // Another handle, a view, a weak handle, a graph.
+    let a = fresh()?;
+    let other = a.clone();
+    let c = (a * &b)?;
+    assert_eq!(values(&other), [1.0; 4]);
+    assert_eq!(values(&c), [2.0, 3.0, 4.0, 5.0]);
+    let a = fresh()?;
+    let view = a.reshape(Shape::from([4]))?;
+    let _c = (a * &b)?;
+    assert_eq!(values(&view), [1.0; 4]);
+    let a = fresh()?;
+    let weak = a.downgrade();
+    let c = (a * &b)?;
+    assert!(!weak.is_alive());
+    assert_eq!(values(&c), [2.0, 3.0, 4.0, 5.0]);
+    let w = fresh()?.with_requires_grad(true);
+    let y = (w.clone() * &b)?; // recorded: w is saved, never written
+    assert_eq!(values(&w), [1.0; 4]);
+    ops::sum_all(&y)?.backward()?;
+    assert_eq!(values(&w.grad().unwrap()), [2.0, 3.0, 4.0, 5.0]);
+    // A left operand that is smaller than the result, or of another dtype.
+    let row = Tensor::from_slice(&[1.0f64, 2.0], [2])?;
+    assert_eq!(values(&(row * &b)?), [2.0, 6.0, 4.0, 10.0]);
+    let f32s = Tensor::from_slice(&[1.0f32; 4], [2, 2])?;
+    let err = (f32s * &b).unwrap_err().to_string();
+    assert!(err.contains("mul") && err.contains("f32"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn backward_writes_into_buffers_only_it_holds() -> Result<()> {
+    crate::init();
+    // y1 is kept by the user, y2 is not: backward may take y2's buffer (mul saved
+    // it), never y1's.
+    let w = Tensor::from_slice(&[2.0f64, 3.0], [2])?.with_requires_grad(true);
+    let x = Tensor::from_slice(&[5.0f64, 7.0], [2])?;
+    let y1 = (&x * &w)?;
+    let y2 = (&y1 * &w)?;
+    let y3 = (y2 * &w)?;
+    ops::sum_all(&y3)?.backward()?;
+    assert_eq!(values(&y1), [10.0, 21.0]);
+    // d(x w³)/dw = 3 x w².
+    assert_eq!(values(&w.grad().unwrap()), [60.0, 189.0]);
+    // A retained graph keeps its saved tensors: the second pass agrees.
+    w.zero_grad();
+    let y2 = ((&x * &w)? * &w)?;
+    let loss = ops::sum_all(&(y2 * &w)?)?;
+    loss.backward_with(BackwardOptions::default().retain_graph(true))?;
+    loss.backward()?;
+    assert_eq!(values(&w.grad().unwrap()), [120.0, 378.0]);
+    Ok(())
+}

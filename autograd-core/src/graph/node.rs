@@ -225,7 +225,7 @@ static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
 pub(super) struct Released;
 
 impl RecordedOp for Released {
-    fn backward(&self, ctx: &BackwardContext<'_>) -> crate::Result<crate::op::Grads> {
+    fn backward(&self, ctx: &mut BackwardContext<'_>) -> crate::Result<crate::op::Grads> {
         // Unreachable: a released node is in no graph (its block waits for reuse).
         Err(crate::Error::GraphConsumed { op: ctx.op })
     }

@@ -38,7 +38,7 @@ struct NotDifferentiable {
 }
 
 impl RecordedOp for NotDifferentiable {
-    fn backward(&self, _: &BackwardContext<'_>) -> crate::Result<crate::op::Grads> {
+    fn backward(&self, _: &mut BackwardContext<'_>) -> crate::Result<crate::op::Grads> {
         Err(crate::Error::NotDifferentiable { op: self.op })
     }
 }

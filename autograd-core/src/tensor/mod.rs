@@ -677,6 +677,26 @@ impl Tensor {
         self
     }
 
+    /// The buffer, to write a new value into, when nobody else can see it: this
+    /// handle is the tensor's only one (no clone, weak handle or graph holds it),
+    /// no other tensor or view holds the buffer, and it is not a parameter's. The
+    /// tensor then leaves its graph (a saved input that backward took still links
+    /// to the node that produced it) and gets a new id, as the value written is a
+    /// new one. `None`, changing nothing, otherwise.
+    pub(crate) fn writable_storage(&mut self) -> Option<(&mut Storage, &Layout)> {
+        let inner = Arc::get_mut(&mut self.0)?;
+        let StorageSlot::Fixed(storage) = &mut inner.storage else {
+            return None;
+        };
+        Arc::get_mut(storage)?;
+        inner.release_autograd();
+        inner.id = TensorId::next();
+        let StorageSlot::Fixed(storage) = &mut inner.storage else {
+            return None;
+        };
+        Some((Arc::get_mut(storage)?, &inner.layout))
+    }
+
     /// Mutable access to the storage when this handle is its only user (no other
     /// handle, view or graph holds it) and the tensor is outside any graph.
     pub(crate) fn unique_storage_mut(&mut self) -> Option<(&mut Storage, &Layout)> {

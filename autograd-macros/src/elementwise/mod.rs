@@ -431,7 +431,7 @@ pub(crate) fn expand(v: &Valid<'_, '_>, args: &Args) -> TokenStream {
             // per differentiable input.
             let operands = b.params.iter().map(|q| {
                 if q == "grad" {
-                    quote!(ctx.grad())
+                    quote!(ctx.grad()?)
                 } else if q == "output" {
                     quote!(ctx.output()?)
                 } else {
@@ -554,7 +554,7 @@ fn differentiable_impl(o: &OpImpl<'_>) -> TokenStream {
                     #p::elementwise::run(self, #p::elementwise::Eval::Value, inputs)
                 }
 
-                fn backward(&self, ctx: &#p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
+                fn backward(&self, ctx: &mut #p::BackwardContext<'_>) -> #p::Result<#p::Grads> {
                     #backward
                 }
             }
