@@ -9,6 +9,7 @@
 pub use crate::transfer::to_device;
 use crate::{DType, Error, Result, Shape, Tensor};
 use autograd_kernels::{BinaryOp, Layout, ReduceOp, UnaryOp, broadcast_shapes};
+use std::borrow::Cow;
 
 /// Resolves a possibly negative axis against `x`'s rank (`-1` is the last axis).
 pub fn normalize_axis(op: &'static str, axis: isize, x: &Tensor) -> Result<usize> {
@@ -96,20 +97,20 @@ pub(crate) fn binary_in_place(
     if a.dtype() != b.dtype() || a.device() != b.device() || !a.layout().is_contiguous() {
         return Err(a);
     }
+    // (The layout as it is for equal shapes: gradient accumulation, on every
+    // backward's hot path, needs no new one.)
     let lb = if a.shape() == b.shape() {
-        b.layout().clone()
+        Cow::Borrowed(b.layout())
     } else {
         match b.layout().broadcast_to(a.shape()) {
-            Some(l) => l,
+            Some(l) => Cow::Owned(l),
             None => return Err(a),
         }
     };
-    let rhs = b.storage();
     let Some((storage, la)) = a.writable_storage() else {
         return Err(a);
     };
-    let done = storage.binary_assign(la, &rhs, &lb, op);
-    drop(rhs);
+    let done = storage.binary_assign(la, &b.storage(), &lb, op);
     Ok(done.map(|()| a))
 }
 
@@ -615,27 +616,17 @@ pub fn one_hot(like: &Tensor, classes: &[usize], num_classes: usize) -> Result<T
     reshape(&hot, shape)
 }
 
-/// `acc + g` for gradient accumulation, written into `acc`'s (or `g`'s) buffer when
-/// that tensor is the buffer's only user, so no other gradient aliasing it can see
-/// the change; otherwise into a fresh buffer.
+/// `acc + g` for gradient accumulation (unrecorded), written into `acc`'s (or
+/// `g`'s) buffer when nobody else can see it (see `binary_in_place`), so no other
+/// gradient aliasing it can see the change; otherwise into a fresh buffer.
 pub fn accumulate(acc: Tensor, g: Tensor) -> Result<Tensor> {
-    if acc.shape() == g.shape() && acc.dtype() == g.dtype() && acc.device() == g.device() {
-        let (mut acc, mut g) = (acc, g);
-        if let Some((storage, layout)) = acc.unique_storage_mut()
-            && layout.is_contiguous()
-        {
-            storage.binary_assign(layout, &g.storage(), g.layout(), BinaryOp::Add)?;
-            return Ok(acc);
-        }
-        if let Some((storage, layout)) = g.unique_storage_mut()
-            && layout.is_contiguous()
-        {
-            storage.binary_assign(layout, &acc.storage(), acc.layout(), BinaryOp::Add)?;
-            return Ok(g);
-        }
-        return binary(&acc, &g, BinaryOp::Add);
+    match binary_in_place(acc, &g, BinaryOp::Add) {
+        Ok(sum) => sum,
+        Err(acc) => match binary_in_place(g, &acc, BinaryOp::Add) {
+            Ok(sum) => sum,
+            Err(g) => binary(&acc, &g, BinaryOp::Add),
+        },
     }
-    binary(&acc, &g, BinaryOp::Add)
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@
 //! shape error, so `c` holds `Result<Tensor>`, and after an error it keeps the first
 //! error (the later operations do nothing).
 
+use crate::op::{Differentiable, OpEntry};
 use crate::primitives::{add, add_scalar, div, div_scalar, mul, mul_scalar, neg, sub};
 use crate::{BinaryOp, Error, Result, Tensor};
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
@@ -53,19 +54,20 @@ macro_rules! operand {
     };
 }
 
-/// The kernel operation of a primitive, for the unrecorded in-place path.
+/// A primitive's kernel operation and registry entry, for the unrecorded in-place
+/// path.
 macro_rules! kernel_op {
     (add) => {
-        BinaryOp::Add
+        (BinaryOp::Add, crate::primitives::add::Add::ENTRY)
     };
     (sub) => {
-        BinaryOp::Sub
+        (BinaryOp::Sub, crate::primitives::sub::Sub::ENTRY)
     };
     (mul) => {
-        BinaryOp::Mul
+        (BinaryOp::Mul, crate::primitives::mul::Mul::ENTRY)
     };
     (div) => {
-        BinaryOp::Div
+        (BinaryOp::Div, crate::primitives::div::Div::ENTRY)
     };
 }
 
@@ -128,9 +130,9 @@ macro_rules! owned {
 fn in_place(
     lhs: Tensor,
     rhs: &Tensor,
-    op: BinaryOp,
+    (op, entry): (BinaryOp, &OpEntry),
 ) -> std::result::Result<Result<Tensor>, Tensor> {
-    if crate::is_grad_enabled() && (lhs.requires_grad() || rhs.requires_grad()) {
+    if crate::graph::records(entry, &[&lhs, rhs]) {
         return Err(lhs);
     }
     crate::compute::binary_in_place(lhs, rhs, op)

@@ -197,6 +197,7 @@ fn an_owned_operand_others_can_see_is_never_written() -> Result<()> {
     let a = fresh()?;
     let weak = a.downgrade();
     let c = (a * &b)?;
+    // Written in place, `c` would be the same tensor, and the weak handle alive.
     assert!(!weak.is_alive());
     assert_eq!(values(&c), [2.0, 3.0, 4.0, 5.0]);
     let w = fresh()?.with_requires_grad(true);
@@ -204,6 +205,12 @@ fn an_owned_operand_others_can_see_is_never_written() -> Result<()> {
     assert_eq!(values(&w), [1.0; 4]);
     ops::sum_all(&y)?.backward()?;
     assert_eq!(values(&w.grad().unwrap()), [2.0, 3.0, 4.0, 5.0]);
+    // An intermediate nobody else holds, but which requires grad: the product is
+    // recorded, not written over it (that would cut the graph).
+    w.zero_grad();
+    let y = ((&w * &b)? * &b)?;
+    ops::sum_all(&y)?.backward()?;
+    assert_eq!(values(&w.grad().unwrap()), [4.0, 9.0, 16.0, 25.0]);
     // A left operand that is smaller than the result, or of another dtype.
     let row = Tensor::from_slice(&[1.0f64, 2.0], [2])?;
     assert_eq!(values(&(row * &b)?), [2.0, 6.0, 4.0, 10.0]);

@@ -19,4 +19,6 @@ pub use inspect::{ComputationGraph, NodeInputRef, NodeRef};
 pub(crate) use node::{Edge, Node};
 pub(crate) use pool::{clear_spare_nodes, drop_node};
 pub use record::apply;
-pub(crate) use record::{record_node, record_not_differentiable, recorded_calls, uncounted};
+pub(crate) use record::{
+    record_node, record_not_differentiable, recorded_calls, records, uncounted,
+};

@@ -95,6 +95,23 @@ pub(crate) fn record_node(
     output.attach(node)
 }
 
+/// True when some differentiable input of the op requires grad: with recording
+/// on, a call on `inputs` is recorded.
+fn wants_grad(entry: &OpEntry, inputs: &[&Tensor]) -> bool {
+    entry
+        .inputs
+        .iter()
+        .zip(inputs)
+        .any(|(spec, t)| spec.differentiable && t.requires_grad())
+}
+
+/// True when a call of the op on `inputs` would be recorded (what
+/// [`ComputationGraph::record`] decides): an unrecorded shortcut for it, such as
+/// writing the result into an operand's buffer, is only taken when it is not.
+pub(crate) fn records(entry: &OpEntry, inputs: &[&Tensor]) -> bool {
+    crate::is_grad_enabled() && wants_grad(entry, inputs)
+}
+
 /// An error unless `inputs` holds exactly the op's tensor inputs.
 fn check_arity(entry: &OpEntry, inputs: &[&Tensor]) -> crate::Result<()> {
     if inputs.len() == entry.inputs.len() {
@@ -157,12 +174,7 @@ impl ComputationGraph {
             // what `recorded_calls` is asked about (a backward under create_graph).
             let _ = RECORDED_CALLS.try_with(|c| c.set(c.get() + 1));
         }
-        let needed = enabled
-            && entry
-                .inputs
-                .iter()
-                .zip(inputs)
-                .any(|(spec, t)| spec.differentiable && t.requires_grad());
+        let needed = enabled && wants_grad(entry, inputs);
         if !needed {
             // Dropped here, not after the return value is made: a parameter whose
             // `Drop` panics would otherwise leak the output (rustc drops a finished

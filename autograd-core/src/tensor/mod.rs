@@ -696,17 +696,6 @@ impl Tensor {
         };
         Some((Arc::get_mut(storage)?, &inner.layout))
     }
-
-    /// Mutable access to the storage when this handle is its only user (no other
-    /// handle, view or graph holds it) and the tensor is outside any graph.
-    pub(crate) fn unique_storage_mut(&mut self) -> Option<(&mut Storage, &Layout)> {
-        let inner = Arc::get_mut(&mut self.0)?;
-        if !matches!(inner.autograd, Autograd::None) {
-            return None;
-        }
-        let storage = Arc::get_mut(inner.storage.get_mut())?;
-        Some((storage, &inner.layout))
-    }
 }
 
 /// A reference to a tensor that does not keep it alive (see [`Tensor::downgrade`]):
