@@ -339,7 +339,7 @@ pub use autograd_core::{
     WeakTensor, backward, backward_many, checkpoint, enable_grad, grad, grad_if, grad_many,
     gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
 };
-pub use autograd_core::{anomaly, cases, compute, elementwise, random, raw};
+pub use autograd_core::{anomaly, cases, compute, elementwise, fusion, random, raw};
 
 /// Accounting of tensor storage ([`stats`](memory::stats),
 /// [`thread_stats`](memory::thread_stats)) and the thread caches for reuse

@@ -92,6 +92,9 @@ impl Tensor {
 
         // Read before the parameter's slot is locked: `value` may be this very tensor.
         let source = value.storage_arc();
+        // Deferred values are computed first: their recipe may read this tensor's
+        // buffer (`p - lr * g`), which can then be written in place.
+        source.data()?;
         match &self.0.storage {
             StorageSlot::Param(p) => {
                 let mut current = p.storage.write().unwrap_or_else(|e| e.into_inner());

@@ -6,9 +6,12 @@
 //! the device the operands live on. View functions (`reshape` of a contiguous
 //! tensor, `transpose`, `broadcast_to`, `narrow`, ...) share the input's storage.
 
+use crate::fusion;
 pub use crate::transfer::to_device;
 use crate::{DType, Error, Result, Shape, Tensor};
+use autograd_kernels::cpu::fused::FusedOp;
 use autograd_kernels::{BinaryOp, Layout, ReduceOp, UnaryOp, broadcast_shapes};
+use smallvec::smallvec;
 use std::borrow::Cow;
 
 /// Resolves a possibly negative axis against `x`'s rank (`-1` is the last axis).
@@ -59,6 +62,12 @@ pub(crate) fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Resul
 
 /// `op(x)` elementwise.
 pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
+    if !matches!(op, UnaryOp::Fill(_) | UnaryOp::Copy) && fusion::wants(x.numel(), x.device()) {
+        let inputs = smallvec![(x.storage_arc(), x.layout().clone())];
+        if let Some(s) = fusion::defer(FusedOp::Unary(op), inputs, x.shape(), x.dtype()) {
+            return Ok(Tensor::from_storage(s, x.shape().clone()));
+        }
+    }
     let storage = x.storage().unary(x.layout(), op)?;
     Ok(Tensor::from_storage(storage, x.shape().clone()))
 }
@@ -67,6 +76,15 @@ pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
 pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_same_kind(op.name(), a, b)?;
     if a.shape() == b.shape() {
+        if fusion::wants(a.numel(), a.device()) {
+            let inputs = smallvec![
+                (a.storage_arc(), a.layout().clone()),
+                (b.storage_arc(), b.layout().clone())
+            ];
+            if let Some(s) = fusion::defer(FusedOp::Binary(op), inputs, a.shape(), a.dtype()) {
+                return Ok(Tensor::from_storage(s, a.shape().clone()));
+            }
+        }
         let storage = a
             .storage()
             .binary(a.layout(), &b.storage(), b.layout(), op)?;
@@ -80,6 +98,12 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_size(op.name(), &shape, a.dtype())?;
     let la = broadcast_layout(a, &shape)?;
     let lb = broadcast_layout(b, &shape)?;
+    if fusion::wants(shape.numel(), a.device()) {
+        let inputs = smallvec![(a.storage_arc(), la.clone()), (b.storage_arc(), lb.clone())];
+        if let Some(s) = fusion::defer(FusedOp::Binary(op), inputs, &shape, a.dtype()) {
+            return Ok(Tensor::from_storage(s, shape));
+        }
+    }
     let storage = a.storage().binary(&la, &b.storage(), &lb, op)?;
     Ok(Tensor::from_storage(storage, shape))
 }
@@ -96,6 +120,15 @@ pub(crate) fn binary_in_place(
 ) -> std::result::Result<Result<Tensor>, Tensor> {
     if a.dtype() != b.dtype() || a.device() != b.device() || !a.layout().is_contiguous() {
         return Err(a);
+    }
+    // A deferred `a` would be computed here only to be written over: the op
+    // defers instead, and fuses with its chain. A deferred `b` is computed first
+    // (its recipe may read `a`'s buffer, which is then free to write).
+    if a.storage().is_deferred() {
+        return Err(a);
+    }
+    if let Err(e) = b.storage().data() {
+        return Ok(Err(e));
     }
     // (The layout as it is for equal shapes: gradient accumulation, on every
     // backward's hot path, needs no new one.)
@@ -148,7 +181,17 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axes: &[usize], keepdim: bool) -> Result
             ),
         });
     }
-    let storage = x.storage().reduce(x.layout(), op, &sorted)?;
+    // A sum of every element of a deferred chain runs the chain with the sum at
+    // its end (nothing stored).
+    let whole =
+        x.layout().is_contiguous() && x.layout().offset() == 0 && x.numel() == x.storage().len();
+    let fused = (op == ReduceOp::Sum && sorted.len() == x.rank() && whole)
+        .then(|| x.storage().fused_sum())
+        .flatten();
+    let storage = match fused {
+        Some(s) => s?,
+        None => x.storage().reduce(x.layout(), op, &sorted)?,
+    };
     let mut shape = x.shape().clone();
     for &a in &sorted {
         shape.dims_mut()[a] = 1;

@@ -25,7 +25,10 @@ impl ComputationGraph {
     /// and inputs that get no gradient as dashed boxes, one per use, named after the
     /// op's input. Edges run from each input to the op that reads it; red edges mark
     /// the inputs the op saved. The ops whose outputs nothing in the graph consumes
-    /// (the roots, such as a loss) have a double border.
+    /// (the roots, such as a loss) have a double border. An op whose arithmetic was
+    /// deferred ([`crate::fusion`]) shows `deferred` (dashed) until something reads
+    /// its values, then `fused: kernel k`, filled with a colour of kernel `k`: the
+    /// ops with one number ran in one pass.
     ///
     /// For `y = w * w` with `w` a `[3]` parameter:
     ///
@@ -141,12 +144,24 @@ impl ComputationGraph {
                     label.push_str(" (incl. output)");
                 }
             }
+            // Fused ops: the kernel they ran in, and a colour per kernel.
+            let mut style = OP_STYLE.to_string();
+            match node.fusion() {
+                None => {}
+                Some(crate::fusion::Fusion::Deferred) => {
+                    label.push_str("\ndeferred");
+                    style.push_str(", style=\"filled,dashed\"");
+                }
+                Some(crate::fusion::Fusion::Kernel(k)) => {
+                    let _ = write!(label, "\nfused: kernel {k}");
+                    let hue = (k as f64 * 0.618_034).fract();
+                    let _ = write!(style, ", fillcolor=\"{hue:.3} 0.25 1.0\"");
+                }
+            }
             let root = !consumed_by_others.contains(&std::sync::Arc::as_ptr(n));
-            let style = if root {
-                format!("{OP_STYLE}, peripheries=2")
-            } else {
-                OP_STYLE.to_string()
-            };
+            if root {
+                style.push_str(", peripheries=2");
+            }
             vertex(&mut vertices, &id, &label, &style);
         }
 

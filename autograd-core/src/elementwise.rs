@@ -6,12 +6,15 @@
 //! [`MAX_ORDER`].
 
 use crate::compute::{broadcast_layout, check_same_kind};
+use crate::fusion;
 use crate::graph::apply;
 use crate::op::{BackwardContext, Differentiable, Grads, OpEntry};
 use crate::storage::{Storage, StorageData, check_size};
 use crate::{Error, Result, Tensor};
 use autograd_kernels::broadcast_shapes;
+use autograd_kernels::cpu::fused::FusedOp;
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 pub use autograd_kernels::generated::{
     CUDA_PRELUDE, ElementwiseKernel, Eval, MAX_ORDER, MAX_PARAMS, loops,
@@ -27,7 +30,11 @@ pub trait ElementwiseOp: ElementwiseKernel + Clone + Send + Sync + 'static {
 
 /// Runs `kernel` (its value or a derivative) over `inputs`, broadcast to one shape
 /// as NumPy does. Unrecorded: the op's function records the call.
-pub fn run<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, inputs: &[&Tensor]) -> Result<Tensor> {
+pub fn run<K: ElementwiseKernel + Clone + 'static>(
+    kernel: &K,
+    what: Eval<'_>,
+    inputs: &[&Tensor],
+) -> Result<Tensor> {
     let name = kernel.name();
     let Some((first, rest)) = inputs.split_first() else {
         return Err(crate::op::arity_error(
@@ -50,13 +57,32 @@ pub fn run<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, inputs: &[&Tensor])
         .iter()
         .map(|t| broadcast_layout(t, &shape))
         .collect::<Result<Vec<_>>>()?;
+    if fusion::wants(shape.numel(), first.device()) {
+        autograd_kernels::generated::check(kernel, what, inputs.len())
+            .map_err(|e| Error::from_kernel(e, name, &shape, first.dtype(), first.device()))?;
+        let op = FusedOp::Kernel(Arc::new(Fused {
+            kernel: kernel.clone(),
+            alpha: match what {
+                Eval::Value => None,
+                Eval::Derivative(alpha) => Some(alpha.iter().copied().collect()),
+            },
+        }));
+        let reads = inputs
+            .iter()
+            .zip(&layouts)
+            .map(|(t, l)| (t.storage_arc(), l.clone()))
+            .collect();
+        if let Some(s) = fusion::defer(op, reads, &shape, first.dtype()) {
+            return Ok(Tensor::from_storage(s, shape));
+        }
+    }
     let storages: Vec<_> = inputs.iter().map(|t| t.storage_arc()).collect();
     let err = |e| Error::from_kernel(e, name, &shape, first.dtype(), first.device());
     #[cfg(feature = "cuda")]
-    if let StorageData::Cuda(_) = storages[0].data() {
+    if let StorageData::Cuda(_) = storages[0].data()? {
         let mut gpu = Vec::with_capacity(inputs.len());
         for (s, l) in storages.iter().zip(&layouts) {
-            match s.data() {
+            match s.data()? {
                 StorageData::Cuda(c) => gpu.push((c, l)),
                 StorageData::Cpu(_) => {
                     return Err(Error::DeviceMismatch {
@@ -76,7 +102,7 @@ pub fn run<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, inputs: &[&Tensor])
     }
     let mut cpu = Vec::with_capacity(inputs.len());
     for (s, l) in storages.iter().zip(&layouts) {
-        match s.data() {
+        match s.data()? {
             StorageData::Cpu(c) => cpu.push((c, l)),
             #[cfg(feature = "cuda")]
             StorageData::Cuda(_) => {
@@ -90,6 +116,36 @@ pub fn run<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, inputs: &[&Tensor])
     }
     let out = autograd_kernels::generated::run_cpu(kernel, what, &cpu, &shape).map_err(err)?;
     Ok(Tensor::from_storage(Storage::cpu(out), shape))
+}
+
+/// A generated kernel as a step of a fused chain: its value, or the derivative
+/// along `alpha`.
+struct Fused<K> {
+    kernel: K,
+    alpha: Option<SmallVec<[usize; MAX_ORDER]>>,
+}
+
+impl<K> Fused<K> {
+    fn what(&self) -> Eval<'_> {
+        match &self.alpha {
+            None => Eval::Value,
+            Some(alpha) => Eval::Derivative(alpha),
+        }
+    }
+}
+
+impl<K: ElementwiseKernel> fusion::BlockKernel for Fused<K> {
+    fn name(&self) -> &'static str {
+        self.kernel.name()
+    }
+
+    fn eval_f32(&self, ins: &[&[f32]], out: &mut Vec<f32>) {
+        self.kernel.eval(self.what(), ins, out);
+    }
+
+    fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>) {
+        self.kernel.eval(self.what(), ins, out);
+    }
 }
 
 /// The derivative of a generated op `f` of `n` inputs: `g · ∂^α f(x₀, .., xₙ₋₁)`,

@@ -18,6 +18,7 @@ mod device;
 mod dot;
 pub mod elementwise;
 mod error;
+pub mod fusion;
 mod grad_mode;
 mod gradcheck;
 mod graph;

@@ -283,7 +283,7 @@ fn run_cpu<T: Float, K: CpuKernel + ?Sized>(
 ) -> Result<Vec<Tensor>> {
     let mut views = Vec::with_capacity(inputs.len());
     for (t, s) in inputs.iter().zip(storages) {
-        let data = match s.data() {
+        let data = match s.data()? {
             StorageData::Cpu(c) => T::slice(c),
             #[cfg(feature = "cuda")]
             StorageData::Cuda(_) => None,
@@ -385,7 +385,7 @@ pub unsafe fn cuda(
         use autograd_kernels::cuda::CudaStorage;
         let mut gpu = Vec::with_capacity(inputs.len());
         for (s, t) in storages.iter().zip(inputs) {
-            match s.data() {
+            match s.data()? {
                 StorageData::Cuda(c) => gpu.push((c, t.layout())),
                 StorageData::Cpu(_) => {
                     return Err(Error::DeviceMismatch {

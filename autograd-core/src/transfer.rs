@@ -60,7 +60,7 @@ pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
     // A buffer that cannot be allocated (on the host or the device) is named with
     // the tensor it was for.
     let err = |on: Device| move |e| Error::from_kernel(e, "to_device", x.shape(), x.dtype(), on);
-    let storage = match (x.storage().data(), device) {
+    let storage = match (x.storage().data()?, device) {
         (StorageData::Cpu(s), Device::Cpu) => {
             // Unreachable (same device), but cheap to handle.
             Storage::cpu(s.cast(x.layout(), x.dtype()).map_err(err(Device::Cpu))?)

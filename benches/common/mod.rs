@@ -47,9 +47,14 @@ fn check_close(workload: &str, what: &str, got: &[f32], want: &[f64], tol: f64) 
     Ok(())
 }
 
+/// The gradient of `t`, its values computed (a deferred chain runs here: reading
+/// the gradient is part of each workload).
 fn grad_of(workload: &str, name: &str, t: &Tensor) -> Result<Tensor> {
-    t.grad()
-        .ok_or_else(|| fail(workload, format!("no gradient reached {name}")))
+    let g = t
+        .grad()
+        .ok_or_else(|| fail(workload, format!("no gradient reached {name}")))?;
+    g.realize()?;
+    Ok(g)
 }
 
 // ---------------------------------------------------------------------------- W1

@@ -224,13 +224,13 @@ fn complete<T, K: ElementwiseKernel>(kernel: &K, out: Vec<T>, n: usize) -> Resul
 }
 
 /// A position in a strided view, walked in row-major order.
-struct Cursor {
+pub(crate) struct Cursor {
     index: Vec<usize>,
     offset: usize,
 }
 
 impl Cursor {
-    fn new(l: &Layout) -> Cursor {
+    pub(crate) fn new(l: &Layout) -> Cursor {
         Cursor {
             index: vec![0; l.rank()],
             offset: l.offset(),
@@ -238,7 +238,7 @@ impl Cursor {
     }
 
     /// Copies the next `out.len()` elements of the view into `out`.
-    fn gather<T: Copy>(&mut self, data: &[T], l: &Layout, out: &mut [T]) {
+    pub(crate) fn gather<T: Copy>(&mut self, data: &[T], l: &Layout, out: &mut [T]) {
         let dims = l.shape().dims();
         let strides = l.strides();
         let rank = dims.len();

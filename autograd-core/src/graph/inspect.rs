@@ -58,6 +58,14 @@ impl NodeRef {
         &self.0.output_shape
     }
 
+    /// How the op's arithmetic ran: `None` when it ran at the call;
+    /// [`Fusion::Deferred`](crate::fusion::Fusion::Deferred) while it waits for its
+    /// values to be read; [`Fusion::Kernel`](crate::fusion::Fusion::Kernel) with the
+    /// number of the fused kernel it ran in (nodes with one number ran in one pass).
+    pub fn fusion(&self) -> Option<crate::fusion::Fusion> {
+        self.0.fusion.as_ref().map(|m| m.fusion())
+    }
+
     /// The source location of the op call that recorded this node.
     pub fn location(&self) -> &'static Location<'static> {
         self.0.location

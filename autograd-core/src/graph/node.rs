@@ -171,6 +171,9 @@ pub(crate) struct Node {
     pub(crate) inputs: SmallVec<[NodeInput; 2]>,
     pub(crate) output_id: TensorId,
     pub(crate) output_shape: Shape,
+    /// Where the output's deferred arithmetic records the kernel it ran in (`None`:
+    /// computed when the op was called).
+    pub(crate) fusion: Option<Arc<crate::storage::deferred::Mark>>,
     pub(crate) location: &'static Location<'static>,
     pub(crate) state: Mutex<NodeState>,
     /// Id of the one backward pass currently running through this node (0: none).
@@ -191,6 +194,7 @@ impl Node {
     /// Lets go of everything the node holds (edges, saved tensors, gradient, op
     /// parameters), as dropping it would, leaving an empty block to reuse.
     pub(super) fn release(&mut self) {
+        self.fusion = None;
         for input in self.inputs.drain(..) {
             if let Edge::Node(node) = input.edge {
                 drop_node(node);
@@ -240,6 +244,7 @@ impl Node {
             inputs: SmallVec::new(),
             output_id: TensorId::NONE,
             output_shape: Shape::scalar(),
+            fusion: None,
             location,
             state: Mutex::new(NodeState {
                 saved: SmallVec::new(),
@@ -266,6 +271,11 @@ impl Node {
         self.op = op;
         self.output_id = output.id();
         self.output_shape = output.shape().clone();
+        self.fusion = if output.is_deferred() {
+            output.storage().fusion_mark()
+        } else {
+            None
+        };
         self.location = location;
         *self.claimed.get_mut() = 0;
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());

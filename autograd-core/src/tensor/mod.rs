@@ -519,6 +519,22 @@ impl Tensor {
         self.0.storage.get()
     }
 
+    /// Computes the values now if their arithmetic was deferred (see
+    /// [`crate::fusion`]), and returns the tensor. Nothing needs it: every read of
+    /// the values computes them. It chooses the moment: to time the work, or to
+    /// compute where it should happen (before handing the tensor to another
+    /// thread). The only error is a buffer that cannot be allocated.
+    pub fn realize(&self) -> Result<&Tensor> {
+        self.storage().data()?;
+        Ok(self)
+    }
+
+    /// True while the values are deferred: the elementwise op computing them has
+    /// not run yet (see [`crate::fusion`]).
+    pub fn is_deferred(&self) -> bool {
+        self.storage().is_deferred()
+    }
+
     pub(crate) fn storage_arc(&self) -> Arc<Storage> {
         self.storage().arc().clone()
     }

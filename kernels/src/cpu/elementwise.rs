@@ -3,6 +3,7 @@
 //! (both operands unit-stride, or one of them a repeated scalar).
 
 use super::pool;
+use crate::generated::loops;
 use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, Result, UnaryOp};
 use std::ops::Range;
@@ -126,34 +127,75 @@ fn mask<T: Element>(c: bool) -> T {
     if c { T::ONE } else { T::ZERO }
 }
 
+macro_rules! dispatch_binary {
+    ($op:expr, $kernel:ident, $($args:expr),*) => {
+        match $op {
+            BinaryOp::Add => $kernel($($args),*, |x, y| x + y),
+            BinaryOp::Sub => $kernel($($args),*, |x, y| x - y),
+            BinaryOp::Mul => $kernel($($args),*, |x, y| x * y),
+            BinaryOp::Div => $kernel($($args),*, |x, y| x / y),
+            BinaryOp::Eq => $kernel($($args),*, |x, y| mask(x == y)),
+            BinaryOp::Gt => $kernel($($args),*, |x, y| mask(x > y)),
+            BinaryOp::Ge => $kernel($($args),*, |x, y| mask(x >= y)),
+            BinaryOp::Lt => $kernel($($args),*, |x, y| mask(x < y)),
+            BinaryOp::Le => $kernel($($args),*, |x, y| mask(x <= y)),
+        }
+    };
+}
+
+/// `$kernel(.., f)` with `f` the formula of the unary `$op` (not `Fill`, which
+/// reads nothing, and not `Copy`, handled by the caller).
+macro_rules! dispatch_unary {
+    ($op:expr, $T:ty, $kernel:ident, $($args:expr),*) => {
+        match $op {
+            UnaryOp::Neg => $kernel($($args),*, |x: $T| -x),
+            UnaryOp::AddScalar(s) => {
+                let s = <$T>::from_f64(s);
+                $kernel($($args),*, |x: $T| x + s)
+            }
+            UnaryOp::MulScalar(s) => {
+                let s = <$T>::from_f64(s);
+                $kernel($($args),*, |x: $T| x * s)
+            }
+            UnaryOp::DivScalar(s) => {
+                let s = <$T>::from_f64(s);
+                $kernel($($args),*, |x: $T| x / s)
+            }
+            UnaryOp::PowScalar(p) if p == 2.0 => $kernel($($args),*, |x: $T| x * x),
+            UnaryOp::PowScalar(p) if p == 1.0 => $kernel($($args),*, |x: $T| x),
+            UnaryOp::PowScalar(p) => {
+                let p = <$T>::from_f64(p);
+                $kernel($($args),*, |x: $T| x.powf(p))
+            }
+            UnaryOp::Fill(_) | UnaryOp::Copy => $kernel($($args),*, |x: $T| x),
+        }
+    };
+}
+
 pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
     match op {
-        UnaryOp::Neg => map(a, l, |x| -x),
-        UnaryOp::AddScalar(s) => {
-            let s = T::from_f64(s);
-            map(a, l, |x| x + s)
-        }
-        UnaryOp::MulScalar(s) => {
-            let s = T::from_f64(s);
-            map(a, l, |x| x * s)
-        }
-        UnaryOp::DivScalar(s) => {
-            let s = T::from_f64(s);
-            map(a, l, |x| x / s)
-        }
-        UnaryOp::PowScalar(p) => {
-            if p == 2.0 {
-                map(a, l, |x| x * x)
-            } else if p == 1.0 {
-                map(a, l, |x| x)
-            } else {
-                let p = T::from_f64(p);
-                map(a, l, |x| x.powf(p))
-            }
-        }
         UnaryOp::Fill(v) => pool::filled(l.numel(), T::from_f64(v)),
-        UnaryOp::Copy => map(a, l, |x| x),
+        _ => dispatch_unary!(op, T, map, a, l),
     }
+}
+
+/// Appends `op(a[i])` to `out` for every `i` (the block loop of a fused chain:
+/// the formula [`unary`] computes, so the values are the same bits). `Fill` and
+/// `Copy` append `a` unchanged: a chain never holds them.
+pub(crate) fn unary_block<T: Element>(a: &[T], out: &mut Vec<T>, op: UnaryOp) {
+    fn each<T: Copy>(a: &[T], out: &mut Vec<T>, f: impl Fn(T) -> T) {
+        loops::map1(&[a], out, |[x]| f(x));
+    }
+    dispatch_unary!(op, T, each, a, out)
+}
+
+/// Appends `op(a[i], b[i])` to `out` for every `i` (slices of one length; the
+/// formula [`binary`] computes).
+pub(crate) fn binary_block<T: Element>(a: &[T], b: &[T], out: &mut Vec<T>, op: BinaryOp) {
+    fn each<T: Copy>(a: &[T], b: &[T], out: &mut Vec<T>, f: impl Fn(T, T) -> T) {
+        loops::map2(&[a, b], out, |[x, y]| f(x, y));
+    }
+    dispatch_binary!(op, each, a, b, out)
 }
 
 /// NaN-propagating maximum; of two equal values the positive zero (max(-0, +0)
@@ -177,22 +219,6 @@ pub(super) fn minimum<T: Element>(a: T, b: T) -> T {
     } else {
         b
     }
-}
-
-macro_rules! dispatch_binary {
-    ($op:expr, $kernel:ident, $($args:expr),*) => {
-        match $op {
-            BinaryOp::Add => $kernel($($args),*, |x, y| x + y),
-            BinaryOp::Sub => $kernel($($args),*, |x, y| x - y),
-            BinaryOp::Mul => $kernel($($args),*, |x, y| x * y),
-            BinaryOp::Div => $kernel($($args),*, |x, y| x / y),
-            BinaryOp::Eq => $kernel($($args),*, |x, y| mask(x == y)),
-            BinaryOp::Gt => $kernel($($args),*, |x, y| mask(x > y)),
-            BinaryOp::Ge => $kernel($($args),*, |x, y| mask(x >= y)),
-            BinaryOp::Lt => $kernel($($args),*, |x, y| mask(x < y)),
-            BinaryOp::Le => $kernel($($args),*, |x, y| mask(x <= y)),
-        }
-    };
 }
 
 pub(crate) fn binary<T: Element>(

@@ -1,6 +1,7 @@
 //! The CPU backend: strided loops over `Vec<f32>` / `Vec<f64>`, `gemm` for matmul.
 
 mod elementwise;
+pub mod fused;
 pub(crate) use elementwise::dense as dense_range;
 mod matmul;
 pub mod pool;

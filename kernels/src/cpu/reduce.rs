@@ -6,14 +6,22 @@ use crate::{Element, Layout, ReduceOp, Result, Shape};
 
 /// Elements summed per block in `T` before the block total is added in `f64`:
 /// keeps long f32 sums accurate without giving up the vectorised inner loop.
-const SUM_BLOCK: usize = 1024;
-const LANES: usize = 16;
+pub(crate) const SUM_BLOCK: usize = 1024;
+pub(crate) const LANES: usize = 16;
 
 fn sum_unit_stride<T: Element>(s: &[T]) -> T {
     if s.len() <= LANES {
         return s.iter().fold(T::ZERO, |a, &b| a + b);
     }
     let mut total = 0.0f64;
+    sum_blocks_into(s, &mut total);
+    T::from_f64(total)
+}
+
+/// Adds the total of each [`SUM_BLOCK`] of `s` to `total`, in order: a sum over
+/// more than [`LANES`] elements, fed in pieces that are whole blocks, is the same
+/// bits as one call over all of them (a fused chain's trailing sum relies on it).
+pub(crate) fn sum_blocks_into<T: Element>(s: &[T], total: &mut f64) {
     for block in s.chunks(SUM_BLOCK) {
         let mut lanes = [T::ZERO; LANES];
         let chunks = block.chunks_exact(LANES);
@@ -27,9 +35,8 @@ fn sum_unit_stride<T: Element>(s: &[T]) -> T {
         for l in lanes {
             acc += l;
         }
-        total += acc.to_f64();
+        *total += acc.to_f64();
     }
-    T::from_f64(total)
 }
 
 #[inline(always)]

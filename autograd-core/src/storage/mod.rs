@@ -3,11 +3,16 @@
 //! the drop of its last handle.
 
 use crate::accounting as memory;
+pub(crate) mod deferred;
+
 use crate::{DType, Device, Error, Result, Shape};
 use autograd_kernels::cpu::{self, CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 use autograd_kernels::cuda::CudaStorage;
 use autograd_kernels::{BackendStorage, BinaryOp, KernelError, Layout, ReduceOp, UnaryOp};
+use deferred::Pending;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 pub(crate) enum StorageData {
     Cpu(CpuStorage),
@@ -17,10 +22,20 @@ pub(crate) enum StorageData {
 
 /// A buffer on one device. Shared by every tensor that views it (`Arc<Storage>`)
 /// and freed exactly once, when the last of them goes.
+///
+/// A storage may be *deferred* (see [`crate::fusion`]): its values are an
+/// elementwise op of other storages that has not run yet. Everything known without
+/// the values (device, dtype, length) is known at once; the first read of the
+/// values runs the op, with the deferred ops it reads fused into one pass, and
+/// keeps the result. Until then it holds no buffer (0 bytes).
 pub struct Storage {
-    data: StorageData,
+    data: OnceLock<StorageData>,
+    /// The op to run, while the values are deferred.
+    pending: Mutex<Option<Box<Pending>>>,
     device: Device,
-    bytes: usize,
+    dtype: DType,
+    len: usize,
+    bytes: AtomicUsize,
 }
 
 impl Drop for Storage {
@@ -33,38 +48,31 @@ impl Storage {
     /// Frees the buffer now, as dropping the storage would, and leaves an empty CPU
     /// storage of 0 bytes behind (a block kept for reuse by a later tensor).
     pub(crate) fn release(&mut self) {
-        memory::on_free(self.device, self.bytes);
-        self.bytes = 0;
+        memory::on_free(self.device, *self.bytes.get_mut());
+        *self.bytes.get_mut() = 0;
         self.device = Device::Cpu;
+        self.dtype = DType::F32;
+        self.len = 0;
+        *self.pending.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         let data = std::mem::replace(
             &mut self.data,
-            StorageData::Cpu(CpuStorage::F32(Vec::new())),
+            OnceLock::from(StorageData::Cpu(CpuStorage::F32(Vec::new()))),
         );
         // A CPU buffer goes to the thread's cache of freed buffers, so that the next
         // step's tensors of the same size reuse it instead of faulting in new pages.
-        match data {
-            StorageData::Cpu(s) => cpu::pool::recycle(s),
+        match data.into_inner() {
+            Some(StorageData::Cpu(s)) => cpu::pool::recycle(s),
             #[allow(unreachable_patterns)]
             other => drop(other),
         }
     }
 }
 
-macro_rules! with_backend {
-    ($self:expr, $s:ident => $body:expr) => {
-        match &$self.data {
-            StorageData::Cpu($s) => $body,
-            #[cfg(feature = "cuda")]
-            StorageData::Cuda($s) => $body,
-        }
-    };
-}
-
 /// A new storage on `$self`'s device from a backend call (`$body` returns the
 /// backend's buffer type, the same expression for every backend).
 macro_rules! map_backend {
     ($self:expr, $s:ident => $body:expr) => {
-        Ok($self.like(match &$self.data {
+        Ok($self.like(match $self.data()? {
             StorageData::Cpu($s) => StorageData::Cpu($body),
             #[cfg(feature = "cuda")]
             StorageData::Cuda($s) => StorageData::Cuda($body),
@@ -74,7 +82,7 @@ macro_rules! map_backend {
 
 macro_rules! with_backends {
     ($op:expr, $a:expr, $b:expr, ($x:ident, $y:ident) => $body:expr) => {
-        match (&$a.data, &$b.data) {
+        match ($a.data()?, $b.data()?) {
             (StorageData::Cpu($x), StorageData::Cpu($y)) => Ok($a.like(StorageData::Cpu($body))),
             #[cfg(feature = "cuda")]
             (StorageData::Cuda($x), StorageData::Cuda($y)) => Ok($a.like(StorageData::Cuda($body))),
@@ -90,16 +98,33 @@ macro_rules! with_backends {
 
 impl Storage {
     pub(crate) fn new(data: StorageData, device: Device) -> Storage {
-        let bytes = match &data {
-            StorageData::Cpu(s) => s.len() * s.dtype().size_in_bytes(),
+        let (dtype, len) = match &data {
+            StorageData::Cpu(s) => (s.dtype(), s.len()),
             #[cfg(feature = "cuda")]
-            StorageData::Cuda(s) => s.len() * s.dtype().size_in_bytes(),
+            StorageData::Cuda(s) => (s.dtype(), s.len()),
         };
+        let bytes = len * dtype.size_in_bytes();
         memory::on_alloc(device, bytes);
         Storage {
-            data,
+            data: OnceLock::from(data),
+            pending: Mutex::new(None),
             device,
-            bytes,
+            dtype,
+            len,
+            bytes: AtomicUsize::new(bytes),
+        }
+    }
+
+    /// A CPU storage of `len` elements of `dtype` whose values `pending` computes
+    /// when first read.
+    pub(crate) fn deferred(pending: Pending, dtype: DType, len: usize) -> Storage {
+        Storage {
+            data: OnceLock::new(),
+            pending: Mutex::new(Some(Box::new(pending))),
+            device: Device::Cpu,
+            dtype,
+            len,
+            bytes: AtomicUsize::new(0),
         }
     }
 
@@ -118,17 +143,17 @@ impl Storage {
 
     /// Element type of the buffer.
     pub fn dtype(&self) -> DType {
-        with_backend!(self, s => s.dtype())
+        self.dtype
     }
 
-    /// Bytes of the buffer.
+    /// Bytes of the buffer (0 while the values are deferred).
     pub fn size_in_bytes(&self) -> usize {
-        self.bytes
+        self.bytes.load(Ordering::Relaxed)
     }
 
     /// Number of elements in the buffer.
     pub fn len(&self) -> usize {
-        with_backend!(self, s => s.len())
+        self.len
     }
 
     /// True for a buffer of no elements.
@@ -136,17 +161,95 @@ impl Storage {
         self.len() == 0
     }
 
-    /// The CPU buffer, when the storage lives on the CPU.
+    /// True while the values are deferred: an elementwise op not run yet.
+    pub fn is_deferred(&self) -> bool {
+        self.data.get().is_none()
+    }
+
+    /// The CPU buffer, when the storage lives on the CPU (computed first if it was
+    /// deferred; `None` if that fails, which only running out of memory does).
     pub fn as_cpu(&self) -> Option<&CpuStorage> {
-        match &self.data {
+        match self.data().ok()? {
             StorageData::Cpu(s) => Some(s),
             #[cfg(feature = "cuda")]
             StorageData::Cuda(_) => None,
         }
     }
 
-    pub(crate) fn data(&self) -> &StorageData {
-        &self.data
+    /// The values, computed first if they were deferred.
+    #[inline]
+    pub(crate) fn data(&self) -> Result<&StorageData> {
+        match self.data.get() {
+            Some(d) => Ok(d),
+            None => self.force(),
+        }
+    }
+
+    /// The values, mutably (computed first if they were deferred).
+    fn data_mut(&mut self) -> Result<&mut StorageData> {
+        self.data()?;
+        let (len, dtype) = (self.len, self.dtype);
+        self.data
+            .get_mut()
+            .ok_or_else(|| deferred::lost(len, dtype))
+    }
+
+    /// The deferred op, if the values are still deferred: what a chain being
+    /// planned reads through this storage.
+    pub(crate) fn pending(&self) -> Option<Pending> {
+        if self.data.get().is_some() {
+            return None;
+        }
+        let slot = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_deref().cloned()
+    }
+
+    /// The deferred op's depth and size (see `fusion::defer`); zeros when the values
+    /// are there.
+    pub(crate) fn chain(&self) -> (u32, u32) {
+        if self.data.get().is_some() {
+            return (0, 0);
+        }
+        let slot = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref().map_or((0, 0), |p| p.chain())
+    }
+
+    /// Where the deferred op records the kernel it runs in (`None` when the values
+    /// were not deferred, or are computed already).
+    pub(crate) fn fusion_mark(&self) -> Option<Arc<deferred::Mark>> {
+        if self.data.get().is_some() {
+            return None;
+        }
+        let slot = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        slot.as_ref().map(|p| p.mark.clone())
+    }
+
+    /// Runs the deferred op (with the deferred ops it reads, fused) and keeps the
+    /// values. Another thread may be computing the same values: the first to finish
+    /// keeps them.
+    #[cold]
+    fn force(&self) -> Result<&StorageData> {
+        let pending = self.pending();
+        if let Some(p) = pending {
+            let data = deferred::evaluate(&p, self.len, self.dtype)?;
+            let bytes = self.len * self.dtype.size_in_bytes();
+            if self.data.set(StorageData::Cpu(data)).is_ok() {
+                memory::on_alloc(self.device, bytes);
+                self.bytes.store(bytes, Ordering::Relaxed);
+                *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            }
+        }
+        self.data
+            .get()
+            .ok_or_else(|| deferred::lost(self.len, self.dtype))
+    }
+
+    /// The sum of all the values, where they are deferred: the chain runs with the
+    /// sum at its end and nothing is stored. `None` when the values are not
+    /// deferred (or too few for the fused sum to add as the reduction does).
+    pub(crate) fn fused_sum(&self) -> Option<Result<Storage>> {
+        let p = self.pending()?;
+        Some(deferred::sum(&p, self.len, self.dtype).map(Storage::cpu))
     }
 
     /// `e` from a backend call of `op` building a `dtype` result of `shape` on this
@@ -185,7 +288,7 @@ impl Storage {
         op: BinaryOp,
     ) -> Result<()> {
         let (device, rdevice) = (self.device, rhs.device);
-        match (&mut self.data, &rhs.data) {
+        match (self.data_mut()?, rhs.data()?) {
             (StorageData::Cpu(a), StorageData::Cpu(b)) => Ok(a.binary_assign(l, b, rl, op)?),
             #[cfg(feature = "cuda")]
             (StorageData::Cuda(a), StorageData::Cuda(b)) => Ok(a.binary_assign(l, b, rl, op)?),
@@ -233,7 +336,7 @@ impl Storage {
         accumulate: bool,
     ) -> Result<()> {
         let (device, ddevice) = (self.device, dst.device);
-        match (&self.data, &mut dst.data) {
+        match (self.data()?, dst.data_mut()?) {
             (StorageData::Cpu(s), StorageData::Cpu(d)) => Ok(s.copy_into(l, d, dl, accumulate)?),
             #[cfg(feature = "cuda")]
             (StorageData::Cuda(s), StorageData::Cuda(d)) => Ok(s.copy_into(l, d, dl, accumulate)?),
@@ -267,7 +370,7 @@ impl Storage {
     pub(crate) fn to_vec<T: CpuElement>(&self, l: &Layout) -> Result<Vec<T>> {
         let host =
             |e: KernelError| Error::from_kernel(e, "to_vec", l.shape(), T::DTYPE, Device::Cpu);
-        match &self.data {
+        match self.data()? {
             StorageData::Cpu(s) => s.to_vec(l).map_err(host),
             #[cfg(feature = "cuda")]
             StorageData::Cuda(s) => {

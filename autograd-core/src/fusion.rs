@@ -1,0 +1,181 @@
+//! Fused elementwise chains: elementwise ops whose arithmetic is deferred until
+//! their values are read, then run as one pass over memory.
+//!
+//! An elementwise op on the CPU (the arithmetic primitives, their scalar forms, and
+//! every op generated from a scalar function, with its derivatives) over at least
+//! [`FusionConfig::min_elements`] elements does not compute its output. It checks
+//! everything it would check and returns a tensor whose storage is *deferred*: the
+//! op and the storages it reads. The program stays eager in all it can observe:
+//! shapes, dtypes and every error are known at the call that causes them, and the
+//! values are there whenever something reads them. What is deferred is only the
+//! moment the arithmetic runs.
+//!
+//! The first read of a deferred storage (a matmul, a copy, `to_vec`, a view's
+//! kernel, a write) plans the chain: the deferred ops it reads directly
+//! (contiguous, whole), and the ones those read, down to storages that hold values.
+//! The chain runs as one loop over cache-sized blocks
+//! (`autograd_kernels::cpu::fused`): each leaf is read once and one result is
+//! written. A sum over all of a deferred storage's elements runs the chain with the
+//! sum at its end and writes nothing.
+//!
+//! Each step computes what the op's own kernel computes, element by element, so a
+//! fused result is the same bits as the unfused one (and a fused sum adds in the
+//! unfused sum's order). A deferred op that reads another one deferred, which is
+//! in turn saved for backward, computes it again when it is read: what is held is
+//! the recipe, not the values, so nothing is allocated for it in between.
+//!
+//! Chains are bounded ([`MAX_DEPTH`] ops deep, [`MAX_STEPS`] ops in all): an op
+//! that would make a longer one first computes the deferred storages it reads.
+//! Outputs over [`MAX_ELEMENTS`] are computed at the call: the one error a deferred
+//! op could otherwise raise late is a buffer too large to allocate.
+//!
+//! Fusion is on by default. `AUTOGRAD_FUSION=0` (or `off`) turns it off for the
+//! process, `AUTOGRAD_FUSION_MIN=<elements>` sets the size from which ops defer,
+//! and [`with_config`] changes both for one thread for the length of a call.
+
+use crate::storage::Storage;
+use crate::storage::deferred::Pending;
+use crate::{DType, Device, Shape};
+use autograd_kernels::Layout;
+use autograd_kernels::cpu::fused::FusedOp;
+use smallvec::SmallVec;
+use std::cell::Cell;
+use std::sync::{Arc, OnceLock};
+
+pub use crate::storage::deferred::Fusion;
+pub use autograd_kernels::cpu::fused::BlockKernel;
+
+/// Most deferred ops on one path of a chain.
+pub const MAX_DEPTH: u32 = 16;
+
+/// Most deferred ops in one chain (counted with repeats: a bound, not the count).
+pub const MAX_STEPS: u32 = 64;
+
+/// When elementwise ops defer their arithmetic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusionConfig {
+    /// Whether they do at all.
+    pub enabled: bool,
+    /// The fewest output elements for which they do: below it an op runs at once
+    /// (its data is in cache anyway, and a chain costs more to plan than it saves).
+    pub min_elements: usize,
+}
+
+impl FusionConfig {
+    /// The default fewest elements: 16 KiB of `f32`.
+    pub const DEFAULT_MIN_ELEMENTS: usize = 4096;
+
+    /// Fusion off: every op computes its output when called.
+    pub const OFF: FusionConfig = FusionConfig {
+        enabled: false,
+        min_elements: FusionConfig::DEFAULT_MIN_ELEMENTS,
+    };
+
+    /// The process's settings: on, from [`Self::DEFAULT_MIN_ELEMENTS`], unless
+    /// `AUTOGRAD_FUSION` is `0`, `off` or `false`, or `AUTOGRAD_FUSION_MIN` gives
+    /// another size (a number of elements).
+    pub fn from_env() -> FusionConfig {
+        let off = std::env::var("AUTOGRAD_FUSION")
+            .map(|v| {
+                matches!(
+                    v.trim().to_ascii_lowercase().as_str(),
+                    "0" | "off" | "false"
+                )
+            })
+            .unwrap_or(false);
+        let min_elements = std::env::var("AUTOGRAD_FUSION_MIN")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(FusionConfig::DEFAULT_MIN_ELEMENTS);
+        FusionConfig {
+            enabled: !off,
+            min_elements,
+        }
+    }
+}
+
+thread_local! {
+    static LOCAL: Cell<Option<FusionConfig>> = const { Cell::new(None) };
+}
+
+/// The settings elementwise ops called on this thread use now.
+pub fn config() -> FusionConfig {
+    static PROCESS: OnceLock<FusionConfig> = OnceLock::new();
+    LOCAL
+        .try_with(Cell::get)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| *PROCESS.get_or_init(FusionConfig::from_env))
+}
+
+/// Runs `f` with `config` for the ops this thread calls (the previous settings
+/// come back afterwards, also if `f` panics). Values computed inside are the same
+/// either way: this changes when arithmetic runs, not what it computes.
+///
+/// ```
+/// use autograd_core::fusion::{FusionConfig, with_config};
+/// # use autograd_core::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f32; 8192], [8192]).unwrap();
+/// let y = with_config(FusionConfig::OFF, || (&x * &x).unwrap());
+/// assert!(!y.storage().is_deferred());
+/// ```
+pub fn with_config<R>(config: FusionConfig, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<FusionConfig>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = LOCAL.try_with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(LOCAL.try_with(|c| c.replace(Some(config))).ok().flatten());
+    f()
+}
+
+/// Most output elements of a deferred op. A larger output (over 1 GiB of `f32`)
+/// is computed at the call, so that a buffer the machine cannot hold is an error
+/// there, not at a later read.
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// Whether an op of `n` output elements on `device` defers now.
+#[inline]
+pub(crate) fn wants(n: usize, device: Device) -> bool {
+    if device != Device::Cpu || n == 0 || n > MAX_ELEMENTS {
+        return false;
+    }
+    let c = config();
+    c.enabled && n >= c.min_elements
+}
+
+/// `op` over `inputs` (each storage with its layout broadcast to `shape`; all on
+/// the CPU, of `dtype`) as a deferred storage. The caller checked everything the op
+/// checks and that [`wants`] holds. `None` when a deferred input could not be
+/// computed where the chain had to be cut: the caller runs the op at once, which
+/// reports it.
+pub(crate) fn defer(
+    op: FusedOp,
+    inputs: SmallVec<[(Arc<Storage>, Layout); 2]>,
+    shape: &Shape,
+    dtype: DType,
+) -> Option<Storage> {
+    let chain = |inputs: &[(Arc<Storage>, Layout)]| {
+        inputs.iter().fold((1u32, 1u32), |(depth, steps), (s, _)| {
+            let (d, n) = s.chain();
+            (depth.max(d + 1), steps.saturating_add(n))
+        })
+    };
+    let (mut depth, mut steps) = chain(&inputs);
+    if depth > MAX_DEPTH || steps > MAX_STEPS {
+        // Cut the chain here: what this op reads is computed now.
+        for (s, _) in &inputs {
+            s.data().ok()?;
+        }
+        (depth, steps) = chain(&inputs);
+    }
+    let pending = Pending {
+        op,
+        mark: Arc::default(),
+        inputs,
+        depth,
+        steps,
+    };
+    Some(Storage::deferred(pending, dtype, shape.numel()))
+}

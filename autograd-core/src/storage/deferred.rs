@@ -1,0 +1,182 @@
+//! Deferred values: the op a deferred storage computes, and the planning of the
+//! chain that runs it (see `crate::fusion`, which decides when ops defer).
+
+use super::{Storage, StorageData};
+use crate::{DType, Device, Error, Result, Shape};
+use autograd_kernels::cpu::fused::{self, FusedOp, Operand, Sink, Step};
+use autograd_kernels::{KernelError, Layout};
+use smallvec::SmallVec;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// How an op's arithmetic ran, as the graph inspection shows it
+/// ([`crate::NodeRef::fusion`], the DOT picture).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fusion {
+    /// Deferred, and not run yet: nothing has read the values.
+    Deferred,
+    /// Run as a step of fused kernel number `n` (numbered in the order kernels were
+    /// planned, from 1, process-wide). Ops with the same number ran in one pass.
+    Kernel(u64),
+}
+
+/// Where a deferred op records the kernel it ran in (shared with the graph node
+/// that recorded the op).
+#[derive(Debug, Default)]
+pub(crate) struct Mark(AtomicU64);
+
+impl Mark {
+    /// What the op's arithmetic has become so far.
+    pub(crate) fn fusion(&self) -> Fusion {
+        match self.0.load(Ordering::Relaxed) {
+            0 => Fusion::Deferred,
+            k => Fusion::Kernel(k),
+        }
+    }
+}
+
+/// A deferred op: what a deferred storage computes, and what it reads.
+#[derive(Clone)]
+pub(crate) struct Pending {
+    pub(crate) op: FusedOp,
+    /// Set to the kernel the op runs in, when it runs.
+    pub(crate) mark: Arc<Mark>,
+    /// The storages read, each with its layout broadcast to the output's shape.
+    pub(crate) inputs: SmallVec<[(Arc<Storage>, Layout); 2]>,
+    /// Deferred ops on the longest path through this one (itself included).
+    pub(crate) depth: u32,
+    /// Deferred ops in the chain this one ends (a bound: shared ones are counted
+    /// once per use).
+    pub(crate) steps: u32,
+}
+
+impl Pending {
+    /// Its depth and size, as [`defer`] counts them.
+    pub(crate) fn chain(&self) -> (u32, u32) {
+        (self.depth, self.steps)
+    }
+}
+
+/// The chain a deferred op ends, planned: its steps, and the storages read.
+struct Plan {
+    /// The kernel's number (see [`Fusion::Kernel`]).
+    kernel: u64,
+    steps: Vec<Step>,
+    leaves: Vec<(Arc<Storage>, Layout)>,
+    /// The deferred storages planned as steps, with their step's index.
+    planned: Vec<(*const Storage, usize)>,
+}
+
+impl Plan {
+    fn of(root: &Pending, len: usize) -> Result<Plan> {
+        static KERNELS: AtomicU64 = AtomicU64::new(1);
+        let mut plan = Plan {
+            kernel: KERNELS.fetch_add(1, Ordering::Relaxed),
+            steps: Vec::new(),
+            leaves: Vec::new(),
+            planned: Vec::new(),
+        };
+        plan.step(root, len)?;
+        Ok(plan)
+    }
+
+    /// Plans `p` (after what it reads) and returns its step's index.
+    fn step(&mut self, p: &Pending, len: usize) -> Result<usize> {
+        let args = p
+            .inputs
+            .iter()
+            .map(|(s, l)| self.operand(s, l, len))
+            .collect::<Result<_>>()?;
+        self.steps.push(Step {
+            op: p.op.clone(),
+            args,
+        });
+        let _ = p
+            .mark
+            .0
+            .compare_exchange(0, self.kernel, Ordering::Relaxed, Ordering::Relaxed);
+        Ok(self.steps.len() - 1)
+    }
+
+    fn operand(&mut self, s: &Arc<Storage>, l: &Layout, len: usize) -> Result<Operand> {
+        let whole = l.is_contiguous() && l.offset() == 0 && s.len() == len && l.numel() == len;
+        if whole {
+            let key = Arc::as_ptr(s);
+            if let Some(&(_, j)) = self.planned.iter().find(|(p, _)| *p == key) {
+                return Ok(Operand::Step(j));
+            }
+            if let Some(p) = s.pending() {
+                let j = self.step(&p, len)?;
+                self.planned.push((key, j));
+                return Ok(Operand::Step(j));
+            }
+        } else {
+            // Read through a view (broadcast, strided, part of it): its values are
+            // computed on their own, then read as a leaf.
+            s.data()?;
+        }
+        if let Some(k) = self
+            .leaves
+            .iter()
+            .position(|(t, m)| Arc::ptr_eq(t, s) && m == l)
+        {
+            return Ok(Operand::Leaf(k));
+        }
+        self.leaves.push((s.clone(), l.clone()));
+        Ok(Operand::Leaf(self.leaves.len() - 1))
+    }
+
+    fn run(
+        &self,
+        len: usize,
+        dtype: DType,
+        sink: Sink,
+    ) -> Result<autograd_kernels::cpu::CpuStorage> {
+        let name = self.steps.last().map_or("fused", |s| s.op.name());
+        let shape = Shape::from([len]);
+        let mut leaves = Vec::with_capacity(self.leaves.len());
+        for (s, l) in &self.leaves {
+            match s.data()? {
+                StorageData::Cpu(c) => leaves.push((c, l)),
+                #[cfg(feature = "cuda")]
+                StorageData::Cuda(_) => {
+                    return Err(Error::DeviceMismatch {
+                        op: name,
+                        lhs: Device::Cpu,
+                        rhs: s.device(),
+                    });
+                }
+            }
+        }
+        fused::run(&self.steps, &leaves, len, dtype, sink)
+            .map_err(|e| Error::from_kernel(e, name, &shape, dtype, Device::Cpu))
+    }
+}
+
+/// The values of the deferred op `p` (`len` elements of `dtype`), with the
+/// deferred ops it reads fused into one pass.
+pub(crate) fn evaluate(
+    p: &Pending,
+    len: usize,
+    dtype: DType,
+) -> Result<autograd_kernels::cpu::CpuStorage> {
+    Plan::of(p, len)?.run(len, dtype, Sink::Store)
+}
+
+/// The sum of the values of the deferred op `p`, computed in the same pass, without
+/// storing them: one element.
+pub(crate) fn sum(
+    p: &Pending,
+    len: usize,
+    dtype: DType,
+) -> Result<autograd_kernels::cpu::CpuStorage> {
+    Plan::of(p, len)?.run(len, dtype, Sink::Sum)
+}
+
+/// The error for a storage that has neither values nor an op to compute them
+/// (nothing does: a bug if seen).
+pub(crate) fn lost(len: usize, dtype: DType) -> Error {
+    Error::Kernel(KernelError::Layout(format!(
+        "a deferred storage of {len} {dtype} elements has neither values nor the op computing them"
+    )))
+}

@@ -1,0 +1,357 @@
+//! Fused elementwise chains on the CPU: a small program of elementwise ops over one
+//! output shape, run in one pass over memory.
+//!
+//! The program is a list of [`Step`]s in dependency order, each an op over earlier
+//! steps and over leaves (buffers with a layout broadcast to the output's shape).
+//! It runs over blocks of [`BLOCK`] elements: every step of the block is computed
+//! into a buffer of its own that stays in cache, then the last step's block is
+//! appended to the output (or added to a running sum). So a chain of k ops reads
+//! each leaf once and writes one result, where k separate kernels would write and
+//! read back k − 1 intermediates.
+//!
+//! Each step computes the formula the unfused kernel of its op computes, per
+//! element and in the same order, so a fused value is the same bits as the unfused
+//! one; a trailing sum adds in the same blocks as the sum reduction.
+
+use super::elementwise::{binary_block, unary_block};
+use super::{CpuElement, CpuStorage, pool, reduce};
+use crate::generated::Cursor;
+use crate::{BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
+use smallvec::SmallVec;
+use std::fmt;
+use std::sync::Arc;
+
+/// Elements per block: a whole number of the sum's blocks
+/// (the 1024 elements of the sum reduction's blocks), and small enough that a dozen steps' buffers stay in
+/// the first two levels of cache.
+pub const BLOCK: usize = 2 * reduce::SUM_BLOCK;
+
+/// An elementwise kernel a chain can call on one block: `out` gets `f(ins[..][i])`
+/// appended for every `i` of the operands (slices of one length). The generated
+/// ops implement it with their kernel.
+pub trait BlockKernel: Send + Sync {
+    /// The op's name (shown where the chain is explained).
+    fn name(&self) -> &'static str;
+    /// The computation on `f32` operands.
+    fn eval_f32(&self, ins: &[&[f32]], out: &mut Vec<f32>);
+    /// The computation on `f64` operands.
+    fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>);
+}
+
+/// One op of a chain.
+#[derive(Clone)]
+pub enum FusedOp {
+    /// A fixed unary kernel (not `Fill` or `Copy`).
+    Unary(UnaryOp),
+    /// A fixed binary kernel.
+    Binary(BinaryOp),
+    /// A kernel of its own (a generated op, or one of its derivatives).
+    Kernel(Arc<dyn BlockKernel>),
+}
+
+impl FusedOp {
+    /// The op's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FusedOp::Unary(op) => op.name(),
+            FusedOp::Binary(op) => op.name(),
+            FusedOp::Kernel(k) => k.name(),
+        }
+    }
+}
+
+impl fmt::Debug for FusedOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a step reads an operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// Leaf `k` of the program.
+    Leaf(usize),
+    /// The value of an earlier step.
+    Step(usize),
+}
+
+/// One op of the program and its operands.
+#[derive(Clone, Debug)]
+pub struct Step {
+    /// What the step computes.
+    pub op: FusedOp,
+    /// Its operands, in the op's order.
+    pub args: SmallVec<[Operand; 4]>,
+}
+
+/// What becomes of the last step's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sink {
+    /// Written out: a contiguous buffer of the output's length.
+    Store,
+    /// Summed: a buffer of one element, the sum the reduction would compute
+    /// over the stored values.
+    Sum,
+}
+
+/// Runs `steps` (in dependency order; the last is the result) over `n` elements.
+/// `leaves[k]` is leaf `k`'s buffer with its layout, already broadcast to the
+/// output's shape (`n` elements); all hold `dtype`.
+pub fn run(
+    steps: &[Step],
+    leaves: &[(&CpuStorage, &Layout)],
+    n: usize,
+    dtype: DType,
+    sink: Sink,
+) -> Result<CpuStorage> {
+    match dtype {
+        DType::F32 => run_typed::<f32>(steps, leaves, n, sink, |k, i, o| k.eval_f32(i, o)),
+        DType::F64 => run_typed::<f64>(steps, leaves, n, sink, |k, i, o| k.eval_f64(i, o)),
+    }
+}
+
+/// How a leaf is read, block by block.
+enum Source<'a, T> {
+    /// Back to back from this position.
+    Dense(&'a [T]),
+    /// One value everywhere, filled into a block once.
+    Repeated(Vec<T>),
+    /// Any other view: gathered into a block buffer.
+    Gathered(&'a [T], &'a Layout, Cursor, Vec<T>),
+}
+
+fn run_typed<T: CpuElement>(
+    steps: &[Step],
+    leaves: &[(&CpuStorage, &Layout)],
+    n: usize,
+    sink: Sink,
+    kernel: impl Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>),
+) -> Result<CpuStorage> {
+    let Some(last) = steps.len().checked_sub(1) else {
+        return Err(KernelError::Layout("a fused chain of no steps".into()));
+    };
+    let block = BLOCK.min(n.max(1));
+    let mut sources = Vec::with_capacity(leaves.len());
+    for &(s, l) in leaves {
+        let data = T::slice(s).ok_or(KernelError::DTypeMismatch {
+            lhs: T::DTYPE,
+            rhs: crate::BackendStorage::dtype(s),
+        })?;
+        if l.numel() != n {
+            return Err(KernelError::Layout(format!(
+                "a fused chain over {n} elements reads a view of {}",
+                l.shape()
+            )));
+        }
+        crate::check::check_fits(data.len(), l)?;
+        sources.push(if l.is_contiguous() {
+            Source::Dense(&data[l.offset()..l.offset() + n])
+        } else if n > 0 && l.strides().iter().all(|&s| s == 0) {
+            Source::Repeated(vec![data[l.offset()]; block])
+        } else {
+            Source::Gathered(data, l, Cursor::new(l), vec![T::ZERO; block])
+        });
+    }
+    for (j, step) in steps.iter().enumerate() {
+        let bad = step.args.iter().any(|a| match *a {
+            Operand::Leaf(k) => k >= leaves.len(),
+            Operand::Step(i) => i >= j,
+        });
+        let want = match &step.op {
+            FusedOp::Unary(_) => Some(1),
+            FusedOp::Binary(_) => Some(2),
+            FusedOp::Kernel(_) => None,
+        };
+        if bad || want.is_some_and(|w| w != step.args.len()) {
+            return Err(KernelError::Layout(format!(
+                "step {j} of a fused chain ({}) reads {:?}",
+                step.op.name(),
+                step.args
+            )));
+        }
+    }
+    // Every step but the last computes into a block buffer of its own; the last
+    // appends to the output, or to a block buffer that is summed.
+    let mut bufs: Vec<Vec<T>> = (0..steps.len())
+        .map(|j| {
+            if j == last && sink == Sink::Store {
+                Vec::new()
+            } else {
+                Vec::with_capacity(block)
+            }
+        })
+        .collect();
+    let mut out: Vec<T> = match sink {
+        Sink::Store => pool::take(n)?,
+        Sink::Sum => Vec::new(),
+    };
+    let mut total = 0.0f64;
+    let mut small = None;
+    let mut start = 0;
+    while start < n {
+        let len = block.min(n - start);
+        for source in &mut sources {
+            if let Source::Gathered(data, l, cursor, buf) = source {
+                cursor.gather(data, l, &mut buf[..len]);
+            }
+        }
+        let leaf = |k: usize| -> &[T] {
+            match &sources[k] {
+                Source::Dense(d) => &d[start..start + len],
+                Source::Repeated(b) | Source::Gathered(_, _, _, b) => &b[..len],
+            }
+        };
+        for (j, step) in steps.iter().enumerate() {
+            let (done, rest) = bufs.split_at_mut(j);
+            let target = if j == last && sink == Sink::Store {
+                &mut out
+            } else {
+                let b = &mut rest[0];
+                b.clear();
+                b
+            };
+            let arg = |a: Operand| -> &[T] {
+                match a {
+                    Operand::Leaf(k) => leaf(k),
+                    Operand::Step(i) => &done[i],
+                }
+            };
+            match &step.op {
+                FusedOp::Unary(op) => unary_block(arg(step.args[0]), target, *op),
+                FusedOp::Binary(op) => {
+                    binary_block(arg(step.args[0]), arg(step.args[1]), target, *op)
+                }
+                FusedOp::Kernel(k) => {
+                    let ins: SmallVec<[&[T]; 5]> = step.args.iter().map(|&a| arg(a)).collect();
+                    kernel(&**k, &ins, target);
+                }
+            }
+        }
+        if sink == Sink::Sum {
+            if n <= reduce::LANES {
+                // (A sum this short is a plain fold, as the reduction does it.)
+                small = Some(bufs[last].iter().fold(T::ZERO, |a, &b| a + b));
+            } else {
+                reduce::sum_blocks_into(&bufs[last], &mut total);
+            }
+        }
+        start += len;
+    }
+    match sink {
+        Sink::Store if out.len() == n => Ok(T::wrap(out)),
+        Sink::Store => Err(KernelError::Layout(format!(
+            "a fused chain ending in `{}` wrote {} of {n} elements",
+            steps[last].op.name(),
+            out.len()
+        ))),
+        Sink::Sum => {
+            let mut one = pool::take(1)?;
+            one.push(T::ZERO + small.unwrap_or_else(|| T::from_f64(total)));
+            Ok(T::wrap(one))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BackendStorage, Shape};
+
+    fn leaf(v: Vec<f32>) -> CpuStorage {
+        CpuStorage::F32(v)
+    }
+
+    #[test]
+    fn a_chain_computes_what_its_kernels_compute_one_by_one() {
+        let n = 5000;
+        let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+        let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+        let (sx, sa) = (leaf(x.clone()), leaf(a.clone()));
+        let l = Layout::contiguous(Shape::from([n]));
+        // (x * a + x) * x, then the same summed.
+        let steps = vec![
+            Step {
+                op: FusedOp::Binary(BinaryOp::Mul),
+                args: [Operand::Leaf(0), Operand::Leaf(1)].into_iter().collect(),
+            },
+            Step {
+                op: FusedOp::Binary(BinaryOp::Add),
+                args: [Operand::Step(0), Operand::Leaf(0)].into_iter().collect(),
+            },
+            Step {
+                op: FusedOp::Binary(BinaryOp::Mul),
+                args: [Operand::Step(1), Operand::Leaf(0)].into_iter().collect(),
+            },
+        ];
+        let leaves = [(&sx, &l), (&sa, &l)];
+        let fused = run(&steps, &leaves, n, DType::F32, Sink::Store).unwrap();
+        let t = sx.binary(&l, &sa, &l, BinaryOp::Mul).unwrap();
+        let t = t.binary(&l, &sx, &l, BinaryOp::Add).unwrap();
+        let y = t.binary(&l, &sx, &l, BinaryOp::Mul).unwrap();
+        assert_eq!(fused, y);
+        let sum = run(&steps, &leaves, n, DType::F32, Sink::Sum).unwrap();
+        let all = Layout::contiguous(Shape::from([n]));
+        assert_eq!(sum, y.reduce(&all, crate::ReduceOp::Sum, &[0]).unwrap());
+    }
+
+    #[test]
+    fn leaves_may_be_broadcast_or_strided() {
+        // [3, 4]: x transposed from [4, 3], b a broadcast row, s a broadcast scalar.
+        let x = leaf((0..12).map(|i| i as f32).collect());
+        let lx = Layout::contiguous(Shape::from([4, 3]))
+            .transpose(0, 1)
+            .unwrap();
+        let b = leaf(vec![1.0, 2.0, 3.0, 4.0]);
+        let lb = Layout::contiguous(Shape::from([4]))
+            .broadcast_to(&Shape::from([3, 4]))
+            .unwrap();
+        let s = leaf(vec![10.0]);
+        let ls = Layout::contiguous(Shape::from([1]))
+            .broadcast_to(&Shape::from([3, 4]))
+            .unwrap();
+        let steps = vec![
+            Step {
+                op: FusedOp::Binary(BinaryOp::Add),
+                args: [Operand::Leaf(0), Operand::Leaf(1)].into_iter().collect(),
+            },
+            Step {
+                op: FusedOp::Binary(BinaryOp::Mul),
+                args: [Operand::Step(0), Operand::Leaf(2)].into_iter().collect(),
+            },
+            Step {
+                op: FusedOp::Unary(UnaryOp::Neg),
+                args: [Operand::Step(1)].into_iter().collect(),
+            },
+        ];
+        let out = run(
+            &steps,
+            &[(&x, &lx), (&b, &lb), (&s, &ls)],
+            12,
+            DType::F32,
+            Sink::Store,
+        )
+        .unwrap();
+        let want: Vec<f32> = (0..3)
+            .flat_map(|r| (0..4).map(move |c| -((c * 3 + r) as f32 + (c + 1) as f32) * 10.0))
+            .collect();
+        assert_eq!(out, CpuStorage::F32(want));
+    }
+
+    #[test]
+    fn a_malformed_program_is_an_error() {
+        let x = leaf(vec![1.0; 4]);
+        let l = Layout::contiguous(Shape::from([4]));
+        let forward_ref = vec![Step {
+            op: FusedOp::Unary(UnaryOp::Neg),
+            args: [Operand::Step(0)].into_iter().collect(),
+        }];
+        assert!(run(&forward_ref, &[(&x, &l)], 4, DType::F32, Sink::Store).is_err());
+        assert!(run(&[], &[(&x, &l)], 4, DType::F32, Sink::Store).is_err());
+        let neg = vec![Step {
+            op: FusedOp::Unary(UnaryOp::Neg),
+            args: [Operand::Leaf(0)].into_iter().collect(),
+        }];
+        assert!(run(&neg, &[(&x, &l)], 4, DType::F64, Sink::Store).is_err());
+        assert!(run(&neg, &[(&x, &l)], 5, DType::F32, Sink::Store).is_err());
+    }
+}
