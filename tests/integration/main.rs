@@ -6,6 +6,7 @@ mod conv;
 mod elementwise;
 mod engine;
 mod functional;
+mod fusion;
 mod graph_dot;
 mod io;
 mod operators;

@@ -76,13 +76,20 @@ fn add_chain_keeps_memory_flat_mul_chain_keeps_what_it_must() -> Result<()> {
     const N: usize = 1 << 16; // 256 KiB per f32 tensor
     let tensor_bytes = (N * 4) as isize;
     let x = Tensor::ones([N], DType::F32)?.with_requires_grad(true);
+    // Fusion off: this counts stored tensors (tests/integration/fusion.rs has the
+    // fused chain).
+    let off = autograd::fusion::FusionConfig::OFF;
+    autograd::fusion::with_config(off, || add_and_mul_chains(&x, tensor_bytes))
+}
+
+fn add_and_mul_chains(x: &Tensor, tensor_bytes: isize) -> Result<()> {
     for (op, expect_saved) in [("add", 0isize), ("mul", 20)] {
         autograd::memory::reset_thread_peak(Device::Cpu);
         let base = thread_stats(Device::Cpu).live_bytes;
         {
             let mut y = x.clone();
             for _ in 0..20 {
-                y = if op == "add" { (&y + &x)? } else { (&y * &x)? };
+                y = if op == "add" { (&y + x)? } else { (&y * x)? };
             }
             ops::sum_all(&y)?.backward()?;
         }

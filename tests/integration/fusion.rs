@@ -1,0 +1,284 @@
+//! Fused elementwise chains: deferred arithmetic gives the same bits as the ops run
+//! one by one (every registered op, values and gradients, first and second order),
+//! stays eager in what a program can observe, and is explained in the graph.
+
+use autograd::fusion::{Fusion, FusionConfig, MAX_DEPTH, with_config};
+use autograd::prelude::*;
+use autograd::{BackwardOptions, CheckCase, ComputationGraph, compute, memory, ops, registry};
+
+/// Every elementwise op of any size defers.
+const ALWAYS: FusionConfig = FusionConfig {
+    enabled: true,
+    min_elements: 1,
+};
+
+/// Output and gradients of a check case in `dtype`, as bits (f32 values widened to
+/// f64 exactly), the gradients computed with `create_graph` when `second` is set
+/// and then differentiated once more (the sum of the first gradients).
+fn bits_of(case: &CheckCase, dtype: DType, second: bool) -> Result<Vec<Vec<u64>>> {
+    let mask = case
+        .differentiable
+        .clone()
+        .unwrap_or_else(|| vec![true; case.inputs.len()]);
+    let xs: Vec<Tensor> = case
+        .inputs
+        .iter()
+        .zip(&mask)
+        .map(|(x, &d)| Ok(compute::cast(x, dtype)?.with_requires_grad(d)))
+        .collect::<Result<_>>()?;
+    let y = (case.run)(&xs)?;
+    let wrt: Vec<&Tensor> = xs.iter().filter(|x| x.requires_grad()).collect();
+    let opts = BackwardOptions::default()
+        .seed(y.ones_like()?)
+        .create_graph(second);
+    let grads = grad(&y, &wrt, opts)?;
+    let mut out = vec![y.to_vec::<f64>()?];
+    let mut firsts = Vec::new();
+    for g in grads.into_iter().flatten() {
+        out.push(g.to_vec::<f64>()?);
+        firsts.push(g);
+    }
+    if second {
+        let mut total: Option<Tensor> = None;
+        for g in firsts.iter().filter(|g| g.requires_grad()) {
+            let s = ops::sum_all(g)?;
+            total = Some(match total {
+                Some(t) => (t + &s)?,
+                None => s,
+            });
+        }
+        if let Some(t) = total {
+            let seconds = grad(&t, &wrt, BackwardOptions::default().allow_unused(true))?;
+            for g in seconds.into_iter().flatten() {
+                out.push(g.to_vec::<f64>()?);
+            }
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|v| v.into_iter().map(f64::to_bits).collect())
+        .collect())
+}
+
+#[test]
+fn every_registered_op_gives_the_same_bits_fused_and_one_by_one() -> Result<()> {
+    crate::init();
+    let mut compared = 0;
+    for entry in registry()? {
+        let Some(cases) = entry.check_cases else {
+            continue;
+        };
+        for case in cases() {
+            for dtype in [DType::F32, DType::F64] {
+                for second in [false, true] {
+                    // (An op without a second derivative fails both ways alike.)
+                    let off = with_config(FusionConfig::OFF, || bits_of(&case, dtype, second));
+                    let on = with_config(ALWAYS, || bits_of(&case, dtype, second));
+                    match (off, on) {
+                        (Ok(off), Ok(on)) => {
+                            assert_eq!(
+                                off, on,
+                                "{} ({dtype}, second order {second}): fused and one by one differ",
+                                case.label
+                            );
+                            compared += 1;
+                        }
+                        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                        (a, b) => panic!("{}: {:?} one by one, {:?} fused", case.label, a, b),
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared > 200, "only {compared} cases compared");
+    Ok(())
+}
+
+fn big(seed: u64) -> Result<Tensor> {
+    autograd::random::Rng::new(seed).uniform([1 << 14], -1.0, 1.0, DType::F32)
+}
+
+#[test]
+fn a_deferred_op_is_eager_in_all_but_the_moment_its_arithmetic_runs() -> Result<()> {
+    crate::init();
+    with_config(ALWAYS, || {
+        let (x, a) = (big(1)?, big(2)?);
+        let before = memory::thread_stats(Device::Cpu).live_bytes;
+        let y = ((&x * &a)? + &x)?;
+        // Shape, dtype and device at once; no buffer yet.
+        assert!(y.is_deferred());
+        assert_eq!((y.dims(), y.dtype()), (&[1 << 14][..], DType::F32));
+        assert_eq!(memory::thread_stats(Device::Cpu).live_bytes, before);
+        // Errors at the call that causes them.
+        {
+            let short = Tensor::zeros([3], DType::F32)?;
+            assert!(matches!(&y * &short, Err(Error::Broadcast { .. })));
+            let wide = Tensor::zeros([1 << 14], DType::F64)?;
+            assert!(matches!(&y + &wide, Err(Error::DTypeMismatch { .. })));
+        }
+        // Values whenever read, the same as computed at once.
+        let want = with_config(FusionConfig::OFF, || ((&x * &a)? + &x)?.to_vec::<f32>())?;
+        assert_eq!(y.to_vec::<f32>()?, want);
+        assert!(!y.is_deferred());
+        assert_eq!(
+            memory::thread_stats(Device::Cpu).live_bytes,
+            before + 4 * (1 << 14)
+        );
+        Ok(())
+    })
+}
+
+#[test]
+fn a_sum_of_a_chain_stores_nothing_and_adds_as_the_reduction_does() -> Result<()> {
+    crate::init();
+    let (x, a) = (big(3)?, big(4)?);
+    let chain = || ((&x * &a)? * &x)?.tanh();
+    let unfused = with_config(FusionConfig::OFF, || {
+        ops::sum_all(&chain()?)?.to_vec::<f32>()
+    })?;
+    with_config(ALWAYS, || {
+        let y = chain()?;
+        let before = memory::thread_stats(Device::Cpu);
+        let s = ops::sum_all(&y)?;
+        let after = memory::thread_stats(Device::Cpu);
+        assert!(y.is_deferred(), "the sum computed its input");
+        // One element allocated (the sum), nothing else.
+        assert_eq!(after.live_bytes - before.live_bytes, 4);
+        assert_eq!(s.to_vec::<f32>()?, unfused);
+        Ok(())
+    })
+}
+
+#[test]
+fn a_buffer_read_by_a_deferred_op_is_never_written_in_place() -> Result<()> {
+    crate::init();
+    with_config(ALWAYS, || {
+        // `a` has one handle, but the deferred `y` reads its buffer: `a + 1` with `a`
+        // owned must not write into it.
+        let a = big(5)?;
+        let copy = a.to_vec::<f32>()?;
+        let y = (&a * 2.0)?;
+        let one = a.ones_like()?;
+        let b = (a + &one)?;
+        let plus: Vec<f32> = copy.iter().map(|v| v + 1.0).collect();
+        assert_eq!(b.to_vec::<f32>()?, plus);
+        let want: Vec<f32> = copy.iter().map(|v| v * 2.0).collect();
+        assert_eq!(y.to_vec::<f32>()?, want);
+        // A parameter updated by `set_data` with a value computed from itself.
+        let mut p = big(6)?.with_requires_grad(true);
+        let old = p.to_vec::<f32>()?;
+        let later = (&p * 3.0)?; // deferred, reads p's buffer
+        let new = no_grad(|| &p - 1.0)?;
+        p.set_data(&new)?;
+        let tripled: Vec<f32> = old.iter().map(|v| v * 3.0).collect();
+        assert_eq!(later.to_vec::<f32>()?, tripled);
+        let moved: Vec<f32> = old.iter().map(|v| v - 1.0).collect();
+        assert_eq!(p.to_vec::<f32>()?, moved);
+        Ok(())
+    })
+}
+
+#[test]
+fn long_chains_are_cut_and_deferred_values_cross_threads() -> Result<()> {
+    crate::init();
+    let x = big(7)?;
+    let run = || -> Result<Tensor> {
+        let mut y = x.clone();
+        for _ in 0..(3 * MAX_DEPTH) {
+            y = ((&y * 0.5)? + &x)?;
+        }
+        Ok(y)
+    };
+    let want = with_config(FusionConfig::OFF, || run()?.to_vec::<f32>())?;
+    let y = with_config(ALWAYS, run)?;
+    assert!(y.is_deferred());
+    let got = std::thread::spawn(move || y.to_vec::<f32>())
+        .join()
+        .expect("thread")?;
+    assert_eq!(got, want);
+    Ok(())
+}
+
+#[test]
+fn the_graph_shows_which_ops_ran_in_which_kernel() -> Result<()> {
+    crate::init();
+    with_config(ALWAYS, || {
+        let x = big(8)?.with_requires_grad(true);
+        let a = big(9)?;
+        let t = (&x * &a)?;
+        let y = (&t + &x)?;
+        let z = y.matmul(&Tensor::ones([1 << 14, 1], DType::F32)?)?; // reads y
+        let (nt, ny) = (t.grad_fn().unwrap(), y.grad_fn().unwrap());
+        // `z` read `y`, which ran with `t` in one kernel; `t` itself was never stored.
+        let (Some(Fusion::Kernel(k1)), Some(Fusion::Kernel(k2))) = (nt.fusion(), ny.fusion())
+        else {
+            panic!("{:?} {:?}", nt.fusion(), ny.fusion());
+        };
+        assert_eq!(k1, k2);
+        assert!(t.is_deferred());
+        assert_eq!(z.grad_fn().unwrap().fusion(), None);
+        let w = (&y * 2.0)?;
+        assert_eq!(w.grad_fn().unwrap().fusion(), Some(Fusion::Deferred));
+        let dot = ComputationGraph::of(&[&z, &w]).to_dot();
+        assert!(dot.contains(&format!("fused: kernel {k1}")), "{dot}");
+        assert!(dot.contains("deferred"), "{dot}");
+        // Off, nothing is deferred and the picture says nothing of kernels.
+        let plain = with_config(FusionConfig::OFF, || &x * &a)?;
+        assert!(!plain.is_deferred());
+        assert_eq!(plain.grad_fn().unwrap().fusion(), None);
+        Ok(())
+    })
+}
+
+#[test]
+fn w3_runs_as_two_passes_with_the_gradient_of_the_ops_one_by_one() -> Result<()> {
+    crate::init();
+    let x = autograd::random::Rng::new(10)
+        .uniform([1 << 16], -1.0, 1.0, DType::F32)?
+        .with_requires_grad(true);
+    let a = autograd::random::Rng::new(11).uniform([1 << 16], -1.0, 1.0, DType::F32)?;
+    let step = || -> Result<Vec<f32>> {
+        x.zero_grad();
+        let y = ((&x * &a + &x)? * &x)?;
+        ops::sum_all(&y)?.backward()?;
+        let g = x.grad().expect("gradient");
+        // Before it is read, the whole gradient is one deferred chain.
+        assert_eq!(g.is_deferred(), autograd::fusion::config().enabled);
+        g.to_vec::<f32>()
+    };
+    let off = with_config(FusionConfig::OFF, step)?;
+    let on = with_config(ALWAYS, step)?;
+    assert_eq!(off, on);
+    Ok(())
+}
+
+#[test]
+fn the_w5_mul_chain_holds_recipes_not_products() -> Result<()> {
+    crate::init();
+    const N: usize = 1 << 16;
+    const T: isize = (N * 4) as isize;
+    let x = autograd::random::Rng::new(12)
+        .uniform([N], -1.0, 1.0, DType::F32)?
+        .with_requires_grad(true);
+    let chain = || -> Result<(isize, Vec<f32>)> {
+        x.zero_grad();
+        memory::reset_thread_peak(Device::Cpu);
+        let base = memory::thread_stats(Device::Cpu).live_bytes;
+        let mut y = x.clone();
+        for _ in 0..50 {
+            y = (&y * &x)?;
+        }
+        ops::sum_all(&y)?.backward()?;
+        drop(y);
+        let g = x.grad().expect("gradient").to_vec::<f32>()?;
+        Ok((memory::thread_stats(Device::Cpu).peak_bytes - base, g))
+    };
+    let (plain, g_plain) = with_config(FusionConfig::OFF, chain)?;
+    let (fused, g_fused) = with_config(ALWAYS, chain)?;
+    assert!(plain >= 50 * T, "unfused peak {} tensors", plain / T);
+    // Fused: a product is computed where the chain is cut (every MAX_DEPTH ops) and
+    // where backward reads it, and dropped again.
+    assert!(fused <= 8 * T + 16, "fused peak {} tensors", fused / T);
+    assert_eq!(g_plain, g_fused);
+    Ok(())
+}
