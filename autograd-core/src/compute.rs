@@ -127,7 +127,8 @@ pub(crate) fn binary_in_place(
     if a.storage().is_deferred() {
         return Err(a);
     }
-    if let Err(e) = b.storage().data() {
+    let bs = b.storage();
+    if let Err(e) = bs.data() {
         return Ok(Err(e));
     }
     // (The layout as it is for equal shapes: gradient accumulation, on every
@@ -143,7 +144,8 @@ pub(crate) fn binary_in_place(
     let Some((storage, la)) = a.writable_storage() else {
         return Err(a);
     };
-    let done = storage.binary_assign(la, &b.storage(), &lb, op);
+    let done = storage.binary_assign(la, &bs, &lb, op);
+    drop(bs);
     Ok(done.map(|()| a))
 }
 

@@ -29,13 +29,24 @@ pub(crate) enum StorageData {
 /// values runs the op, with the deferred ops it reads fused into one pass, and
 /// keeps the result. Until then it holds no buffer (0 bytes).
 pub struct Storage {
-    data: OnceLock<StorageData>,
-    /// The op to run, while the values are deferred.
-    pending: Mutex<Option<Box<Pending>>>,
+    /// The values (for a deferred storage, an empty placeholder until they are
+    /// computed and moved here by a write).
+    data: StorageData,
+    /// Set while the values are deferred, or were computed from a deferred op and
+    /// not yet moved to `data`. `None` for every storage computed at its op's call:
+    /// those pay one pointer test per read.
+    deferred: Option<Box<Deferred>>,
     device: Device,
     dtype: DType,
     len: usize,
     bytes: AtomicUsize,
+}
+
+/// A deferred storage's op, and its values once computed.
+struct Deferred {
+    /// The op to run, until it has run.
+    pending: Mutex<Option<Pending>>,
+    values: OnceLock<StorageData>,
 }
 
 impl Drop for Storage {
@@ -53,23 +64,30 @@ impl Storage {
         self.device = Device::Cpu;
         self.dtype = DType::F32;
         self.len = 0;
-        *self.pending.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
-        let data = std::mem::replace(
-            &mut self.data,
-            OnceLock::from(StorageData::Cpu(CpuStorage::F32(Vec::new()))),
-        );
-        // A CPU buffer goes to the thread's cache of freed buffers, so that the next
-        // step's tensors of the same size reuse it instead of faulting in new pages.
-        match data.into_inner() {
-            Some(StorageData::Cpu(s)) => cpu::pool::recycle(s),
-            #[allow(unreachable_patterns)]
-            other => drop(other),
+        if let Some(d) = self.deferred.take()
+            && let Some(values) = d.values.into_inner()
+        {
+            recycle(values);
         }
+        recycle(std::mem::replace(
+            &mut self.data,
+            StorageData::Cpu(CpuStorage::F32(Vec::new())),
+        ));
     }
 }
 
-/// A new storage on `$self`'s device from a backend call (`$body` returns the
-/// backend's buffer type, the same expression for every backend).
+/// Frees a buffer: a CPU one goes to the thread's cache of freed buffers, so that
+/// the next step's tensors of the same size reuse it instead of faulting in new
+/// pages.
+#[inline]
+fn recycle(data: StorageData) {
+    match data {
+        StorageData::Cpu(s) => cpu::pool::recycle(s),
+        #[allow(unreachable_patterns)]
+        other => drop(other),
+    }
+}
+
 macro_rules! map_backend {
     ($self:expr, $s:ident => $body:expr) => {
         Ok($self.like(match $self.data()? {
@@ -106,8 +124,8 @@ impl Storage {
         let bytes = len * dtype.size_in_bytes();
         memory::on_alloc(device, bytes);
         Storage {
-            data: OnceLock::from(data),
-            pending: Mutex::new(None),
+            data,
+            deferred: None,
             device,
             dtype,
             len,
@@ -119,8 +137,11 @@ impl Storage {
     /// when first read.
     pub(crate) fn deferred(pending: Pending, dtype: DType, len: usize) -> Storage {
         Storage {
-            data: OnceLock::new(),
-            pending: Mutex::new(Some(Box::new(pending))),
+            data: StorageData::Cpu(CpuStorage::F32(Vec::new())),
+            deferred: Some(Box::new(Deferred {
+                pending: Mutex::new(Some(pending)),
+                values: OnceLock::new(),
+            })),
             device: Device::Cpu,
             dtype,
             len,
@@ -162,8 +183,11 @@ impl Storage {
     }
 
     /// True while the values are deferred: an elementwise op not run yet.
+    #[inline]
     pub fn is_deferred(&self) -> bool {
-        self.data.get().is_none()
+        self.deferred
+            .as_ref()
+            .is_some_and(|d| d.values.get().is_none())
     }
 
     /// The CPU buffer, when the storage lives on the CPU (computed first if it was
@@ -179,74 +203,81 @@ impl Storage {
     /// The values, computed first if they were deferred.
     #[inline]
     pub(crate) fn data(&self) -> Result<&StorageData> {
-        match self.data.get() {
-            Some(d) => Ok(d),
-            None => self.force(),
+        match &self.deferred {
+            None => Ok(&self.data),
+            Some(d) => match d.values.get() {
+                Some(v) => Ok(v),
+                None => self.force(d),
+            },
         }
     }
 
-    /// The values, mutably (computed first if they were deferred).
+    /// The values, mutably (computed first if they were deferred, and then kept as
+    /// an ordinary storage's).
+    #[inline]
     fn data_mut(&mut self) -> Result<&mut StorageData> {
-        self.data()?;
-        let (len, dtype) = (self.len, self.dtype);
-        self.data
-            .get_mut()
-            .ok_or_else(|| deferred::lost(len, dtype))
+        if self.deferred.is_some() {
+            self.data()?;
+            if let Some(values) = self.deferred.take().and_then(|d| d.values.into_inner()) {
+                self.data = values;
+            }
+        }
+        Ok(&mut self.data)
     }
 
     /// The deferred op, if the values are still deferred: what a chain being
     /// planned reads through this storage.
     pub(crate) fn pending(&self) -> Option<Pending> {
-        if self.data.get().is_some() {
+        let d = self.deferred.as_ref()?;
+        if d.values.get().is_some() {
             return None;
         }
-        let slot = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_deref().cloned()
+        d.pending.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The deferred op's depth and size (see `fusion::defer`); zeros when the values
     /// are there.
     pub(crate) fn chain(&self) -> (u32, u32) {
-        if self.data.get().is_some() {
-            return (0, 0);
+        match &self.deferred {
+            Some(d) if d.values.get().is_none() => d
+                .pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map_or((0, 0), |p| p.chain()),
+            _ => (0, 0),
         }
-        let slot = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_ref().map_or((0, 0), |p| p.chain())
     }
 
     /// Where the deferred op records the kernel it runs in (`None` when the values
     /// were not deferred, or are computed already).
     pub(crate) fn fusion_mark(&self) -> Option<Arc<deferred::Mark>> {
-        if self.data.get().is_some() {
-            return None;
-        }
-        let slot = self.pending.lock().unwrap_or_else(|e| e.into_inner());
-        slot.as_ref().map(|p| p.mark.clone())
+        self.pending().map(|p| p.mark)
     }
 
     /// Runs the deferred op (with the deferred ops it reads, fused) and keeps the
     /// values. Another thread may be computing the same values: the first to finish
     /// keeps them.
     #[cold]
-    fn force(&self) -> Result<&StorageData> {
-        let pending = self.pending();
+    fn force<'a>(&'a self, d: &'a Deferred) -> Result<&'a StorageData> {
+        let pending = d.pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(p) = pending {
             let data = deferred::evaluate(&p, self.len, self.dtype)?;
             let bytes = self.len * self.dtype.size_in_bytes();
-            if self.data.set(StorageData::Cpu(data)).is_ok() {
+            if d.values.set(StorageData::Cpu(data)).is_ok() {
                 memory::on_alloc(self.device, bytes);
                 self.bytes.store(bytes, Ordering::Relaxed);
-                *self.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                *d.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
             }
         }
-        self.data
+        d.values
             .get()
             .ok_or_else(|| deferred::lost(self.len, self.dtype))
     }
 
     /// The sum of all the values, where they are deferred: the chain runs with the
     /// sum at its end and nothing is stored. `None` when the values are not
-    /// deferred (or too few for the fused sum to add as the reduction does).
+    /// deferred.
     pub(crate) fn fused_sum(&self) -> Option<Result<Storage>> {
         let p = self.pending()?;
         Some(deferred::sum(&p, self.len, self.dtype).map(Storage::cpu))
