@@ -255,6 +255,8 @@ impl Cursor {
             let s = strides[inner];
             if s == 0 {
                 out[k..k + run].fill(data[self.offset]);
+            } else if s == 1 {
+                out[k..k + run].copy_from_slice(&data[self.offset..self.offset + run]);
             } else {
                 for (j, o) in out[k..k + run].iter_mut().enumerate() {
                     *o = data[self.offset + j * s];
