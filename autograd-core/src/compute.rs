@@ -62,7 +62,7 @@ pub(crate) fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Resul
 
 /// `op(x)` elementwise.
 pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
-    if !matches!(op, UnaryOp::Fill(_) | UnaryOp::Copy) && fusion::wants(x.numel(), x.device()) {
+    if !matches!(op, UnaryOp::Fill(_) | UnaryOp::Copy) && fusion::wants(x.numel()) {
         let inputs = smallvec![(x.storage_arc(), x.layout().clone())];
         if let Some(s) = fusion::defer(FusedOp::Unary(op), inputs, x.shape(), x.dtype()) {
             return Ok(Tensor::from_storage(s, x.shape().clone()));
@@ -76,7 +76,7 @@ pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
 pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_same_kind(op.name(), a, b)?;
     if a.shape() == b.shape() {
-        if fusion::wants(a.numel(), a.device()) {
+        if fusion::wants(a.numel()) {
             let inputs = smallvec![
                 (a.storage_arc(), a.layout().clone()),
                 (b.storage_arc(), b.layout().clone())
@@ -98,7 +98,7 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_size(op.name(), &shape, a.dtype())?;
     let la = broadcast_layout(a, &shape)?;
     let lb = broadcast_layout(b, &shape)?;
-    if fusion::wants(shape.numel(), a.device()) {
+    if fusion::wants(shape.numel()) {
         let inputs = smallvec![(a.storage_arc(), la.clone()), (b.storage_arc(), lb.clone())];
         if let Some(s) = fusion::defer(FusedOp::Binary(op), inputs, &shape, a.dtype()) {
             return Ok(Tensor::from_storage(s, shape));

@@ -57,7 +57,7 @@ pub fn run<K: ElementwiseKernel + Clone + 'static>(
         .iter()
         .map(|t| broadcast_layout(t, &shape))
         .collect::<Result<Vec<_>>>()?;
-    if fusion::wants(shape.numel(), first.device()) {
+    if fusion::wants(shape.numel()) {
         autograd_kernels::generated::check(kernel, what, inputs.len())
             .map_err(|e| Error::from_kernel(e, name, &shape, first.dtype(), first.device()))?;
         let op = FusedOp::Kernel(Arc::new(Fused {
@@ -137,6 +137,18 @@ impl<K> Fused<K> {
 impl<K: ElementwiseKernel> fusion::BlockKernel for Fused<K> {
     fn name(&self) -> &'static str {
         self.kernel.name()
+    }
+
+    fn cuda(&self) -> autograd_kernels::cpu::fused::CudaCall {
+        autograd_kernels::cpu::fused::CudaCall {
+            name: self.kernel.name(),
+            program: self.kernel.program(),
+            source: self.kernel.cuda_source(),
+            what: self.what().code(),
+            params: self.kernel.cuda_params(),
+            arity: self.kernel.arity(),
+            derivative: self.alpha.is_some(),
+        }
     }
 
     fn eval_f32(&self, ins: &[&[f32]], out: &mut Vec<f32>) {

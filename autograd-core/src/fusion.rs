@@ -1,8 +1,8 @@
 //! Fused elementwise chains: elementwise ops whose arithmetic is deferred until
 //! their values are read, then run as one pass over memory.
 //!
-//! An elementwise op on the CPU (the arithmetic primitives, their scalar forms, and
-//! every op generated from a scalar function, with its derivatives) over at least
+//! An elementwise op (the arithmetic primitives, their scalar forms, and every op
+//! generated from a scalar function, with its derivatives) over at least
 //! [`FusionConfig::min_elements`] elements does not compute its output. It checks
 //! everything it would check and returns a tensor whose storage is *deferred*: the
 //! op and the storages it reads. The program stays eager in all it can observe:
@@ -29,13 +29,19 @@
 //! Outputs over [`MAX_ELEMENTS`] are computed at the call: the one error a deferred
 //! op could otherwise raise late is a buffer too large to allocate.
 //!
+//! On a GPU a chain runs as one CUDA kernel generated from its steps, compiled by
+//! NVRTC at the first use of the chain's shape and cached (`cuda_kernel`, with the
+//! `cuda` feature, shows its source); a sum of a deferred GPU chain computes the
+//! chain, then reduces. Values are the same bits as the ops' own kernels give
+//! (checked on the emulated device; no real GPU has run it yet).
+//!
 //! Fusion is on by default. `AUTOGRAD_FUSION=0` (or `off`) turns it off for the
 //! process, `AUTOGRAD_FUSION_MIN=<elements>` sets the size from which ops defer,
 //! and [`with_config`] changes both for one thread for the length of a call.
 
 use crate::storage::Storage;
 use crate::storage::deferred::Pending;
-use crate::{DType, Device, Shape};
+use crate::{DType, Shape};
 use autograd_kernels::Layout;
 use autograd_kernels::cpu::fused::FusedOp;
 use smallvec::SmallVec;
@@ -135,10 +141,10 @@ pub fn with_config<R>(config: FusionConfig, f: impl FnOnce() -> R) -> R {
 /// there, not at a later read.
 pub const MAX_ELEMENTS: usize = 1 << 28;
 
-/// Whether an op of `n` output elements on `device` defers now.
+/// Whether an op of `n` output elements defers now.
 #[inline]
-pub(crate) fn wants(n: usize, device: Device) -> bool {
-    if device != Device::Cpu || n == 0 || n > MAX_ELEMENTS {
+pub(crate) fn wants(n: usize) -> bool {
+    if n == 0 || n > MAX_ELEMENTS {
         return false;
     }
     let c = config();
@@ -156,6 +162,7 @@ pub(crate) fn defer(
     shape: &Shape,
     dtype: DType,
 ) -> Option<Storage> {
+    let device = inputs.first()?.0.device();
     let chain = |inputs: &[(Arc<Storage>, Layout)]| {
         inputs.iter().fold((1u32, 1u32), |(depth, steps), (s, _)| {
             let (d, n) = s.chain();
@@ -177,5 +184,15 @@ pub(crate) fn defer(
         depth,
         steps,
     };
-    Some(Storage::deferred(pending, dtype, shape.numel()))
+    Some(Storage::deferred(pending, device, dtype, shape.numel()))
+}
+
+/// The CUDA kernel that the deferred chain ending in `t` runs as on a GPU, as
+/// `(name, source)`: the generated C++ NVRTC compiles (the same on any device:
+/// inspect a CPU chain to see the kernel its GPU twin would run). `None` when `t`'s
+/// values are not deferred. Nothing is computed, except values the chain reads
+/// through a view (a broadcast of a deferred tensor), as running it would.
+#[cfg(feature = "cuda")]
+pub fn cuda_kernel(t: &crate::Tensor) -> Option<crate::Result<(String, String)>> {
+    t.storage().fused_cuda_source()
 }

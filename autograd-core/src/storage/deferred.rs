@@ -65,6 +65,8 @@ struct Plan {
     leaves: Vec<(Arc<Storage>, Layout)>,
     /// The deferred storages planned as steps, with their step's index.
     planned: Vec<(*const Storage, usize)>,
+    /// Where each step's op records the kernel it ran in.
+    marks: Vec<Arc<Mark>>,
 }
 
 impl Plan {
@@ -75,9 +77,28 @@ impl Plan {
             steps: Vec::new(),
             leaves: Vec::new(),
             planned: Vec::new(),
+            marks: Vec::new(),
         };
         plan.step(root, len)?;
         Ok(plan)
+    }
+
+    /// `p` alone, every storage it reads a leaf (deferred or not).
+    #[cfg(feature = "cuda")]
+    fn shallow(p: &Pending) -> Plan {
+        let mut plan = Plan {
+            kernel: 0,
+            steps: Vec::new(),
+            leaves: Vec::new(),
+            planned: Vec::new(),
+            marks: Vec::new(),
+        };
+        let args = p.inputs.iter().map(|(s, l)| plan.leaf(s, l)).collect();
+        plan.steps.push(Step {
+            op: p.op.clone(),
+            args,
+        });
+        plan
     }
 
     /// Plans `p` (after what it reads) and returns its step's index.
@@ -91,10 +112,7 @@ impl Plan {
             op: p.op.clone(),
             args,
         });
-        let _ = p
-            .mark
-            .0
-            .compare_exchange(0, self.kernel, Ordering::Relaxed, Ordering::Relaxed);
+        self.marks.push(p.mark.clone());
         Ok(self.steps.len() - 1)
     }
 
@@ -115,62 +133,116 @@ impl Plan {
             // computed on their own, then read as a leaf.
             s.data()?;
         }
+        Ok(self.leaf(s, l))
+    }
+
+    /// `s` viewed as `l`, read as a leaf (once, however often it is read).
+    fn leaf(&mut self, s: &Arc<Storage>, l: &Layout) -> Operand {
         if let Some(k) = self
             .leaves
             .iter()
             .position(|(t, m)| Arc::ptr_eq(t, s) && m == l)
         {
-            return Ok(Operand::Leaf(k));
+            return Operand::Leaf(k);
         }
         self.leaves.push((s.clone(), l.clone()));
-        Ok(Operand::Leaf(self.leaves.len() - 1))
+        Operand::Leaf(self.leaves.len() - 1)
     }
 
-    fn run(
-        &self,
-        len: usize,
-        dtype: DType,
-        sink: Sink,
-    ) -> Result<autograd_kernels::cpu::CpuStorage> {
+    fn run(&self, len: usize, dtype: DType, sink: Sink) -> Result<StorageData> {
+        for mark in &self.marks {
+            let _ = mark
+                .0
+                .compare_exchange(0, self.kernel, Ordering::Relaxed, Ordering::Relaxed);
+        }
         let name = self.steps.last().map_or("fused", |s| s.op.name());
         let shape = Shape::from([len]);
+        let device = self.leaves.first().map_or(Device::Cpu, |(s, _)| s.device());
+        let err = |e| Error::from_kernel(e, name, &shape, dtype, device);
+        #[cfg(feature = "cuda")]
+        let mismatch = |s: &Storage| Error::DeviceMismatch {
+            op: name,
+            lhs: device,
+            rhs: s.device(),
+        };
+        #[cfg(feature = "cuda")]
+        if let Device::Cuda(_) = device {
+            let mut leaves = Vec::with_capacity(self.leaves.len());
+            for (s, l) in &self.leaves {
+                match s.data()? {
+                    StorageData::Cuda(c) => leaves.push((c, l)),
+                    StorageData::Cpu(_) => return Err(mismatch(s)),
+                }
+            }
+            let out =
+                autograd_kernels::cuda::CudaStorage::run_fused(&self.steps, &leaves, len, dtype)
+                    .map_err(err)?;
+            return Ok(StorageData::Cuda(out));
+        }
         let mut leaves = Vec::with_capacity(self.leaves.len());
         for (s, l) in &self.leaves {
             match s.data()? {
                 StorageData::Cpu(c) => leaves.push((c, l)),
                 #[cfg(feature = "cuda")]
-                StorageData::Cuda(_) => {
-                    return Err(Error::DeviceMismatch {
-                        op: name,
-                        lhs: Device::Cpu,
-                        rhs: s.device(),
-                    });
-                }
+                StorageData::Cuda(_) => return Err(mismatch(s)),
             }
         }
-        fused::run(&self.steps, &leaves, len, dtype, sink)
-            .map_err(|e| Error::from_kernel(e, name, &shape, dtype, Device::Cpu))
+        let out = fused::run(&self.steps, &leaves, len, dtype, sink).map_err(err)?;
+        Ok(StorageData::Cpu(out))
+    }
+
+    /// Whether the device's fused kernel can run this plan (a CUDA kernel takes a
+    /// bounded number of buffers and scalars; the CPU loop takes any).
+    fn fits(&self) -> bool {
+        #[cfg(feature = "cuda")]
+        if let Some((s, _)) = self.leaves.first()
+            && let Device::Cuda(_) = s.device()
+        {
+            return autograd_kernels::cuda::fused::fits(&self.steps, self.leaves.len());
+        }
+        true
     }
 }
 
 /// The values of the deferred op `p` (`len` elements of `dtype`), with the
-/// deferred ops it reads fused into one pass.
-pub(crate) fn evaluate(
-    p: &Pending,
-    len: usize,
-    dtype: DType,
-) -> Result<autograd_kernels::cpu::CpuStorage> {
+/// deferred ops it reads fused into one pass. A chain too large for one CUDA
+/// kernel computes what its last op reads first, each in its own chain.
+pub(crate) fn evaluate(p: &Pending, len: usize, dtype: DType) -> Result<StorageData> {
+    let plan = Plan::of(p, len)?;
+    if plan.fits() {
+        return plan.run(len, dtype, Sink::Store);
+    }
+    for (s, _) in &p.inputs {
+        s.data()?;
+    }
     Plan::of(p, len)?.run(len, dtype, Sink::Store)
 }
 
+/// The CUDA program the chain ending in `p` runs as on a GPU: the kernel's name and
+/// its source (for inspection; planning reads deferred storages it would fuse, and
+/// computes those it reads through views).
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_source(p: &Pending, len: usize, dtype: DType) -> Result<(String, String)> {
+    let mut plan = Plan::of(p, len)?;
+    if !autograd_kernels::cuda::fused::fits(&plan.steps, plan.leaves.len()) {
+        // As `evaluate` runs it: what the last op reads is computed first (by
+        // kernels of its own), and read as buffers.
+        plan = Plan::shallow(p);
+    }
+    let layouts: Vec<&Layout> = plan.leaves.iter().map(|(_, l)| l).collect();
+    let (_, name, source) =
+        autograd_kernels::cuda::fused::kernel_source(&plan.steps, &layouts, dtype);
+    Ok((name, source))
+}
+
 /// The sum of the values of the deferred op `p`, computed in the same pass, without
-/// storing them: one element.
-pub(crate) fn sum(
-    p: &Pending,
-    len: usize,
-    dtype: DType,
-) -> Result<autograd_kernels::cpu::CpuStorage> {
-    Plan::of(p, len)?.run(len, dtype, Sink::Sum)
+/// storing them: one element (on the CPU; `None` on a GPU, where the values are
+/// computed and reduced as usual).
+pub(crate) fn sum(p: &Pending, len: usize, dtype: DType) -> Option<Result<StorageData>> {
+    if p.inputs.iter().any(|(s, _)| s.device() != Device::Cpu) {
+        return None;
+    }
+    Some(Plan::of(p, len).and_then(|plan| plan.run(len, dtype, Sink::Sum)))
 }
 
 /// The error for a storage that has neither values nor an op to compute them

@@ -133,16 +133,16 @@ impl Storage {
         }
     }
 
-    /// A CPU storage of `len` elements of `dtype` whose values `pending` computes
-    /// when first read.
-    pub(crate) fn deferred(pending: Pending, dtype: DType, len: usize) -> Storage {
+    /// A storage of `len` elements of `dtype` on `device` whose values `pending`
+    /// computes when first read.
+    pub(crate) fn deferred(pending: Pending, device: Device, dtype: DType, len: usize) -> Storage {
         Storage {
             data: StorageData::Cpu(CpuStorage::F32(Vec::new())),
             deferred: Some(Box::new(Deferred {
                 pending: Mutex::new(Some(pending)),
                 values: OnceLock::new(),
             })),
-            device: Device::Cpu,
+            device,
             dtype,
             len,
             bytes: AtomicUsize::new(0),
@@ -264,7 +264,7 @@ impl Storage {
         if let Some(p) = pending {
             let data = deferred::evaluate(&p, self.len, self.dtype)?;
             let bytes = self.len * self.dtype.size_in_bytes();
-            if d.values.set(StorageData::Cpu(data)).is_ok() {
+            if d.values.set(data).is_ok() {
                 memory::on_alloc(self.device, bytes);
                 self.bytes.store(bytes, Ordering::Relaxed);
                 *d.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -275,12 +275,21 @@ impl Storage {
             .ok_or_else(|| deferred::lost(self.len, self.dtype))
     }
 
+    /// The CUDA kernel the deferred chain ending here runs as on a GPU (its name and
+    /// source); `None` when the values are not deferred.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn fused_cuda_source(&self) -> Option<Result<(String, String)>> {
+        let p = self.pending()?;
+        Some(deferred::cuda_source(&p, self.len, self.dtype))
+    }
+
     /// The sum of all the values, where they are deferred: the chain runs with the
     /// sum at its end and nothing is stored. `None` when the values are not
     /// deferred.
     pub(crate) fn fused_sum(&self) -> Option<Result<Storage>> {
         let p = self.pending()?;
-        Some(deferred::sum(&p, self.len, self.dtype).map(Storage::cpu))
+        let sum = deferred::sum(&p, self.len, self.dtype)?;
+        Some(sum.map(|data| Storage::new(data, self.device)))
     }
 
     /// `e` from a backend call of `op` building a `dtype` result of `shape` on this

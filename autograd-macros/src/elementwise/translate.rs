@@ -833,7 +833,7 @@ pub(crate) fn cuda_source(
             b.lets
         ));
     }
-    let value_args: Vec<String> = (0..n).map(|k| format!("x{k}[i]")).collect();
+    let value_args: Vec<String> = (0..n).map(|k| format!("x{k}")).collect();
     let mut cases = format!(
         "      case 0: r = {name}_f<T>(p, {}); break;\n",
         value_args.join(", ")
@@ -845,28 +845,28 @@ pub(crate) fn cuda_source(
                     .map(|m| {
                         let seeds: Vec<String> =
                             (0..order).map(|k| format!("a{k} == {m}")).collect();
-                        format!("ew_seed{order}<T>(x{m}[i], {})", seeds.join(", "))
+                        format!("ew_seed{order}<T>(x{m}, {})", seeds.join(", "))
                     })
                     .collect();
                 format!(
-                    "g[i] * {name}_f(p, {}){}",
+                    "g * {name}_f(p, {}){}",
                     seeded.join(", "),
                     ".d".repeat(order)
                 )
             }
-            Some(_) if order == 1 => format!("{name}_g<T>(p, a0, {}, g[i])", value_args.join(", ")),
+            Some(_) if order == 1 => format!("{name}_g<T>(p, a0, {}, g)", value_args.join(", ")),
             Some(_) => {
                 let seeded: Vec<String> = (0..n)
                     .map(|m| {
                         let seeds: Vec<String> =
                             (1..order).map(|k| format!("a{k} == {m}")).collect();
-                        format!("ew_seed{}<T>(x{m}[i], {})", order - 1, seeds.join(", "))
+                        format!("ew_seed{}<T>(x{m}, {})", order - 1, seeds.join(", "))
                     })
                     .collect();
                 let lifted = if order == 2 {
-                    "Dual<T>(g[i])"
+                    "Dual<T>(g)"
                 } else {
-                    "Dual<Dual<T>>(g[i])"
+                    "Dual<Dual<T>>(g)"
                 };
                 format!(
                     "{name}_g(p, a0, {}, {lifted}){}",
@@ -879,19 +879,28 @@ pub(crate) fn cuda_source(
     }
     let inits: Vec<String> = (0..fields.len()).map(|k| format!("p{k}")).collect();
     s.push_str(&format!(
-        "// One pass over n elements: the value (what = 0), or the derivative of order\n\
-         // what & 0xff along inputs a0, a1, a2 (the next bytes of what), times g.\n\
+        "// One element: the value (what = 0), or the derivative of order what & 0xff\n\
+         // along inputs a0, a1, a2 (the next bytes of what), times g. Fused chains call\n\
+         // it too, with {name}_make's parameters.\n\
+         template <typename T>\n\
+         __device__ __forceinline__ T {name}_at(unsigned long long what, T x0, T x1, T x2, T x3, T g, \
+         const {name}_params& p) {{\n\
+           const int order = (int)(what & 0xff), a0 = (int)((what >> 8) & 0xff), \
+         a1 = (int)((what >> 16) & 0xff), a2 = (int)((what >> 24) & 0xff);\n\
+           (void)x1; (void)x2; (void)x3; (void)g; (void)a0; (void)a1; (void)a2;\n\
+           T r;\n\
+           switch (order) {{\n{cases}      default: r = T(0.0);\n  }}\n  return r;\n}}\n\
+         __device__ __forceinline__ {name}_params {name}_make(double p0, double p1, double p2, double p3) {{\n\
+           (void)p0; (void)p1; (void)p2; (void)p3;\n  const {name}_params p = {{{}}};\n  return p;\n}}\n\
+         // One pass over n elements of {name}_at.\n\
          template <typename T>\n\
          __device__ __forceinline__ void {name}_run(unsigned long long n, unsigned long long what, \
          const T* __restrict__ x0, const T* __restrict__ x1, const T* __restrict__ x2, \
          const T* __restrict__ x3, const T* __restrict__ g, T* __restrict__ out, const {name}_params& p) {{\n\
-           const int order = (int)(what & 0xff), a0 = (int)((what >> 8) & 0xff), \
-         a1 = (int)((what >> 16) & 0xff), a2 = (int)((what >> 24) & 0xff);\n\
-           (void)x1; (void)x2; (void)x3; (void)g; (void)a1; (void)a2;\n\
            for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; \
          i += (unsigned long long)gridDim.x * blockDim.x) {{\n\
-             T r;\n\
-             switch (order) {{\n{cases}      default: r = T(0.0);\n    }}\n    out[i] = r;\n  }}\n}}\n"
+             out[i] = {name}_at<T>(what, x0[i], x1[i], x2[i], x3[i], g[i], p);\n  }}\n}}\n",
+        inits.join(", ")
     ));
     for (ty, suffix) in [("float", "f32"), ("double", "f64")] {
         s.push_str(&format!(

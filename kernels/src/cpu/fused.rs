@@ -32,10 +32,33 @@ pub const BLOCK: usize = 2 * reduce::SUM_BLOCK;
 pub trait BlockKernel: Send + Sync {
     /// The op's name (shown where the chain is explained).
     fn name(&self) -> &'static str;
+    /// How a fused CUDA kernel computes one element of it.
+    fn cuda(&self) -> CudaCall;
     /// The computation on `f32` operands.
     fn eval_f32(&self, ins: &[&[f32]], out: &mut Vec<f32>);
     /// The computation on `f64` operands.
     fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>);
+}
+
+/// A generated op's per-element CUDA function, as a fused kernel calls it:
+/// `<name>_at<T>(what, x0, x1, x2, x3, g, <name>_make(p0, p1, p2, p3))`, defined by
+/// `source` (compiled after `generated::CUDA_PRELUDE`).
+#[derive(Clone, Copy, Debug)]
+pub struct CudaCall {
+    /// The prefix of the functions (`<name>_at`, `<name>_make`).
+    pub name: &'static str,
+    /// The program the functions are in (sources of one program are included once).
+    pub program: &'static str,
+    /// The program's source.
+    pub source: &'static str,
+    /// What to compute (`generated::Eval::code`).
+    pub what: u64,
+    /// The op's parameters.
+    pub params: [f64; crate::generated::MAX_PARAMS],
+    /// Inputs of the op's function; a derivative reads one more operand, `g`.
+    pub arity: usize,
+    /// Whether it computes a derivative (then the last operand is `g`).
+    pub derivative: bool,
 }
 
 /// One op of a chain.

@@ -624,6 +624,7 @@ impl BackendStorage for CudaStorage {
     }
 }
 
-// After the macros above, which it uses.
+// After the macros above, which they use.
+pub mod fused;
 mod generated;
 mod raw;

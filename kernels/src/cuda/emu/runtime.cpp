@@ -502,7 +502,7 @@ struct EmuArg {
     const void* value;  // the value; for a buffer, its u64 device address
 };
 
-enum Sig { S_UNARY, S_COPY, S_BINARY, S_REDUCE, S_FILL, S_CAST, S_GENERATED, S_RAW, S_UNKNOWN };
+enum Sig { S_UNARY, S_COPY, S_BINARY, S_REDUCE, S_FILL, S_CAST, S_GENERATED, S_RAW, S_FUSED, S_UNKNOWN };
 
 Sig signature(const std::string& s) {
     if (s == "u1ppd") return S_UNARY;
@@ -516,6 +516,8 @@ Sig signature(const std::string& s) {
     // A raw program's entry point: RAW_PARAMS (raw.cuh), the struct then 8 input
     // and 4 output pointers.
     if (s == "Wpppppppppppp") return S_RAW;
+    // A fused chain (cuda/fused.rs): n, 8 leaf pointers, out, 16 scalars.
+    if (s == "upppppppppdddddddddddddddd") return S_FUSED;
     return S_UNKNOWN;
 }
 
@@ -569,6 +571,17 @@ void invoke(const void* p) {
             arg<u64>(a[0]), arg<u64>(a[1]), arg<u64>(a[2]), arg<u64>(a[3]), arg<u64>(a[4]),
             arg<u64>(a[5]), arg<u64>(a[6]), arg<u64>(a[7]), arg<double>(a[8]),
             arg<double>(a[9]), arg<double>(a[10]), arg<double>(a[11]));
+        break;
+    case S_FUSED:
+        ((void (*)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, double, double, double,
+                   double, double, double, double, double, double, double, double, double,
+                   double, double, double, double))c.fn)(
+            arg<u64>(a[0]), arg<u64>(a[1]), arg<u64>(a[2]), arg<u64>(a[3]), arg<u64>(a[4]),
+            arg<u64>(a[5]), arg<u64>(a[6]), arg<u64>(a[7]), arg<u64>(a[8]), arg<u64>(a[9]),
+            arg<double>(a[10]), arg<double>(a[11]), arg<double>(a[12]), arg<double>(a[13]),
+            arg<double>(a[14]), arg<double>(a[15]), arg<double>(a[16]), arg<double>(a[17]),
+            arg<double>(a[18]), arg<double>(a[19]), arg<double>(a[20]), arg<double>(a[21]),
+            arg<double>(a[22]), arg<double>(a[23]), arg<double>(a[24]), arg<double>(a[25]));
         break;
     case S_RAW:
         ((void (*)(RawParams, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64))c.fn)(

@@ -1,0 +1,340 @@
+//! Fused elementwise chains on the GPU: one kernel per chain, its CUDA C++
+//! generated from the chain's steps and compiled by NVRTC at the first use of that
+//! chain's shape (the ops, how they connect, the dtype, which leaves are single
+//! values), then cached. Scalars and generated ops' parameters are kernel
+//! arguments, so a chain with other numbers reuses the compiled kernel.
+//!
+//! Each thread computes its elements through every step, reading each leaf once
+//! and writing the result once. The fixed ops use the round-to-nearest intrinsics
+//! (`__fadd_rn`, `__dmul_rn`, ..), which NVRTC never contracts into a fused
+//! multiply-add, so a step computes what the op's own kernel computes; a generated
+//! op's step calls the per-element function its own kernel calls (`<op>_at`).
+
+use super::driver::{Driver, KernelArg};
+use super::{CudaElement, CudaStorage, alloc, launch_config};
+use crate::cpu::fused::{CudaCall, FusedOp, Operand, Step};
+use crate::generated::CUDA_PRELUDE;
+use crate::{BackendStorage, BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
+use std::fmt::Write;
+
+/// Most leaves a fused CUDA kernel reads (pointer arguments).
+pub const MAX_LEAVES: usize = 8;
+
+/// Most scalars a fused CUDA kernel takes (a scalar op takes one, a generated op
+/// four).
+pub const MAX_SCALARS: usize = 16;
+
+/// Scalars `steps` take as kernel arguments.
+pub fn scalars_of(steps: &[Step]) -> usize {
+    steps
+        .iter()
+        .map(|s| match &s.op {
+            FusedOp::Unary(UnaryOp::Neg) | FusedOp::Binary(_) => 0,
+            FusedOp::Unary(_) => 1,
+            FusedOp::Kernel(_) => crate::generated::MAX_PARAMS,
+        })
+        .sum()
+}
+
+/// Whether a chain of `steps` over `leaves` leaves fits one fused CUDA kernel.
+pub fn fits(steps: &[Step], leaves: usize) -> bool {
+    leaves <= MAX_LEAVES && scalars_of(steps) <= MAX_SCALARS
+}
+
+impl CudaStorage {
+    /// Runs `steps` (in dependency order; the last is the result) over `n` elements
+    /// on the GPU as one kernel. `leaves[k]` is leaf `k`'s buffer with its layout
+    /// broadcast to the output's shape; all hold `dtype` on one device. A leaf that
+    /// is neither contiguous nor a single repeated value is copied contiguous
+    /// first.
+    pub fn run_fused(
+        steps: &[Step],
+        leaves: &[(&CudaStorage, &Layout)],
+        n: usize,
+        dtype: DType,
+    ) -> Result<CudaStorage> {
+        let Some(&(first, _)) = leaves.first() else {
+            return Err(KernelError::Layout("a fused chain reads no buffer".into()));
+        };
+        if !fits(steps, leaves.len()) || steps.is_empty() {
+            return Err(KernelError::Layout(format!(
+                "a fused CUDA chain takes at most {MAX_LEAVES} buffers and {MAX_SCALARS} \
+                 scalars (and one step): got {} steps over {} buffers",
+                steps.len(),
+                leaves.len()
+            )));
+        }
+        for &(s, l) in leaves {
+            first.same_kind(s)?;
+            if s.dtype() != dtype {
+                return Err(KernelError::DTypeMismatch {
+                    lhs: dtype,
+                    rhs: s.dtype(),
+                });
+            }
+            if l.numel() != n {
+                return Err(KernelError::Layout(format!(
+                    "a fused chain over {n} elements reads a view of {}",
+                    l.shape()
+                )));
+            }
+            crate::check::check_fits(s.len(), l)?;
+        }
+        with_dtype!(dtype, T => run_typed::<T>(steps, leaves, n))
+    }
+}
+
+/// How a leaf is read in the kernel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// `L[i]`, from the buffer's first element.
+    Dense,
+    /// `L[0]`: one value everywhere.
+    One,
+}
+
+fn run_typed<T: CudaElement>(
+    steps: &[Step],
+    leaves: &[(&CudaStorage, &Layout)],
+    n: usize,
+) -> Result<CudaStorage> {
+    let dev = leaves[0].0.device().clone();
+    // SAFETY: the kernel writes all n elements.
+    let mut out = unsafe { alloc::<T>(&dev, n)? };
+    if n == 0 {
+        return Ok(CudaStorage::new(out, n, dev));
+    }
+    // Leaves as the kernel reads them: dense from element 0, one repeated value
+    // (its element read at offset 0 of a one-element copy), or copied dense.
+    let mut copies: Vec<Option<CudaStorage>> = Vec::with_capacity(leaves.len());
+    for &(s, l) in leaves {
+        copies.push(match read_of(l) {
+            Read::Dense if l.is_contiguous() && l.offset() == 0 => None,
+            Read::Dense => Some(s.cast(l, T::DTYPE)?),
+            Read::One => {
+                let one = Layout::new(crate::Shape::from([1]), &[1], l.offset())?;
+                Some(s.cast(&one, T::DTYPE)?)
+            }
+        });
+    }
+    let buffers: Vec<&CudaStorage> = copies
+        .iter()
+        .zip(leaves)
+        .map(|(c, &(s, _))| c.as_ref().unwrap_or(s))
+        .collect();
+    let layouts: Vec<&Layout> = leaves.iter().map(|&(_, l)| l).collect();
+    let (key, name, source) = kernel_source(steps, &layouts, T::DTYPE);
+    let f = dev.generated_function(&key, &source, &name)?;
+    let slices = buffers
+        .iter()
+        .map(|b| b.slice::<T>())
+        .collect::<Result<Vec<_>>>()?;
+    let mut args = vec![KernelArg::U64(n as u64)];
+    for k in 0..MAX_LEAVES {
+        // Unused pointer slots repeat the first leaf (never read).
+        args.push(T::input(slices[k.min(slices.len() - 1)]));
+    }
+    args.push(T::output(&mut out));
+    let mut scalars = Vec::with_capacity(MAX_SCALARS);
+    for step in steps {
+        match &step.op {
+            FusedOp::Unary(UnaryOp::Neg) | FusedOp::Binary(_) => {}
+            FusedOp::Unary(op) => scalars.push(op.scalar()),
+            FusedOp::Kernel(k) => scalars.extend(k.cuda().params),
+        }
+    }
+    scalars.resize(MAX_SCALARS, 0.0);
+    args.extend(scalars.into_iter().map(KernelArg::F64));
+    // SAFETY: the arguments match the generated kernel's parameters (n, MAX_LEAVES
+    // const T*, T*, MAX_SCALARS doubles); dense leaves hold n elements from their
+    // first (checked, or copied so), single-value leaves at least one, and `out`
+    // holds n.
+    unsafe {
+        dev.driver
+            .launch(&f, &name, launch_config(&dev, n), &mut args)?
+    };
+    Ok(CudaStorage::new(out, n, dev))
+}
+
+/// How a leaf of layout `l` is read: one value everywhere, or dense (a view that
+/// is not contiguous from its first element is copied so first).
+fn read_of(l: &Layout) -> Read {
+    if !l.is_contiguous() && l.numel() > 0 && l.strides().iter().all(|&st| st == 0) {
+        Read::One
+    } else {
+        Read::Dense
+    }
+}
+
+/// The fused kernel of `steps` over leaves of `layouts` in `dtype`: its program's
+/// cache key, the kernel's name, and the program's CUDA C++ (compiled after
+/// nothing: it holds the generated ops' prelude and programs it calls).
+pub fn kernel_source(
+    steps: &[Step],
+    layouts: &[&Layout],
+    dtype: DType,
+) -> (String, String, String) {
+    let reads: Vec<Read> = layouts.iter().map(|l| read_of(l)).collect();
+    let ty = if dtype == DType::F32 {
+        "float"
+    } else {
+        "double"
+    };
+    let source = source(steps, &reads, ty);
+    let key = format!("fused_{:016x}", fnv(&source));
+    let name = format!("{key}_{dtype}");
+    let source = source.replace("FUSED_KERNEL", &name);
+    (key, name, source)
+}
+
+/// FNV-1a of the source: the chain's cache key (the source is the chain's shape).
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The fused kernel's source: the prelude, the programs of the generated ops it
+/// calls (each once), helpers, and the kernel `<key>_<dtype>` (named by the
+/// caller from the source's hash, so it is declared with a placeholder).
+fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
+    let mut s = String::from(CUDA_PRELUDE);
+    s.push('\n');
+    let mut programs: Vec<&str> = Vec::new();
+    for step in steps {
+        if let FusedOp::Kernel(k) = &step.op {
+            let call = k.cuda();
+            if !programs.contains(&call.program) {
+                programs.push(call.program);
+                s.push_str(call.source);
+                s.push('\n');
+            }
+        }
+    }
+    s.push_str(HELPERS);
+    let leaves: Vec<String> = (0..MAX_LEAVES)
+        .map(|k| format!("const {ty}* __restrict__ L{k}"))
+        .collect();
+    let scalars: Vec<String> = (0..MAX_SCALARS).map(|k| format!("double s{k}")).collect();
+    let _ = write!(
+        s,
+        "extern \"C\" __global__ void FUSED_KERNEL(unsigned long long n, {}, {ty}* __restrict__ out, {}) {{\n\
+         \x20 typedef {ty} T;\n\
+         \x20 for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; \
+         i += (unsigned long long)gridDim.x * blockDim.x) {{\n",
+        leaves.join(", "),
+        scalars.join(", ")
+    );
+    for (k, read) in reads.iter().enumerate() {
+        let at = if *read == Read::One { "0" } else { "i" };
+        let _ = writeln!(s, "    const T l{k} = L{k}[{at}];");
+    }
+    let mut next_scalar = 0;
+    let last = steps.len() - 1;
+    for (j, step) in steps.iter().enumerate() {
+        let arg = |a: &Operand| match a {
+            Operand::Leaf(k) => format!("l{k}"),
+            Operand::Step(i) => format!("v{i}"),
+        };
+        let expr = match &step.op {
+            FusedOp::Binary(op) => {
+                let (x, y) = (arg(&step.args[0]), arg(&step.args[1]));
+                binary(*op, &x, &y)
+            }
+            FusedOp::Unary(op) => {
+                let x = arg(&step.args[0]);
+                let e = unary(*op, &x, &format!("(T)s{next_scalar}"));
+                if *op != UnaryOp::Neg {
+                    next_scalar += 1;
+                }
+                e
+            }
+            FusedOp::Kernel(k) => {
+                let call: CudaCall = k.cuda();
+                let mut xs: Vec<String> = step.args.iter().take(call.arity).map(arg).collect();
+                let g = if call.derivative {
+                    step.args
+                        .get(call.arity)
+                        .map(arg)
+                        .unwrap_or_else(|| xs[0].clone())
+                } else {
+                    xs[0].clone()
+                };
+                while xs.len() < 4 {
+                    xs.push(xs[0].clone());
+                }
+                let p: Vec<String> = (next_scalar..next_scalar + 4)
+                    .map(|k| format!("s{k}"))
+                    .collect();
+                next_scalar += 4;
+                format!(
+                    "{name}_at<T>({what}ull, {xs}, {g}, {name}_make({p}))",
+                    name = call.name,
+                    what = call.what,
+                    xs = xs.join(", "),
+                    p = p.join(", ")
+                )
+            }
+        };
+        let _ = writeln!(s, "    const T v{j} = {expr};");
+    }
+    let _ = write!(s, "    out[i] = v{last};\n  }}\n}}\n");
+    s
+}
+
+/// The fixed ops' formulas as unary.cu and binary.cu compute them, through
+/// helpers that are never contracted into a fused multiply-add.
+const HELPERS: &str = r#"
+#ifdef __CUDACC_RTC__
+__device__ __forceinline__ float fz_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float fz_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float fz_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float fz_div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double fz_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double fz_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double fz_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double fz_div(double a, double b) { return __ddiv_rn(a, b); }
+#else
+template <typename T> __device__ __forceinline__ T fz_add(T a, T b) { return a + b; }
+template <typename T> __device__ __forceinline__ T fz_sub(T a, T b) { return a - b; }
+template <typename T> __device__ __forceinline__ T fz_mul(T a, T b) { return a * b; }
+template <typename T> __device__ __forceinline__ T fz_div(T a, T b) { return a / b; }
+#endif
+__device__ __forceinline__ float fz_pow(float x, float p) {
+    if (p == 2.0f) return fz_mul(x, x);
+    if (p == 1.0f) return x;
+    return powf(x, p);
+}
+__device__ __forceinline__ double fz_pow(double x, double p) {
+    if (p == 2.0) return fz_mul(x, x);
+    if (p == 1.0) return x;
+    return pow(x, p);
+}
+template <typename T> __device__ __forceinline__ T fz_mask(bool c) { return c ? (T)1 : (T)0; }
+"#;
+
+fn binary(op: BinaryOp, x: &str, y: &str) -> String {
+    match op {
+        BinaryOp::Add => format!("fz_add({x}, {y})"),
+        BinaryOp::Sub => format!("fz_sub({x}, {y})"),
+        BinaryOp::Mul => format!("fz_mul({x}, {y})"),
+        BinaryOp::Div => format!("fz_div({x}, {y})"),
+        BinaryOp::Eq => format!("fz_mask<T>({x} == {y})"),
+        BinaryOp::Gt => format!("fz_mask<T>({x} > {y})"),
+        BinaryOp::Ge => format!("fz_mask<T>({x} >= {y})"),
+        BinaryOp::Lt => format!("fz_mask<T>({x} < {y})"),
+        BinaryOp::Le => format!("fz_mask<T>({x} <= {y})"),
+    }
+}
+
+fn unary(op: UnaryOp, x: &str, s: &str) -> String {
+    match op {
+        UnaryOp::Neg => format!("(-{x})"),
+        UnaryOp::AddScalar(_) => format!("fz_add({x}, {s})"),
+        UnaryOp::MulScalar(_) => format!("fz_mul({x}, {s})"),
+        UnaryOp::DivScalar(_) => format!("fz_div({x}, {s})"),
+        UnaryOp::PowScalar(_) => format!("fz_pow({x}, {s})"),
+        // A chain never holds these; the value passes through.
+        UnaryOp::Fill(_) | UnaryOp::Copy => x.to_string(),
+    }
+}
