@@ -106,8 +106,9 @@ fn device_memory_is_accounted_from_allocation_to_last_drop() -> Result<()> {
     drop(y);
     assert_eq!(memory::thread_stats(d).live_bytes, before);
     assert!(memory::thread_stats(d).peak_bytes >= before + 2 * bytes);
-    // W5's add chain on the GPU: y = x + x + ... (50 adds) keeps two tensors alive
-    // at a time, saving nothing for backward.
+    // W5's add chain on the GPU: y = x + x + ... (50 adds) keeps at most three
+    // tensors alive at a time (fused: the chain is computed where it is cut, every
+    // 16 adds), saving nothing for backward; and two scalars (the loss, its seed).
     let n = 1 << 20;
     let x = compute::to_device(&Tensor::ones([n], DType::F32)?, d)?.with_requires_grad(true);
     memory::reset_thread_peak(d);
@@ -119,7 +120,10 @@ fn device_memory_is_accounted_from_allocation_to_last_drop() -> Result<()> {
     ops::sum_all(&y)?.backward()?;
     drop(y);
     let peak = memory::thread_stats(d).peak_bytes - base;
-    assert!(peak <= 3 * 4 * n as isize, "add chain peak {peak} bytes");
+    assert!(
+        peak <= 3 * 4 * n as isize + 16,
+        "add chain peak {peak} bytes"
+    );
     assert_eq!(x.grad().unwrap().to_vec::<f32>()?[..3], [51.0; 3]);
     Ok(())
 }

@@ -20,6 +20,7 @@ mod conv;
 mod elementwise;
 mod engine;
 mod functional;
+mod fusion;
 mod ops_batch;
 mod ops_parity;
 mod raw;

@@ -1,0 +1,126 @@
+//! Fused chains on the GPU: one generated kernel per chain gives the same bits as
+//! the ops' own kernels, for every registered op's check cases (values and
+//! gradients, f32 and f64), and a long chain is cut into kernels that fit.
+
+use autograd::fusion::{Fusion, FusionConfig, with_config};
+use autograd::prelude::*;
+use autograd::{BackwardOptions, CheckCase, compute, registry};
+
+/// Every elementwise op of any size defers.
+const ALWAYS: FusionConfig = FusionConfig {
+    enabled: true,
+    min_elements: 1,
+};
+
+/// Output and gradients of `case` on the GPU, as bits.
+fn bits_on_gpu(case: &CheckCase, dtype: DType) -> Result<Vec<Vec<u64>>> {
+    let device = crate::gpu();
+    let mask = case
+        .differentiable
+        .clone()
+        .unwrap_or_else(|| vec![true; case.inputs.len()]);
+    let xs: Vec<Tensor> = case
+        .inputs
+        .iter()
+        .zip(&mask)
+        .map(|(x, &d)| {
+            let x = compute::to_device(&compute::cast(x, dtype)?, device)?;
+            Ok(x.with_requires_grad(d))
+        })
+        .collect::<Result<_>>()?;
+    let y = (case.run)(&xs)?;
+    let wrt: Vec<&Tensor> = xs.iter().filter(|x| x.requires_grad()).collect();
+    let mut out = vec![y.to_vec::<f64>()?];
+    if y.requires_grad() {
+        let seed = y.ones_like()?;
+        for g in grad(&y, &wrt, BackwardOptions::default().seed(seed))?
+            .into_iter()
+            .flatten()
+        {
+            assert_eq!(
+                g.device(),
+                device,
+                "{}: a gradient left the GPU",
+                case.label
+            );
+            out.push(g.to_vec::<f64>()?);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|v| v.into_iter().map(f64::to_bits).collect())
+        .collect())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn every_registered_op_gives_the_same_bits_fused_on_the_gpu() -> Result<()> {
+    crate::init();
+    let mut compared = 0;
+    for entry in registry()? {
+        let Some(cases) = entry.check_cases else {
+            continue;
+        };
+        for case in cases() {
+            for dtype in [DType::F32, DType::F64] {
+                let off = with_config(FusionConfig::OFF, || bits_on_gpu(&case, dtype));
+                let on = with_config(ALWAYS, || bits_on_gpu(&case, dtype));
+                match (off, on) {
+                    (Ok(off), Ok(on)) => {
+                        assert_eq!(
+                            off, on,
+                            "{} ({dtype}): fused and one by one differ",
+                            case.label
+                        );
+                        compared += 1;
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+                    (a, b) => panic!("{}: {:?} one by one, {:?} fused", case.label, a, b),
+                }
+            }
+        }
+    }
+    assert!(compared > 100, "only {compared} cases compared");
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn a_chain_of_many_buffers_and_scalars_runs_in_kernels_that_fit() -> Result<()> {
+    let device = crate::gpu();
+    let xs: Vec<Tensor> = (0..12)
+        .map(|k| {
+            let t = Rng::new(40 + k).uniform([3000], -1.0, 1.0, DType::F32)?;
+            compute::to_device(&t, device)
+        })
+        .collect::<Result<_>>()?;
+    // Twelve buffers and twelve scalars, a generated op in the middle: more than
+    // one fused CUDA kernel takes.
+    let run = || -> Result<Tensor> {
+        let mut y = xs[0].clone();
+        for (k, x) in xs.iter().enumerate().skip(1) {
+            y = ((&y * (k as f64 * 0.25))? + x)?;
+            if k == 6 {
+                y = y.tanh()?;
+            }
+        }
+        Ok(y)
+    };
+    let want = with_config(FusionConfig::OFF, || run()?.to_vec::<f32>())?;
+    let y = with_config(ALWAYS, run)?;
+    assert!(y.is_deferred());
+    assert_eq!(y.to_vec::<f32>()?, want);
+    // A recorded chain shows its kernel.
+    let x = compute::to_device(
+        &Rng::new(50).uniform([3000], -1.0, 1.0, DType::F64)?,
+        device,
+    )?
+    .with_requires_grad(true);
+    let z = with_config(ALWAYS, || ((&x * &x)? + 1.0)?.exp())?;
+    z.realize()?;
+    assert!(matches!(
+        z.grad_fn().unwrap().fusion(),
+        Some(Fusion::Kernel(_))
+    ));
+    Ok(())
+}
