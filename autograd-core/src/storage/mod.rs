@@ -201,7 +201,7 @@ impl Storage {
     }
 
     /// The values, computed first if they were deferred.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn data(&self) -> Result<&StorageData> {
         match &self.deferred {
             None => Ok(&self.data),
@@ -214,7 +214,7 @@ impl Storage {
 
     /// The values, mutably (computed first if they were deferred, and then kept as
     /// an ordinary storage's).
-    #[inline]
+    #[inline(always)]
     fn data_mut(&mut self) -> Result<&mut StorageData> {
         if self.deferred.is_some() {
             self.data()?;

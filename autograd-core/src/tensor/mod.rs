@@ -531,6 +531,7 @@ impl Tensor {
 
     /// True while the values are deferred: the elementwise op computing them has
     /// not run yet (see [`crate::fusion`]).
+    #[inline]
     pub fn is_deferred(&self) -> bool {
         self.storage().is_deferred()
     }
