@@ -183,15 +183,15 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axes: &[usize], keepdim: bool) -> Result
             ),
         });
     }
-    // A sum of every element of a deferred chain runs the chain with the sum at
-    // its end (nothing stored).
+    // A sum of every element of a deferred chain is deferred too: when read, it
+    // runs the chain with the sum at its end (nothing stored).
     let whole =
         x.layout().is_contiguous() && x.layout().offset() == 0 && x.numel() == x.storage().len();
     let fused = (op == ReduceOp::Sum && sorted.len() == x.rank() && whole)
         .then(|| x.storage().fused_sum())
         .flatten();
     let storage = match fused {
-        Some(s) => s?,
+        Some(s) => s,
         None => x.storage().reduce(x.layout(), op, &sorted)?,
     };
     let mut shape = x.shape().clone();

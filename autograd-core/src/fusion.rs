@@ -15,8 +15,9 @@
 //! (contiguous, whole), and the ones those read, down to storages that hold values.
 //! The chain runs as one loop over cache-sized blocks
 //! (`autograd_kernels::cpu::fused`): each leaf is read once and one result is
-//! written. A sum over all of a deferred storage's elements runs the chain with the
-//! sum at its end and writes nothing.
+//! written. A sum over all of a deferred storage's elements is deferred as well:
+//! when read, it runs the chain with the sum at its end and writes nothing (a loss
+//! nobody reads, as in `loss.backward()`, is never computed).
 //!
 //! Each step computes what the op's own kernel computes, element by element, so a
 //! fused result is the same bits as the unfused one (and a fused sum adds in the
@@ -183,6 +184,7 @@ pub(crate) fn defer(
         inputs,
         depth,
         steps,
+        sum_of: None,
     };
     Some(Storage::deferred(pending, device, dtype, shape.numel()))
 }

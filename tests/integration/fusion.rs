@@ -140,11 +140,23 @@ fn a_sum_of_a_chain_stores_nothing_and_adds_as_the_reduction_does() -> Result<()
         let y = chain()?;
         let before = memory::thread_stats(Device::Cpu);
         let s = ops::sum_all(&y)?;
-        let after = memory::thread_stats(Device::Cpu);
-        assert!(y.is_deferred(), "the sum computed its input");
-        // One element allocated (the sum), nothing else.
-        assert_eq!(after.live_bytes - before.live_bytes, 4);
+        // The sum is deferred too: nothing allocated until it is read.
+        assert!(s.is_deferred());
+        assert_eq!(
+            memory::thread_stats(Device::Cpu).live_bytes,
+            before.live_bytes
+        );
         assert_eq!(s.to_vec::<f32>()?, unfused);
+        // Reading it ran the chain with the sum at its end: one element stored.
+        assert!(y.is_deferred(), "the sum computed its input");
+        let after = memory::thread_stats(Device::Cpu);
+        assert_eq!(after.live_bytes - before.live_bytes, 4);
+        // A loss nobody reads is never computed: backward needs only its shape.
+        let xg = x.detach().with_requires_grad(true);
+        let loss = ops::sum_all(&((&xg * &a)? * &xg)?)?;
+        loss.backward()?;
+        assert!(loss.is_deferred());
+        assert_eq!(loss.to_vec::<f32>()?.len(), 1);
         Ok(())
     })
 }

@@ -48,6 +48,10 @@ pub(crate) struct Pending {
     /// Deferred ops in the chain this one ends (a bound: shared ones are counted
     /// once per use).
     pub(crate) steps: u32,
+    /// For a deferred sum: the length of the chain summed (the storage itself holds
+    /// one element, the sum of the chain's values), and the mark of the chain's
+    /// last op.
+    pub(crate) sum_of: Option<(usize, Arc<Mark>)>,
 }
 
 impl Pending {
@@ -113,6 +117,9 @@ impl Plan {
             args,
         });
         self.marks.push(p.mark.clone());
+        if let Some((_, chain)) = &p.sum_of {
+            self.marks.push(chain.clone());
+        }
         Ok(self.steps.len() - 1)
     }
 
@@ -123,16 +130,15 @@ impl Plan {
             if let Some(&(_, j)) = self.planned.iter().find(|(p, _)| *p == key) {
                 return Ok(Operand::Step(j));
             }
-            if let Some(p) = s.pending() {
+            if let Some(p) = s.pending().filter(|p| p.sum_of.is_none()) {
                 let j = self.step(&p, len)?;
                 self.planned.push((key, j));
                 return Ok(Operand::Step(j));
             }
-        } else {
-            // Read through a view (broadcast, strided, part of it): its values are
-            // computed on their own, then read as a leaf.
-            s.data()?;
         }
+        // Read through a view (broadcast, strided, part of it), or a deferred sum:
+        // its values are computed on their own, then read as a leaf.
+        s.data()?;
         Ok(self.leaf(s, l))
     }
 
@@ -208,6 +214,9 @@ impl Plan {
 /// deferred ops it reads fused into one pass. A chain too large for one CUDA
 /// kernel computes what its last op reads first, each in its own chain.
 pub(crate) fn evaluate(p: &Pending, len: usize, dtype: DType) -> Result<StorageData> {
+    if let Some((n, _)) = &p.sum_of {
+        return Plan::of(p, *n)?.run(*n, dtype, Sink::Sum);
+    }
     let plan = Plan::of(p, len)?;
     if plan.fits() {
         return plan.run(len, dtype, Sink::Store);
@@ -223,6 +232,7 @@ pub(crate) fn evaluate(p: &Pending, len: usize, dtype: DType) -> Result<StorageD
 /// computes those it reads through views).
 #[cfg(feature = "cuda")]
 pub(crate) fn cuda_source(p: &Pending, len: usize, dtype: DType) -> Result<(String, String)> {
+    let len = p.sum_of.as_ref().map_or(len, |(n, _)| *n);
     let mut plan = Plan::of(p, len)?;
     if !autograd_kernels::cuda::fused::fits(&plan.steps, plan.leaves.len()) {
         // As `evaluate` runs it: what the last op reads is computed first (by
@@ -235,14 +245,19 @@ pub(crate) fn cuda_source(p: &Pending, len: usize, dtype: DType) -> Result<(Stri
     Ok((name, source))
 }
 
-/// The sum of the values of the deferred op `p`, computed in the same pass, without
-/// storing them: one element (on the CPU; `None` on a GPU, where the values are
-/// computed and reduced as usual).
-pub(crate) fn sum(p: &Pending, len: usize, dtype: DType) -> Option<Result<StorageData>> {
-    if p.inputs.iter().any(|(s, _)| s.device() != Device::Cpu) {
+/// The deferred sum of the values of the deferred op `p` (`len` elements): the
+/// chain runs with the sum at its end when the sum is read, and nothing is stored
+/// (on the CPU; `None` on a GPU, where the values are computed and reduced as
+/// usual).
+pub(crate) fn sum(p: &Pending, len: usize) -> Option<Pending> {
+    if p.sum_of.is_some() || p.inputs.iter().any(|(s, _)| s.device() != Device::Cpu) {
         return None;
     }
-    Some(Plan::of(p, len).and_then(|plan| plan.run(len, dtype, Sink::Sum)))
+    Some(Pending {
+        mark: Arc::default(),
+        sum_of: Some((len, p.mark.clone())),
+        ..p.clone()
+    })
 }
 
 /// The error for a storage that has neither values nor an op to compute them

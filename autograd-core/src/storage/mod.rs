@@ -283,13 +283,13 @@ impl Storage {
         Some(deferred::cuda_source(&p, self.len, self.dtype))
     }
 
-    /// The sum of all the values, where they are deferred: the chain runs with the
-    /// sum at its end and nothing is stored. `None` when the values are not
-    /// deferred.
-    pub(crate) fn fused_sum(&self) -> Option<Result<Storage>> {
+    /// The sum of all the values, where they are deferred: itself deferred, it runs
+    /// the chain with the sum at its end when read, and nothing is stored. `None`
+    /// when the values are not deferred (or live on a GPU).
+    pub(crate) fn fused_sum(&self) -> Option<Storage> {
         let p = self.pending()?;
-        let sum = deferred::sum(&p, self.len, self.dtype)?;
-        Some(sum.map(|data| Storage::new(data, self.device)))
+        let sum = deferred::sum(&p, self.len)?;
+        Some(Storage::deferred(sum, self.device, self.dtype, 1))
     }
 
     /// `e` from a backend call of `op` building a `dtype` result of `shape` on this
@@ -403,6 +403,13 @@ impl Storage {
         value: f64,
     ) -> Result<Storage> {
         let len = shape.numel();
+        if self.is_deferred() && self.device == Device::Cpu {
+            // Nothing of the values is needed: a CPU buffer is made without them.
+            let data = CpuStorage::F32(Vec::new())
+                .filled_like(len, dtype, value)
+                .map_err(self.err(op, shape, dtype))?;
+            return Ok(Storage::cpu(data));
+        }
         map_backend!(self, s => s.filled_like(len, dtype, value).map_err(self.err(op, shape, dtype))?)
     }
 
