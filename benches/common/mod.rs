@@ -47,6 +47,15 @@ fn check_close(workload: &str, what: &str, got: &[f32], want: &[f64], tol: f64) 
     Ok(())
 }
 
+/// Backward from `loss`, its value computed first: a workload's forward includes
+/// the loss (as the peers' `value_and_grad` and eager forward do), although
+/// `backward` alone never reads it, and a deferred loss nobody reads would never be
+/// computed (see `autograd::fusion`).
+fn backward_of(loss: &Tensor) -> Result<()> {
+    loss.realize()?;
+    loss.backward()
+}
+
 /// The gradient of `t`, its values computed (a deferred chain runs here: reading
 /// the gradient is part of each workload).
 fn grad_of(workload: &str, name: &str, t: &Tensor) -> Result<Tensor> {
@@ -88,7 +97,7 @@ impl W1 {
             y = (&y * &self.a + &self.b)?;
         }
         let loss = ops::sum_all(&y)?;
-        loss.backward()?;
+        backward_of(&loss)?;
         Ok((grad_of("W1", "a", &self.a)?, grad_of("W1", "b", &self.b)?))
     }
 
@@ -149,7 +158,7 @@ impl W2 {
         let o = (ops::matmul(&h, &self.w2)? + &self.b2)?;
         let d = (&o - &self.t)?;
         let loss = ops::mul_scalar(&ops::sum_all(&(&d * &d)?)?, 1.0 / W2_BATCH as f64)?;
-        loss.backward()?;
+        backward_of(&loss)?;
         let [w1, b1, w2, b2] = self.params();
         let grads = [
             grad_of("W2", "W1", w1)?,
@@ -256,7 +265,7 @@ impl W3 {
     pub fn step(&self) -> Result<Tensor> {
         self.x.zero_grad();
         let y = ((&self.x * &self.a + &self.x)? * &self.x)?;
-        ops::sum_all(&y)?.backward()?;
+        backward_of(&ops::sum_all(&y)?)?;
         grad_of("W3", "x", &self.x)
     }
 
@@ -293,7 +302,7 @@ impl W4 {
         self.x.zero_grad();
         self.b.zero_grad();
         let y = (&self.x * &self.x + &self.b)?;
-        ops::sum_all(&y)?.backward()?;
+        backward_of(&ops::sum_all(&y)?)?;
         Ok((grad_of("W4", "x", &self.x)?, grad_of("W4", "b", &self.b)?))
     }
 
@@ -350,7 +359,7 @@ impl W5 {
             };
         }
         let loss = ops::sum_all(&y)?;
-        loss.backward()?;
+        backward_of(&loss)?;
         black_box(&y);
         grad_of("W5", "x", &self.x)
     }
@@ -373,7 +382,7 @@ impl W5 {
             y = autograd::checkpoint(segment, &[y, self.x.clone()])?;
         }
         let loss = ops::sum_all(&y)?;
-        loss.backward()?;
+        backward_of(&loss)?;
         black_box(&y);
         grad_of("W5", "x", &self.x)
     }
@@ -485,14 +494,14 @@ impl W6 {
     pub fn step(&self) -> Result<Tensor> {
         self.x.zero_grad();
         let y = (mish(&self.x)? * &self.a)?;
-        ops::sum_all(&y)?.backward()?;
+        backward_of(&ops::sum_all(&y)?)?;
         grad_of("W6", "x", &self.x)
     }
 
     pub fn step_composed(&self) -> Result<Tensor> {
         self.x.zero_grad();
         let m = (&self.x * &self.x.exp()?.add_scalar(1.0)?.log()?.tanh()?)?;
-        ops::sum_all(&(m * &self.a)?)?.backward()?;
+        backward_of(&ops::sum_all(&(m * &self.a)?)?)?;
         grad_of("W6 composed", "x", &self.x)
     }
 
