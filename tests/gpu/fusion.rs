@@ -4,33 +4,17 @@
 
 use autograd::fusion::{Fusion, FusionConfig, with_config};
 use autograd::prelude::*;
-use autograd::{BackwardOptions, CheckCase, compute, registry};
+use autograd::{BackwardOptions, CheckCase, compute};
 
-/// Every elementwise op of any size defers.
-const ALWAYS: FusionConfig = FusionConfig {
-    enabled: true,
-    min_elements: 1,
-};
+use crate::cases::{FUSE_ALL as ALWAYS, bits, case_inputs, same_bits_fused_and_not};
 
 /// Output and gradients of `case` on the GPU, as bits.
 fn bits_on_gpu(case: &CheckCase, dtype: DType) -> Result<Vec<Vec<u64>>> {
     let device = crate::gpu();
-    let mask = case
-        .differentiable
-        .clone()
-        .unwrap_or_else(|| vec![true; case.inputs.len()]);
-    let xs: Vec<Tensor> = case
-        .inputs
-        .iter()
-        .zip(&mask)
-        .map(|(x, &d)| {
-            let x = compute::to_device(&compute::cast(x, dtype)?, device)?;
-            Ok(x.with_requires_grad(d))
-        })
-        .collect::<Result<_>>()?;
+    let xs = case_inputs(case, dtype, device)?;
     let y = (case.run)(&xs)?;
     let wrt: Vec<&Tensor> = xs.iter().filter(|x| x.requires_grad()).collect();
-    let mut out = vec![y.to_vec::<f64>()?];
+    let mut out = vec![bits(y.to_vec::<f64>()?)];
     if y.requires_grad() {
         let seed = y.ones_like()?;
         for g in grad(&y, &wrt, BackwardOptions::default().seed(seed))?
@@ -43,45 +27,18 @@ fn bits_on_gpu(case: &CheckCase, dtype: DType) -> Result<Vec<Vec<u64>>> {
                 "{}: a gradient left the GPU",
                 case.label
             );
-            out.push(g.to_vec::<f64>()?);
+            out.push(bits(g.to_vec::<f64>()?));
         }
     }
-    Ok(out
-        .into_iter()
-        .map(|v| v.into_iter().map(f64::to_bits).collect())
-        .collect())
+    Ok(out)
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU (or the emulated device)"]
-fn every_registered_op_gives_the_same_bits_fused_on_the_gpu() -> Result<()> {
+fn every_registered_op_gives_the_same_bits_fused_on_the_gpu() {
     crate::init();
-    let mut compared = 0;
-    for entry in registry()? {
-        let Some(cases) = entry.check_cases else {
-            continue;
-        };
-        for case in cases() {
-            for dtype in [DType::F32, DType::F64] {
-                let off = with_config(FusionConfig::OFF, || bits_on_gpu(&case, dtype));
-                let on = with_config(ALWAYS, || bits_on_gpu(&case, dtype));
-                match (off, on) {
-                    (Ok(off), Ok(on)) => {
-                        assert_eq!(
-                            off, on,
-                            "{} ({dtype}): fused and one by one differ",
-                            case.label
-                        );
-                        compared += 1;
-                    }
-                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-                    (a, b) => panic!("{}: {:?} one by one, {:?} fused", case.label, a, b),
-                }
-            }
-        }
-    }
+    let compared = same_bits_fused_and_not(&[DType::F32, DType::F64], bits_on_gpu);
     assert!(compared > 100, "only {compared} cases compared");
-    Ok(())
 }
 
 #[test]

@@ -16,6 +16,8 @@
 //! `kernels/src/cuda/emu/mod.rs` and still needs a real GPU.
 
 mod availability;
+#[path = "../common/cases.rs"]
+mod cases;
 mod conv;
 mod elementwise;
 mod engine;

@@ -4,38 +4,25 @@
 
 use autograd::fusion::{Fusion, FusionConfig, MAX_DEPTH, with_config};
 use autograd::prelude::*;
-use autograd::{BackwardOptions, CheckCase, ComputationGraph, compute, memory, ops, registry};
+use autograd::{BackwardOptions, CheckCase, ComputationGraph, memory, ops};
 
-/// Every elementwise op of any size defers.
-const ALWAYS: FusionConfig = FusionConfig {
-    enabled: true,
-    min_elements: 1,
-};
+use crate::cases::{FUSE_ALL as ALWAYS, bits, case_inputs, same_bits_fused_and_not};
 
-/// Output and gradients of a check case in `dtype`, as bits (f32 values widened to
-/// f64 exactly), the gradients computed with `create_graph` when `second` is set
-/// and then differentiated once more (the sum of the first gradients).
+/// Output and gradients of a check case in `dtype`, as bits, the gradients
+/// computed with `create_graph` when `second` is set and then differentiated once
+/// more (the sum of the first gradients).
 fn bits_of(case: &CheckCase, dtype: DType, second: bool) -> Result<Vec<Vec<u64>>> {
-    let mask = case
-        .differentiable
-        .clone()
-        .unwrap_or_else(|| vec![true; case.inputs.len()]);
-    let xs: Vec<Tensor> = case
-        .inputs
-        .iter()
-        .zip(&mask)
-        .map(|(x, &d)| Ok(compute::cast(x, dtype)?.with_requires_grad(d)))
-        .collect::<Result<_>>()?;
+    let xs = case_inputs(case, dtype, Device::Cpu)?;
     let y = (case.run)(&xs)?;
     let wrt: Vec<&Tensor> = xs.iter().filter(|x| x.requires_grad()).collect();
     let opts = BackwardOptions::default()
         .seed(y.ones_like()?)
         .create_graph(second);
     let grads = grad(&y, &wrt, opts)?;
-    let mut out = vec![y.to_vec::<f64>()?];
+    let mut out = vec![bits(y.to_vec::<f64>()?)];
     let mut firsts = Vec::new();
     for g in grads.into_iter().flatten() {
-        out.push(g.to_vec::<f64>()?);
+        out.push(bits(g.to_vec::<f64>()?));
         firsts.push(g);
     }
     if second {
@@ -50,48 +37,24 @@ fn bits_of(case: &CheckCase, dtype: DType, second: bool) -> Result<Vec<Vec<u64>>
         if let Some(t) = total {
             let seconds = grad(&t, &wrt, BackwardOptions::default().allow_unused(true))?;
             for g in seconds.into_iter().flatten() {
-                out.push(g.to_vec::<f64>()?);
+                out.push(bits(g.to_vec::<f64>()?));
             }
         }
     }
-    Ok(out
-        .into_iter()
-        .map(|v| v.into_iter().map(f64::to_bits).collect())
-        .collect())
+    Ok(out)
 }
 
 #[test]
-fn every_registered_op_gives_the_same_bits_fused_and_one_by_one() -> Result<()> {
+fn every_registered_op_gives_the_same_bits_fused_and_one_by_one() {
     crate::init();
-    let mut compared = 0;
-    for entry in registry()? {
-        let Some(cases) = entry.check_cases else {
-            continue;
-        };
-        for case in cases() {
-            for dtype in [DType::F32, DType::F64] {
-                for second in [false, true] {
-                    // (An op without a second derivative fails both ways alike.)
-                    let off = with_config(FusionConfig::OFF, || bits_of(&case, dtype, second));
-                    let on = with_config(ALWAYS, || bits_of(&case, dtype, second));
-                    match (off, on) {
-                        (Ok(off), Ok(on)) => {
-                            assert_eq!(
-                                off, on,
-                                "{} ({dtype}, second order {second}): fused and one by one differ",
-                                case.label
-                            );
-                            compared += 1;
-                        }
-                        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
-                        (a, b) => panic!("{}: {:?} one by one, {:?} fused", case.label, a, b),
-                    }
-                }
-            }
-        }
-    }
-    assert!(compared > 200, "only {compared} cases compared");
-    Ok(())
+    let dtypes = [DType::F32, DType::F64];
+    let first = same_bits_fused_and_not(&dtypes, |case, dtype| bits_of(case, dtype, false));
+    let second = same_bits_fused_and_not(&dtypes, |case, dtype| bits_of(case, dtype, true));
+    assert!(
+        first + second > 200,
+        "only {} cases compared",
+        first + second
+    );
 }
 
 fn big(seed: u64) -> Result<Tensor> {
@@ -303,8 +266,7 @@ fn the_w5_mul_chain_holds_recipes_not_products() -> Result<()> {
 #[cfg(feature = "cuda")]
 #[test]
 fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
-    use autograd_kernels::cuda::compile::{Output, compile_source, nvrtc_available};
-    use std::io::Write;
+    use autograd_kernels::cuda::compile::{Output, compile_source};
     crate::init();
     let (x, a) = (big(20)?.with_requires_grad(true), big(21)?);
     let (y, g) = with_config(ALWAYS, || -> Result<(Tensor, Tensor)> {
@@ -321,13 +283,7 @@ fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
         autograd::fusion::cuda_kernel(&g).expect("the gradient is deferred")?,
     ];
     assert!(kernels[0].1.contains("tanh_at<T>("), "{}", kernels[0].1);
-    if !nvrtc_available() {
-        let required =
-            std::env::var("AUTOGRAD_REQUIRE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0");
-        let msg = "NVRTC (libnvrtc.so.13) was not found, so the fused CUDA kernels were NOT \
-                   compiled (.ci/run installs it)";
-        assert!(!required, "AUTOGRAD_REQUIRE_NVRTC is set, but {msg}");
-        let _ = writeln!(std::io::stderr(), "\n******** SKIPPED: {msg} ********\n");
+    if !crate::nvrtc_or_skip("the fused CUDA kernels") {
         return Ok(());
     }
     for (name, source) in kernels {

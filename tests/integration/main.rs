@@ -1,6 +1,8 @@
 //! Integration tests of the whole stack: the worked examples of reverse-mode accumulation, the
 //! engine's semantics, pruning, gradient checks through the registry.
 
+#[path = "../common/cases.rs"]
+mod cases;
 mod checkpoint;
 mod conv;
 mod elementwise;
@@ -23,6 +25,23 @@ mod reuse;
 mod round2_sizes;
 mod saved_flags;
 mod worked_examples;
+
+/// Whether NVRTC is here to compile CUDA sources with. Without it, says loudly that
+/// `what` was NOT compiled, and fails when `AUTOGRAD_REQUIRE_NVRTC=1` (CI sets it).
+#[cfg(feature = "cuda")]
+pub fn nvrtc_or_skip(what: &str) -> bool {
+    use std::io::Write;
+    if autograd_kernels::cuda::compile::nvrtc_available() {
+        return true;
+    }
+    let required = std::env::var("AUTOGRAD_REQUIRE_NVRTC").is_ok_and(|v| !v.is_empty() && v != "0");
+    let msg = format!(
+        "NVRTC (libnvrtc.so.13) was not found, so {what} were NOT compiled (.ci/run installs it)"
+    );
+    assert!(!required, "AUTOGRAD_REQUIRE_NVRTC is set, but {msg}");
+    let _ = writeln!(std::io::stderr(), "\n******** SKIPPED: {msg} ********\n");
+    false
+}
 
 /// Every test calls this first: links the op library and checks the registry.
 pub fn init() {

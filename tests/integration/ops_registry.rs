@@ -2,7 +2,7 @@
 //! order, f32 against f64, broadcasting cases for every elementwise binary op.
 
 use autograd::prelude::*;
-use autograd::{BackwardOptions, GradcheckOptions, compute, ops, registry};
+use autograd::{BackwardOptions, GradcheckOptions, ops, registry};
 
 /// Ops whose second derivative is not checked, with the reason. No standard op is
 /// here: ops with kinks (relu, abs, max, maximum, ...) are checked away from them,
@@ -70,16 +70,7 @@ fn run_case(case: &CheckCase, dtype: DType) -> Result<Evaluated> {
 
 /// Like [`run_case`], recording the backward pass when `create_graph` is set.
 fn run_case_with(case: &CheckCase, dtype: DType, create_graph: bool) -> Result<Evaluated> {
-    let mask = case
-        .differentiable
-        .clone()
-        .unwrap_or_else(|| vec![true; case.inputs.len()]);
-    let xs: Vec<Tensor> = case
-        .inputs
-        .iter()
-        .zip(&mask)
-        .map(|(x, &d)| Ok(compute::cast(x, dtype)?.with_requires_grad(d)))
-        .collect::<Result<_>>()?;
+    let xs = crate::cases::case_inputs(case, dtype, Device::Cpu)?;
     let y = (case.run)(&xs)?;
     assert_eq!(y.dtype(), dtype, "{}: output dtype", case.label);
     let seed = y.ones_like()?;
