@@ -76,14 +76,8 @@ pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
 pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_same_kind(op.name(), a, b)?;
     if a.shape() == b.shape() {
-        if fusion::wants(a.numel()) {
-            let inputs = smallvec![
-                (a.storage_arc(), a.layout().clone()),
-                (b.storage_arc(), b.layout().clone())
-            ];
-            if let Some(s) = fusion::defer(FusedOp::Binary(op), inputs, a.shape(), a.dtype()) {
-                return Ok(Tensor::from_storage(s, a.shape().clone()));
-            }
+        if let Some(t) = defer_binary(a, a.layout(), b, b.layout(), a.shape(), op) {
+            return Ok(t);
         }
         let storage = a
             .storage()
@@ -98,14 +92,29 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_size(op.name(), &shape, a.dtype())?;
     let la = broadcast_layout(a, &shape)?;
     let lb = broadcast_layout(b, &shape)?;
-    if fusion::wants(shape.numel()) {
-        let inputs = smallvec![(a.storage_arc(), la.clone()), (b.storage_arc(), lb.clone())];
-        if let Some(s) = fusion::defer(FusedOp::Binary(op), inputs, &shape, a.dtype()) {
-            return Ok(Tensor::from_storage(s, shape));
-        }
+    if let Some(t) = defer_binary(a, &la, b, &lb, &shape, op) {
+        return Ok(t);
     }
     let storage = a.storage().binary(&la, &b.storage(), &lb, op)?;
     Ok(Tensor::from_storage(storage, shape))
+}
+
+/// `op(a, b)` over `a` and `b` viewed as `la` and `lb` (of `shape`), deferred
+/// when fusion wants it (see [`crate::fusion`]).
+fn defer_binary(
+    a: &Tensor,
+    la: &Layout,
+    b: &Tensor,
+    lb: &Layout,
+    shape: &Shape,
+    op: BinaryOp,
+) -> Option<Tensor> {
+    if !fusion::wants(shape.numel()) {
+        return None;
+    }
+    let inputs = smallvec![(a.storage_arc(), la.clone()), (b.storage_arc(), lb.clone())];
+    let s = fusion::defer(FusedOp::Binary(op), inputs, shape, a.dtype())?;
+    Some(Tensor::from_storage(s, shape.clone()))
 }
 
 /// `op(a, b)` written into `a`'s buffer, when `a` can take it: `b` has its dtype

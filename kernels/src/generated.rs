@@ -148,10 +148,7 @@ fn run_typed<T: Real + CpuElement, K: ElementwiseKernel>(
     let n = shape.numel();
     let mut typed: Vec<(&[T], &Layout)> = Vec::with_capacity(ins.len());
     for &(s, l) in ins {
-        let data = T::slice(s).ok_or(KernelError::DTypeMismatch {
-            lhs: T::DTYPE,
-            rhs: crate::BackendStorage::dtype(s),
-        })?;
+        let data = operand::<T>(s, l)?;
         if l.shape() != shape {
             return Err(KernelError::Layout(format!(
                 "`{}`: an operand of shape {} for an output of shape {shape}",
@@ -159,7 +156,6 @@ fn run_typed<T: Real + CpuElement, K: ElementwiseKernel>(
                 l.shape()
             )));
         }
-        crate::check::check_fits(data.len(), l)?;
         typed.push((data, l));
     }
     let mut out: Vec<T> = pool::take(n)?;
@@ -207,6 +203,17 @@ fn run_typed<T: Real + CpuElement, K: ElementwiseKernel>(
         start += len;
     }
     complete(kernel, out, n)
+}
+
+/// The elements of `s` as `T`, checked to hold the view `l` (an error naming the
+/// dtypes when `s` holds another type).
+pub(crate) fn operand<'a, T: CpuElement>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+    let data = T::slice(s).ok_or(KernelError::DTypeMismatch {
+        lhs: T::DTYPE,
+        rhs: crate::BackendStorage::dtype(s),
+    })?;
+    crate::check::check_fits(data.len(), l)?;
+    Ok(data)
 }
 
 /// The output, once the kernel has appended every element (an error, not a

@@ -206,7 +206,7 @@ fn the_graph_shows_which_ops_ran_in_which_kernel() -> Result<()> {
 }
 
 #[test]
-fn w3_runs_as_two_passes_with_the_gradient_of_the_ops_one_by_one() -> Result<()> {
+fn w3_gradient_is_one_deferred_chain_with_the_bits_of_the_ops_one_by_one() -> Result<()> {
     crate::init();
     let x = autograd::random::Rng::new(10)
         .uniform([1 << 16], -1.0, 1.0, DType::F32)?

@@ -271,11 +271,7 @@ impl Node {
         self.op = op;
         self.output_id = output.id();
         self.output_shape = output.shape().clone();
-        self.fusion = if output.is_deferred() {
-            output.storage().fusion_mark()
-        } else {
-            None
-        };
+        self.fusion = output.storage().fusion_mark();
         self.location = location;
         *self.claimed.get_mut() = 0;
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());

@@ -74,15 +74,20 @@ struct Plan {
 }
 
 impl Plan {
-    fn of(root: &Pending, len: usize) -> Result<Plan> {
-        static KERNELS: AtomicU64 = AtomicU64::new(1);
-        let mut plan = Plan {
-            kernel: KERNELS.fetch_add(1, Ordering::Relaxed),
+    /// No steps yet, for kernel number `kernel`.
+    fn new(kernel: u64) -> Plan {
+        Plan {
+            kernel,
             steps: Vec::new(),
             leaves: Vec::new(),
             planned: Vec::new(),
             marks: Vec::new(),
-        };
+        }
+    }
+
+    fn of(root: &Pending, len: usize) -> Result<Plan> {
+        static KERNELS: AtomicU64 = AtomicU64::new(1);
+        let mut plan = Plan::new(KERNELS.fetch_add(1, Ordering::Relaxed));
         plan.step(root, len)?;
         Ok(plan)
     }
@@ -90,13 +95,7 @@ impl Plan {
     /// `p` alone, every storage it reads a leaf (deferred or not).
     #[cfg(feature = "cuda")]
     fn shallow(p: &Pending) -> Plan {
-        let mut plan = Plan {
-            kernel: 0,
-            steps: Vec::new(),
-            leaves: Vec::new(),
-            planned: Vec::new(),
-            marks: Vec::new(),
-        };
+        let mut plan = Plan::new(0);
         let args = p.inputs.iter().map(|(s, l)| plan.leaf(s, l)).collect();
         plan.steps.push(Step {
             op: p.op.clone(),

@@ -228,31 +228,33 @@ impl Storage {
     /// The deferred op, if the values are still deferred: what a chain being
     /// planned reads through this storage.
     pub(crate) fn pending(&self) -> Option<Pending> {
-        let d = self.deferred.as_ref()?;
-        if d.values.get().is_some() {
-            return None;
-        }
-        d.pending.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.with_pending(Pending::clone)
     }
 
     /// The deferred op's depth and size (see `fusion::defer`); zeros when the values
     /// are there.
     pub(crate) fn chain(&self) -> (u32, u32) {
-        match &self.deferred {
-            Some(d) if d.values.get().is_none() => d
-                .pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_ref()
-                .map_or((0, 0), |p| p.chain()),
-            _ => (0, 0),
+        self.with_pending(Pending::chain).unwrap_or((0, 0))
+    }
+
+    /// `f` of the deferred op, while the values are deferred (under its lock: no
+    /// copy of the op and what it reads).
+    fn with_pending<R>(&self, f: impl FnOnce(&Pending) -> R) -> Option<R> {
+        let d = self.deferred.as_ref()?;
+        if d.values.get().is_some() {
+            return None;
         }
+        d.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(f)
     }
 
     /// Where the deferred op records the kernel it runs in (`None` when the values
     /// were not deferred, or are computed already).
     pub(crate) fn fusion_mark(&self) -> Option<Arc<deferred::Mark>> {
-        self.pending().map(|p| p.mark)
+        self.with_pending(|p| p.mark.clone())
     }
 
     /// Runs the deferred op (with the deferred ops it reads, fused) and keeps the

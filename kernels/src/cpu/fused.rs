@@ -156,17 +156,13 @@ fn run_typed<T: CpuElement>(
     let block = BLOCK.min(n.max(1));
     let mut sources = Vec::with_capacity(leaves.len());
     for &(s, l) in leaves {
-        let data = T::slice(s).ok_or(KernelError::DTypeMismatch {
-            lhs: T::DTYPE,
-            rhs: crate::BackendStorage::dtype(s),
-        })?;
+        let data = crate::generated::operand::<T>(s, l)?;
         if l.numel() != n {
             return Err(KernelError::Layout(format!(
                 "a fused chain over {n} elements reads a view of {}",
                 l.shape()
             )));
         }
-        crate::check::check_fits(data.len(), l)?;
         sources.push(if l.is_contiguous() {
             Source::Dense(&data[l.offset()..l.offset() + n])
         } else if n > 0 && l.strides().iter().all(|&s| s == 0) {

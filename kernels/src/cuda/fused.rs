@@ -15,6 +15,7 @@ use super::{CudaElement, CudaStorage, alloc, launch_config};
 use crate::cpu::fused::{CudaCall, FusedOp, Operand, Step};
 use crate::generated::CUDA_PRELUDE;
 use crate::{BackendStorage, BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
+use smallvec::SmallVec;
 use std::fmt::Write;
 
 /// Most leaves a fused CUDA kernel reads (pointer arguments).
@@ -24,16 +25,19 @@ pub const MAX_LEAVES: usize = 8;
 /// four).
 pub const MAX_SCALARS: usize = 16;
 
+/// The scalars a step takes as kernel arguments, in order: the one rule the
+/// kernel's source, its argument list and [`fits`] follow.
+fn scalars(op: &FusedOp) -> SmallVec<[f64; 4]> {
+    match op {
+        FusedOp::Unary(UnaryOp::Neg) | FusedOp::Binary(_) => SmallVec::new(),
+        FusedOp::Unary(op) => SmallVec::from_elem(op.scalar(), 1),
+        FusedOp::Kernel(k) => k.cuda().params.into_iter().collect(),
+    }
+}
+
 /// Scalars `steps` take as kernel arguments.
 pub fn scalars_of(steps: &[Step]) -> usize {
-    steps
-        .iter()
-        .map(|s| match &s.op {
-            FusedOp::Unary(UnaryOp::Neg) | FusedOp::Binary(_) => 0,
-            FusedOp::Unary(_) => 1,
-            FusedOp::Kernel(_) => crate::generated::MAX_PARAMS,
-        })
-        .sum()
+    steps.iter().map(|s| scalars(&s.op).len()).sum()
 }
 
 /// Whether a chain of `steps` over `leaves` leaves fits one fused CUDA kernel.
@@ -135,16 +139,9 @@ fn run_typed<T: CudaElement>(
         args.push(T::input(slices[k.min(slices.len() - 1)]));
     }
     args.push(T::output(&mut out));
-    let mut scalars = Vec::with_capacity(MAX_SCALARS);
-    for step in steps {
-        match &step.op {
-            FusedOp::Unary(UnaryOp::Neg) | FusedOp::Binary(_) => {}
-            FusedOp::Unary(op) => scalars.push(op.scalar()),
-            FusedOp::Kernel(k) => scalars.extend(k.cuda().params),
-        }
-    }
-    scalars.resize(MAX_SCALARS, 0.0);
-    args.extend(scalars.into_iter().map(KernelArg::F64));
+    let mut values: Vec<f64> = steps.iter().flat_map(|s| scalars(&s.op)).collect();
+    values.resize(MAX_SCALARS, 0.0);
+    args.extend(values.into_iter().map(KernelArg::F64));
     // SAFETY: the arguments match the generated kernel's parameters (n, MAX_LEAVES
     // const T*, T*, MAX_SCALARS doubles); dense leaves hold n elements from their
     // first (checked, or copied so), single-value leaves at least one, and `out`
@@ -215,7 +212,7 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
     let leaves: Vec<String> = (0..MAX_LEAVES)
         .map(|k| format!("const {ty}* __restrict__ L{k}"))
         .collect();
-    let scalars: Vec<String> = (0..MAX_SCALARS).map(|k| format!("double s{k}")).collect();
+    let params: Vec<String> = (0..MAX_SCALARS).map(|k| format!("double s{k}")).collect();
     let _ = write!(
         s,
         "extern \"C\" __global__ void FUSED_KERNEL(unsigned long long n, {}, {ty}* __restrict__ out, {}) {{\n\
@@ -223,7 +220,7 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
          \x20 for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; \
          i += (unsigned long long)gridDim.x * blockDim.x) {{\n",
         leaves.join(", "),
-        scalars.join(", ")
+        params.join(", ")
     );
     for (k, read) in reads.iter().enumerate() {
         let at = if *read == Read::One { "0" } else { "i" };
@@ -232,6 +229,9 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
     let mut next_scalar = 0;
     let last = steps.len() - 1;
     for (j, step) in steps.iter().enumerate() {
+        // This step's scalars are kernel arguments s<first>.. .
+        let first = next_scalar;
+        next_scalar += scalars(&step.op).len();
         let arg = |a: &Operand| match a {
             Operand::Leaf(k) => format!("l{k}"),
             Operand::Step(i) => format!("v{i}"),
@@ -243,11 +243,7 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
             }
             FusedOp::Unary(op) => {
                 let x = arg(&step.args[0]);
-                let e = unary(*op, &x, &format!("(T)s{next_scalar}"));
-                if *op != UnaryOp::Neg {
-                    next_scalar += 1;
-                }
-                e
+                unary(*op, &x, &format!("(T)s{first}"))
             }
             FusedOp::Kernel(k) => {
                 let call: CudaCall = k.cuda();
@@ -263,10 +259,7 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
                 while xs.len() < 4 {
                     xs.push(xs[0].clone());
                 }
-                let p: Vec<String> = (next_scalar..next_scalar + 4)
-                    .map(|k| format!("s{k}"))
-                    .collect();
-                next_scalar += 4;
+                let p: Vec<String> = (first..next_scalar).map(|k| format!("s{k}")).collect();
                 format!(
                     "{name}_at<T>({what}ull, {xs}, {g}, {name}_make({p}))",
                     name = call.name,
