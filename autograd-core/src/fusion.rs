@@ -189,6 +189,37 @@ pub(crate) fn defer(
     Some(Storage::deferred(pending, device, dtype, shape.numel()))
 }
 
+/// Computes the values of all of `tensors` that are deferred, together: chains
+/// over the same number of elements (and dtype) run as one pass on the CPU, each
+/// leaf they share read once and each step they share computed once. A deferred
+/// sum counts the elements it sums.
+///
+/// This is how to get a loss and its gradients in one pass, as `value_and_grad`
+/// does in JAX: backward never reads the loss, so after it both the loss and the
+/// gradients are still deferred chains over the same inputs, and realizing them
+/// one by one would read those inputs twice.
+///
+/// ```
+/// use autograd_core::{Shape, Tensor, fusion, primitives::sum_to_shape};
+/// let x = Tensor::from_vec(vec![0.5f32; 8192], [8192]).unwrap().with_requires_grad(true);
+/// let loss = sum_to_shape(&(&x * &x).unwrap(), Shape::from([])).unwrap();
+/// loss.backward().unwrap();
+/// let g = x.grad().unwrap();
+/// assert!(loss.is_deferred() && g.is_deferred());
+/// fusion::realize_all(&[&loss, &g]).unwrap();
+/// assert!(!loss.is_deferred() && !g.is_deferred());
+/// assert_eq!(loss.to_scalar::<f32>().unwrap(), 2048.0);
+/// assert_eq!(g.to_vec::<f32>().unwrap(), vec![1.0; 8192]);
+/// ```
+///
+/// Values not deferred are left as they are; on a GPU each chain runs as its own
+/// kernel. The only error is a buffer that cannot be allocated.
+pub fn realize_all(tensors: &[&crate::Tensor]) -> crate::Result<()> {
+    let held: SmallVec<[Arc<Storage>; 8]> = tensors.iter().map(|t| t.storage_arc()).collect();
+    let storages: SmallVec<[&Storage; 8]> = held.iter().map(|s| &**s).collect();
+    Storage::realize_all(&storages)
+}
+
 /// The CUDA kernel that the deferred chain ending in `t` runs as on a GPU, as
 /// `(name, source)`: the generated C++ NVRTC compiles (the same on any device:
 /// inspect a CPU chain to see the kernel its GPU twin would run). `None` when `t`'s

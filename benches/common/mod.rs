@@ -7,7 +7,7 @@
 #![allow(dead_code)] // each including target uses a different part
 
 use autograd::prelude::*;
-use autograd::{Device, Error, memory, ops};
+use autograd::{Device, Error, fusion, memory, ops};
 use std::hint::black_box;
 
 /// Fixed seed of every generated input.
@@ -47,23 +47,31 @@ fn check_close(workload: &str, what: &str, got: &[f32], want: &[f64], tol: f64) 
     Ok(())
 }
 
-/// Backward from `loss`, its value computed first: a workload's forward includes
-/// the loss (as the peers' `value_and_grad` and eager forward do), although
-/// `backward` alone never reads it, and a deferred loss nobody reads would never be
-/// computed (see `autograd::fusion`).
-fn backward_of(loss: &Tensor) -> Result<()> {
-    loss.realize()?;
-    loss.backward()
-}
-
-/// The gradient of `t`, its values computed (a deferred chain runs here: reading
-/// the gradient is part of each workload).
-fn grad_of(workload: &str, name: &str, t: &Tensor) -> Result<Tensor> {
-    let g = t
-        .grad()
-        .ok_or_else(|| fail(workload, format!("no gradient reached {name}")))?;
-    g.realize()?;
-    Ok(g)
+/// Backward from `loss`, then the loss's value and the gradients of `params`
+/// computed (returned in order). A workload's step includes the loss's value, as
+/// the peers' `value_and_grad` and eager forward do, although `backward` never
+/// reads it: with fusion, loss and gradients are deferred chains over the same
+/// inputs until here, and `fusion::realize_all` runs them in one pass (reading the
+/// values in any order would also compute them, in one pass each).
+fn value_and_grads<const N: usize>(
+    workload: &str,
+    loss: &Tensor,
+    params: [(&str, &Tensor); N],
+) -> Result<[Tensor; N]> {
+    loss.backward()?;
+    let mut grads = Vec::with_capacity(N);
+    for (name, t) in params {
+        let g = t
+            .grad()
+            .ok_or_else(|| fail(workload, format!("no gradient reached {name}")))?;
+        grads.push(g);
+    }
+    let mut all: Vec<&Tensor> = grads.iter().collect();
+    all.push(loss);
+    fusion::realize_all(&all)?;
+    grads
+        .try_into()
+        .map_err(|_| fail(workload, "a gradient went missing".into()))
 }
 
 // ---------------------------------------------------------------------------- W1
@@ -97,8 +105,8 @@ impl W1 {
             y = (&y * &self.a + &self.b)?;
         }
         let loss = ops::sum_all(&y)?;
-        backward_of(&loss)?;
-        Ok((grad_of("W1", "a", &self.a)?, grad_of("W1", "b", &self.b)?))
+        let [ga, gb] = value_and_grads("W1", &loss, [("a", &self.a), ("b", &self.b)])?;
+        Ok((ga, gb))
     }
 
     /// Gradients against a float64 recurrence, within 1e-3 relative.
@@ -158,14 +166,12 @@ impl W2 {
         let o = (ops::matmul(&h, &self.w2)? + &self.b2)?;
         let d = (&o - &self.t)?;
         let loss = ops::mul_scalar(&ops::sum_all(&(&d * &d)?)?, 1.0 / W2_BATCH as f64)?;
-        backward_of(&loss)?;
         let [w1, b1, w2, b2] = self.params();
-        let grads = [
-            grad_of("W2", "W1", w1)?,
-            grad_of("W2", "b1", b1)?,
-            grad_of("W2", "W2", w2)?,
-            grad_of("W2", "b2", b2)?,
-        ];
+        let grads = value_and_grads(
+            "W2",
+            &loss,
+            [("W1", w1), ("b1", b1), ("W2", w2), ("b2", b2)],
+        )?;
         Ok((loss, grads))
     }
 
@@ -265,8 +271,8 @@ impl W3 {
     pub fn step(&self) -> Result<Tensor> {
         self.x.zero_grad();
         let y = ((&self.x * &self.a + &self.x)? * &self.x)?;
-        backward_of(&ops::sum_all(&y)?)?;
-        grad_of("W3", "x", &self.x)
+        let [gx] = value_and_grads("W3", &ops::sum_all(&y)?, [("x", &self.x)])?;
+        Ok(gx)
     }
 
     /// grad x = 2 (a + 1) x.
@@ -302,8 +308,9 @@ impl W4 {
         self.x.zero_grad();
         self.b.zero_grad();
         let y = (&self.x * &self.x + &self.b)?;
-        backward_of(&ops::sum_all(&y)?)?;
-        Ok((grad_of("W4", "x", &self.x)?, grad_of("W4", "b", &self.b)?))
+        let loss = ops::sum_all(&y)?;
+        let [gx, gb] = value_and_grads("W4", &loss, [("x", &self.x), ("b", &self.b)])?;
+        Ok((gx, gb))
     }
 
     /// Every element of grad b is exactly 2048; grad x = 2x.
@@ -359,9 +366,9 @@ impl W5 {
             };
         }
         let loss = ops::sum_all(&y)?;
-        backward_of(&loss)?;
+        let [gx] = value_and_grads("W5", &loss, [("x", &self.x)])?;
         black_box(&y);
-        grad_of("W5", "x", &self.x)
+        Ok(gx)
     }
 
     /// The mul chain cut into `segments` checkpointed segments
@@ -382,9 +389,9 @@ impl W5 {
             y = autograd::checkpoint(segment, &[y, self.x.clone()])?;
         }
         let loss = ops::sum_all(&y)?;
-        backward_of(&loss)?;
+        let [gx] = value_and_grads("W5", &loss, [("x", &self.x)])?;
         black_box(&y);
-        grad_of("W5", "x", &self.x)
+        Ok(gx)
     }
 
     /// Peak bytes of live tensor storage during forward and backward, beyond what
@@ -494,15 +501,16 @@ impl W6 {
     pub fn step(&self) -> Result<Tensor> {
         self.x.zero_grad();
         let y = (mish(&self.x)? * &self.a)?;
-        backward_of(&ops::sum_all(&y)?)?;
-        grad_of("W6", "x", &self.x)
+        let [gx] = value_and_grads("W6", &ops::sum_all(&y)?, [("x", &self.x)])?;
+        Ok(gx)
     }
 
     pub fn step_composed(&self) -> Result<Tensor> {
         self.x.zero_grad();
         let m = (&self.x * &self.x.exp()?.add_scalar(1.0)?.log()?.tanh()?)?;
-        backward_of(&ops::sum_all(&(m * &self.a)?)?)?;
-        grad_of("W6 composed", "x", &self.x)
+        let loss = ops::sum_all(&(m * &self.a)?)?;
+        let [gx] = value_and_grads("W6 composed", &loss, [("x", &self.x)])?;
+        Ok(gx)
     }
 
     /// grad x = a (t + x (1 - t²) σ(x)), t = tanh(ln(1 + e^x)), within 1e-4.

@@ -228,6 +228,55 @@ fn w3_gradient_is_one_deferred_chain_with_the_bits_of_the_ops_one_by_one() -> Re
 }
 
 #[test]
+fn a_loss_and_its_gradients_realized_together_run_in_one_kernel() -> Result<()> {
+    crate::init();
+    let x = autograd::random::Rng::new(12)
+        .uniform([1 << 16], -1.0, 1.0, DType::F32)?
+        .with_requires_grad(true);
+    let a = autograd::random::Rng::new(13).uniform([1 << 16], -1.0, 1.0, DType::F32)?;
+    let b = autograd::random::Rng::new(14)
+        .uniform([1 << 8], -1.0, 1.0, DType::F32)?
+        .with_requires_grad(true);
+    // The loss (reading two sums), the gradients of x (a chain over x and a, as
+    // long as the loss's first sum) and of b (256 elements), and `t`, which the
+    // loss reads and backward saved.
+    let step = |together: bool| -> Result<[Tensor; 5]> {
+        x.zero_grad();
+        b.zero_grad();
+        let t = (&x * &a + &x)?;
+        let y = (&t * &x)?;
+        let sum = ops::sum_all(&y)?;
+        let loss = (&sum + ops::sum_all(&b.tanh()?)?)?;
+        loss.backward_with(autograd::BackwardOptions::default().create_graph(true))?;
+        let (gx, gb) = (x.grad().expect("grad x"), b.grad().expect("grad b"));
+        if together {
+            assert!(gx.is_deferred() && sum.is_deferred());
+            autograd::fusion::realize_all(&[&loss, &gx, &t, &gb, &a])?;
+            for v in [&loss, &gx, &t, &gb, &sum] {
+                assert!(!v.is_deferred());
+            }
+        }
+        Ok([loss, gx, t, gb, sum])
+    };
+    let words = |v: &[Tensor; 5]| -> Result<Vec<Vec<u64>>> {
+        v.iter().map(|t| Ok(bits(t.to_vec::<f64>()?))).collect()
+    };
+    let alone = words(&with_config(FusionConfig::OFF, || step(false))?)?;
+    let fused = with_config(ALWAYS, || step(true))?;
+    assert_eq!(words(&fused)?, alone);
+    // One kernel computed the product the loss sums, the sum, `t`, and the gradient
+    // of x.
+    let [_, gx, t, _, sum] = &fused;
+    let kernel = |t: &Tensor| t.grad_fn().and_then(|n| n.fusion());
+    let Some(Fusion::Kernel(k)) = kernel(gx) else {
+        panic!("grad x: {:?}", kernel(gx));
+    };
+    assert_eq!(kernel(t), Some(Fusion::Kernel(k)));
+    assert_eq!(kernel(sum), Some(Fusion::Kernel(k)));
+    Ok(())
+}
+
+#[test]
 fn the_w5_mul_chain_holds_recipes_not_products() -> Result<()> {
     crate::init();
     const N: usize = 1 << 16;

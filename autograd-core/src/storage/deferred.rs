@@ -61,6 +61,12 @@ impl Pending {
     }
 }
 
+/// A new kernel number (see [`Fusion::Kernel`]).
+fn next_kernel() -> u64 {
+    static KERNELS: AtomicU64 = AtomicU64::new(1);
+    KERNELS.fetch_add(1, Ordering::Relaxed)
+}
+
 /// The chain a deferred op ends, planned: its steps, and the storages read.
 struct Plan {
     /// The kernel's number (see [`Fusion::Kernel`]).
@@ -86,8 +92,7 @@ impl Plan {
     }
 
     fn of(root: &Pending, len: usize) -> Result<Plan> {
-        static KERNELS: AtomicU64 = AtomicU64::new(1);
-        let mut plan = Plan::new(KERNELS.fetch_add(1, Ordering::Relaxed));
+        let mut plan = Plan::new(next_kernel());
         plan.step(root, len)?;
         Ok(plan)
     }
@@ -155,6 +160,19 @@ impl Plan {
     }
 
     fn run(&self, len: usize, dtype: DType, sink: Sink) -> Result<StorageData> {
+        let last = self.steps.len().saturating_sub(1);
+        let mut outs = self.run_many(len, dtype, &[(last, sink)])?;
+        outs.pop().ok_or_else(|| lost(len, dtype))
+    }
+
+    /// Runs the plan once, with a result for each `(step, sink)` of `outputs`
+    /// (on a GPU only one, the last step's values, stored).
+    fn run_many(
+        &self,
+        len: usize,
+        dtype: DType,
+        outputs: &[(usize, Sink)],
+    ) -> Result<Vec<StorageData>> {
         for mark in &self.marks {
             let _ = mark
                 .0
@@ -179,10 +197,15 @@ impl Plan {
                     StorageData::Cpu(_) => return Err(mismatch(s)),
                 }
             }
+            if outputs != [(self.steps.len() - 1, Sink::Store)] {
+                return Err(Error::Kernel(KernelError::Layout(
+                    "a fused CUDA kernel has one result, its last step's values".into(),
+                )));
+            }
             let out =
                 autograd_kernels::cuda::CudaStorage::run_fused(&self.steps, &leaves, len, dtype)
                     .map_err(err)?;
-            return Ok(StorageData::Cuda(out));
+            return Ok(vec![StorageData::Cuda(out)]);
         }
         let mut leaves = Vec::with_capacity(self.leaves.len());
         for (s, l) in &self.leaves {
@@ -192,8 +215,8 @@ impl Plan {
                 StorageData::Cuda(_) => return Err(mismatch(s)),
             }
         }
-        let out = fused::run(&self.steps, &leaves, len, dtype, sink).map_err(err)?;
-        Ok(StorageData::Cpu(out))
+        let outs = fused::run_many(&self.steps, &leaves, len, dtype, outputs).map_err(err)?;
+        Ok(outs.into_iter().map(StorageData::Cpu).collect())
     }
 
     /// Whether the device's fused kernel can run this plan (a CUDA kernel takes a
@@ -224,6 +247,51 @@ pub(crate) fn evaluate(p: &Pending, len: usize, dtype: DType) -> Result<StorageD
         s.data()?;
     }
     Plan::of(p, len)?.run(len, dtype, Sink::Store)
+}
+
+/// The values of several deferred CPU ops over `len` elements each (a deferred
+/// sum counts the elements it sums), all of `dtype`, computed in one pass: steps
+/// and leaves they share are computed and read once. `roots[k]` is the storage
+/// (its address, to find it where another root reads it) and its op.
+pub(crate) fn evaluate_many(
+    roots: &[(*const Storage, &Pending)],
+    len: usize,
+    dtype: DType,
+) -> Result<Vec<StorageData>> {
+    let mut plan = Plan::new(next_kernel());
+    let mut outputs = Vec::with_capacity(roots.len());
+    for &(key, p) in roots {
+        if p.sum_of.is_some() {
+            outputs.push((plan.step(p, len)?, Sink::Sum));
+            continue;
+        }
+        let j = match plan.planned.iter().find(|(s, _)| *s == key) {
+            Some(&(_, j)) => j,
+            None => {
+                let j = plan.step(p, len)?;
+                plan.planned.push((key, j));
+                j
+            }
+        };
+        outputs.push((j, Sink::Store));
+    }
+    plan.run_many(len, dtype, &outputs)
+}
+
+/// Appends to `out` the deferred sums `p` reads, directly or through other
+/// deferred ops (each once).
+pub(crate) fn sums_read(p: &Pending, out: &mut Vec<Arc<Storage>>) {
+    for (s, _) in &p.inputs {
+        let sum = s.with_pending(|q| {
+            if q.sum_of.is_none() {
+                sums_read(q, out);
+            }
+            q.sum_of.is_some()
+        });
+        if sum == Some(true) && !out.iter().any(|t| Arc::ptr_eq(t, s)) {
+            out.push(s.clone());
+        }
+    }
 }
 
 /// The CUDA program the chain ending in `p` runs as on a GPU: the kernel's name and

@@ -265,16 +265,72 @@ impl Storage {
         let pending = d.pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(p) = pending {
             let data = deferred::evaluate(&p, self.len, self.dtype)?;
-            let bytes = self.len * self.dtype.size_in_bytes();
-            if d.values.set(data).is_ok() {
-                memory::on_alloc(self.device, bytes);
-                self.bytes.store(bytes, Ordering::Relaxed);
-                *d.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
-            }
+            self.settle(d, data);
         }
         d.values
             .get()
             .ok_or_else(|| deferred::lost(self.len, self.dtype))
+    }
+
+    /// Computes the deferred values of all of `storages` (those not deferred, or
+    /// computed already, are left as they are). Deferred CPU storages over the same
+    /// number of elements and dtype run in one pass, reading the leaves they share
+    /// once; the others are computed one by one. The deferred sums they read are
+    /// among them (a loss `sum(y) / n` reads its sum, which runs with the rest), and
+    /// longer chains run first, so what a short one reads is there when it runs.
+    pub(crate) fn realize_all(storages: &[&Storage]) -> Result<()> {
+        let mut sums = Vec::new();
+        for s in storages {
+            s.with_pending(|p| deferred::sums_read(p, &mut sums));
+        }
+        // Deferred storages by (elements, dtype), with their ops.
+        type Group<'a> = ((usize, DType), Vec<(&'a Storage, Pending)>);
+        let mut groups: Vec<Group> = Vec::new();
+        for s in storages.iter().copied().chain(sums.iter().map(|s| &**s)) {
+            let Some(p) = s.pending() else { continue };
+            if s.device != Device::Cpu {
+                s.data()?;
+                continue;
+            }
+            let key = (p.sum_of.as_ref().map_or(s.len, |(n, _)| *n), s.dtype);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, g)) => {
+                    if !g.iter().any(|(t, _)| std::ptr::eq(*t, s)) {
+                        g.push((s, p));
+                    }
+                }
+                None => groups.push((key, vec![(s, p)])),
+            }
+        }
+        groups.sort_by_key(|((len, _), _)| std::cmp::Reverse(*len));
+        for ((len, dtype), group) in groups {
+            if let [(s, _)] = group[..] {
+                s.data()?;
+                continue;
+            }
+            let roots: Vec<(*const Storage, &Pending)> = group
+                .iter()
+                .map(|(s, p)| (*s as *const Storage, p))
+                .collect();
+            let values = deferred::evaluate_many(&roots, len, dtype)?;
+            for ((s, _), data) in group.iter().zip(values) {
+                if let Some(d) = &s.deferred {
+                    s.settle(d, data);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps `data`, the deferred values computed, unless another thread kept its
+    /// own first; then the op is no longer pending.
+    fn settle(&self, d: &Deferred, data: StorageData) {
+        let bytes = self.len * self.dtype.size_in_bytes();
+        if d.values.set(data).is_ok() {
+            memory::on_alloc(self.device, bytes);
+            self.bytes.store(bytes, Ordering::Relaxed);
+            *d.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
     }
 
     /// The CUDA kernel the deferred chain ending here runs as on a GPU (its name and

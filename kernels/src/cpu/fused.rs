@@ -127,9 +127,26 @@ pub fn run(
     dtype: DType,
     sink: Sink,
 ) -> Result<CpuStorage> {
+    let last = steps.len().saturating_sub(1);
+    let mut outs = run_many(steps, leaves, n, dtype, &[(last, sink)])?;
+    outs.pop()
+        .ok_or_else(|| KernelError::Layout("a fused chain returned no result".into()))
+}
+
+/// Runs `steps` over `n` elements as [`run`] does, in one pass, with several
+/// results: `outputs[k] = (j, sink)` makes result `k` the values of step `j`,
+/// stored or summed. So chains over the same elements that read the same leaves
+/// (a loss and its gradient) read each leaf once between them.
+pub fn run_many(
+    steps: &[Step],
+    leaves: &[(&CpuStorage, &Layout)],
+    n: usize,
+    dtype: DType,
+    outputs: &[(usize, Sink)],
+) -> Result<Vec<CpuStorage>> {
     match dtype {
-        DType::F32 => run_typed::<f32>(steps, leaves, n, sink, |k, i, o| k.eval_f32(i, o)),
-        DType::F64 => run_typed::<f64>(steps, leaves, n, sink, |k, i, o| k.eval_f64(i, o)),
+        DType::F32 => run_typed::<f32>(steps, leaves, n, outputs, |k, i, o| k.eval_f32(i, o)),
+        DType::F64 => run_typed::<f64>(steps, leaves, n, outputs, |k, i, o| k.eval_f64(i, o)),
     }
 }
 
@@ -143,16 +160,33 @@ enum Source<'a, T> {
     Gathered(&'a [T], &'a Layout, Cursor, Vec<T>),
 }
 
+/// Where a result of [`run_many`] goes while the blocks run.
+enum Out<T> {
+    /// Stored: the values so far.
+    Store(Vec<T>),
+    /// Summed: the running sum of the blocks (and the plain fold of a sum too short
+    /// for blocks, as the reduction computes it).
+    Sum(f64, Option<T>),
+}
+
 fn run_typed<T: CpuElement>(
     steps: &[Step],
     leaves: &[(&CpuStorage, &Layout)],
     n: usize,
-    sink: Sink,
+    outputs: &[(usize, Sink)],
     kernel: impl Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>),
-) -> Result<CpuStorage> {
-    let Some(last) = steps.len().checked_sub(1) else {
-        return Err(KernelError::Layout("a fused chain of no steps".into()));
-    };
+) -> Result<Vec<CpuStorage>> {
+    if steps.is_empty() || outputs.is_empty() {
+        return Err(KernelError::Layout(
+            "a fused chain of no steps or no results".into(),
+        ));
+    }
+    if let Some(&(j, _)) = outputs.iter().find(|(j, _)| *j >= steps.len()) {
+        return Err(KernelError::Layout(format!(
+            "a fused chain of {} steps has a result at step {j}",
+            steps.len()
+        )));
+    }
     let block = BLOCK.min(n.max(1));
     let mut sources = Vec::with_capacity(leaves.len());
     for &(s, l) in leaves {
@@ -171,6 +205,8 @@ fn run_typed<T: CpuElement>(
             Source::Gathered(data, l, Cursor::new(l), vec![T::ZERO; block])
         });
     }
+    // Steps read by later steps, or by more than one result.
+    let mut read = vec![0usize; steps.len()];
     for (j, step) in steps.iter().enumerate() {
         let bad = step.args.iter().any(|a| match *a {
             Operand::Leaf(k) => k >= leaves.len(),
@@ -188,24 +224,44 @@ fn run_typed<T: CpuElement>(
                 step.args
             )));
         }
-    }
-    // Every step but the last computes into a block buffer of its own; the last
-    // appends to the output, or to a block buffer that is summed.
-    let mut bufs: Vec<Vec<T>> = (0..steps.len())
-        .map(|j| {
-            if j == last && sink == Sink::Store {
-                Vec::new()
-            } else {
-                Vec::with_capacity(block)
+        for a in &step.args {
+            if let Operand::Step(i) = *a {
+                read[i] += 1;
             }
+        }
+    }
+    for &(j, _) in outputs {
+        read[j] += 1;
+    }
+    // A stored result that nothing else reads appends to its output directly; every
+    // other step computes into a block buffer of its own (stored results are then
+    // copied out of it, summed ones added up from it).
+    // Results larger than the caches are written past them (see `append_streaming`).
+    let stream = n * std::mem::size_of::<T>() >= STREAM_BYTES;
+    let direct: Vec<Option<usize>> = (0..steps.len())
+        .map(|j| {
+            outputs
+                .iter()
+                .position(|&(i, sink)| i == j && sink == Sink::Store)
+                .filter(|_| read[j] == 1 && !stream)
         })
         .collect();
-    let mut out: Vec<T> = match sink {
-        Sink::Store => pool::take(n)?,
-        Sink::Sum => Vec::new(),
-    };
-    let mut total = 0.0f64;
-    let mut small = None;
+    let mut bufs: Vec<Vec<T>> = direct
+        .iter()
+        .map(|d| match d {
+            Some(_) => Vec::new(),
+            None => Vec::with_capacity(block),
+        })
+        .collect();
+    let mut outs = outputs
+        .iter()
+        .map(|&(_, sink)| {
+            Ok(match sink {
+                Sink::Store => Out::Store(pool::take(n)?),
+                Sink::Sum => Out::Sum(0.0, None),
+            })
+        })
+        .collect::<Result<Vec<Out<T>>>>()?;
     let mut start = 0;
     while start < n {
         let len = block.min(n - start);
@@ -222,12 +278,13 @@ fn run_typed<T: CpuElement>(
         };
         for (j, step) in steps.iter().enumerate() {
             let (done, rest) = bufs.split_at_mut(j);
-            let target = if j == last && sink == Sink::Store {
-                &mut out
-            } else {
-                let b = &mut rest[0];
-                b.clear();
-                b
+            let target = match direct[j].map(|k| &mut outs[k]) {
+                Some(Out::Store(out)) => out,
+                _ => {
+                    let b = &mut rest[0];
+                    b.clear();
+                    b
+                }
             };
             let arg = |a: Operand| -> &[T] {
                 match a {
@@ -246,29 +303,87 @@ fn run_typed<T: CpuElement>(
                 }
             }
         }
-        if sink == Sink::Sum {
-            if n <= reduce::LANES {
+        for (&(j, _), out) in outputs.iter().zip(&mut outs) {
+            match out {
+                Out::Store(out) if stream => append_streaming(out, &bufs[j]),
+                Out::Store(out) if direct[j].is_none() => out.extend_from_slice(&bufs[j]),
+                Out::Store(_) => {}
                 // (A sum this short is a plain fold, as the reduction does it.)
-                small = Some(bufs[last].iter().fold(T::ZERO, |a, &b| a + b));
-            } else {
-                reduce::sum_blocks_into(&bufs[last], &mut total);
+                Out::Sum(_, small) if n <= reduce::LANES => {
+                    *small = Some(bufs[j].iter().fold(T::ZERO, |a, &b| a + b));
+                }
+                Out::Sum(total, _) => reduce::sum_blocks_into(&bufs[j], total),
             }
         }
         start += len;
     }
-    match sink {
-        Sink::Store if out.len() == n => Ok(T::wrap(out)),
-        Sink::Store => Err(KernelError::Layout(format!(
-            "a fused chain ending in `{}` wrote {} of {n} elements",
-            steps[last].op.name(),
-            out.len()
-        ))),
-        Sink::Sum => {
-            let mut one = pool::take(1)?;
-            one.push(T::ZERO + small.unwrap_or_else(|| T::from_f64(total)));
-            Ok(T::wrap(one))
-        }
+    if stream {
+        fence();
     }
+    outputs
+        .iter()
+        .zip(outs)
+        .map(|(&(j, _), out)| match out {
+            Out::Store(out) if out.len() == n => Ok(T::wrap(out)),
+            Out::Store(out) => Err(KernelError::Layout(format!(
+                "a fused chain ending in `{}` wrote {} of {n} elements",
+                steps[j].op.name(),
+                out.len()
+            ))),
+            Out::Sum(total, small) => {
+                let mut one = pool::take(1)?;
+                one.push(T::ZERO + small.unwrap_or_else(|| T::from_f64(total)));
+                Ok(T::wrap(one))
+            }
+        })
+        .collect()
+}
+
+/// Bytes from which a stored result is written with streaming stores.
+const STREAM_BYTES: usize = 4 << 20;
+
+/// Appends `src` to `out` (which has the capacity) with non-temporal stores where
+/// the target allows: a result larger than the caches would otherwise be read into
+/// them before each line is written, and push the chain's own operands out.
+fn append_streaming<T: Copy>(out: &mut Vec<T>, src: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    if out.capacity() - out.len() >= src.len() {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let size = std::mem::size_of_val(src);
+        let start = out.len();
+        // SAFETY: the `src.len()` elements after `start` are within the capacity
+        // (checked above) and do not overlap `src` (a block buffer); every byte of
+        // them is written below (head and tail copied, the 16-byte aligned middle
+        // streamed; `T` is plain data), so the new length covers written elements.
+        // SSE2 is part of x86-64.
+        unsafe {
+            let dst = out.as_mut_ptr().add(start).cast::<u8>();
+            let from = src.as_ptr().cast::<u8>();
+            let head = dst.align_offset(16).min(size);
+            std::ptr::copy_nonoverlapping(from, dst, head);
+            let body = (size - head) / 16;
+            for k in 0..body {
+                let at = head + 16 * k;
+                let v = _mm_loadu_si128(from.add(at).cast::<__m128i>());
+                _mm_stream_si128(dst.add(at).cast::<__m128i>(), v);
+            }
+            let done = head + 16 * body;
+            std::ptr::copy_nonoverlapping(from.add(done), dst.add(done), size - done);
+            out.set_len(start + src.len());
+        }
+        return;
+    }
+    out.extend_from_slice(src);
+}
+
+/// Orders the streaming stores before what follows (another thread may read the
+/// result next).
+fn fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
 }
 
 #[cfg(test)]
@@ -311,6 +426,66 @@ mod tests {
         let sum = run(&steps, &leaves, n, DType::F32, Sink::Sum).unwrap();
         let all = Layout::contiguous(Shape::from([n]));
         assert_eq!(sum, y.reduce(&all, crate::ReduceOp::Sum, &[0]).unwrap());
+    }
+
+    #[test]
+    fn several_results_come_from_one_pass_with_the_bits_of_separate_runs() {
+        // Past `STREAM_BYTES` (stored results are streamed), and a length that
+        // leaves a partial block and an unaligned tail.
+        let n = (STREAM_BYTES / 4) + 2 * BLOCK + 3;
+        let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+        let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+        let (sx, sa) = (leaf(x), leaf(a));
+        let l = Layout::contiguous(Shape::from([n]));
+        let leaves = [(&sx, &l), (&sa, &l)];
+        let step = |op, args: [Operand; 2]| Step {
+            op: FusedOp::Binary(op),
+            args: args.into_iter().collect(),
+        };
+        // t = x * a + x; y = t * x (summed); g = t + a (stored, reads t).
+        let steps = vec![
+            step(BinaryOp::Mul, [Operand::Leaf(0), Operand::Leaf(1)]),
+            step(BinaryOp::Add, [Operand::Step(0), Operand::Leaf(0)]),
+            step(BinaryOp::Mul, [Operand::Step(1), Operand::Leaf(0)]),
+            step(BinaryOp::Add, [Operand::Step(1), Operand::Leaf(1)]),
+        ];
+        let outputs = [
+            (2, Sink::Sum),
+            (3, Sink::Store),
+            (1, Sink::Store),
+            (2, Sink::Store),
+        ];
+        let many = run_many(&steps, &leaves, n, DType::F32, &outputs).unwrap();
+        for (&(j, sink), got) in outputs.iter().zip(&many) {
+            let alone = run(&steps[..=j], &leaves, n, DType::F32, sink).unwrap();
+            assert_eq!(*got, alone, "result of step {j}, {sink:?}");
+        }
+        let t = sx.binary(&l, &sa, &l, BinaryOp::Mul).unwrap();
+        let t = t.binary(&l, &sx, &l, BinaryOp::Add).unwrap();
+        assert_eq!(many[1], t.binary(&l, &sa, &l, BinaryOp::Add).unwrap());
+        assert!(run_many(&steps, &leaves, n, DType::F32, &[(4, Sink::Store)]).is_err());
+        assert!(run_many(&steps, &leaves, n, DType::F32, &[]).is_err());
+    }
+
+    #[test]
+    fn a_streamed_append_writes_every_element_at_any_alignment() {
+        for start in 0..5 {
+            for len in [0, 1, 3, 4, 5, 17, 1000] {
+                let src: Vec<f32> = (0..len).map(|i| i as f32 + 0.5).collect();
+                let mut out: Vec<f32> = Vec::with_capacity(start + len);
+                out.extend((0..start).map(|i| -(i as f32)));
+                append_streaming(&mut out, &src);
+                fence();
+                assert_eq!(
+                    out[..start],
+                    (0..start).map(|i| -(i as f32)).collect::<Vec<_>>()
+                );
+                assert_eq!(out[start..], src[..]);
+            }
+        }
+        let mut short: Vec<f64> = Vec::new();
+        append_streaming(&mut short, &[1.0, 2.0]);
+        assert_eq!(short, [1.0, 2.0]);
     }
 
     #[test]
