@@ -134,7 +134,7 @@ impl<K> Fused<K> {
     }
 }
 
-impl<K: ElementwiseKernel> fusion::BlockKernel for Fused<K> {
+impl<K: ElementwiseKernel + 'static> fusion::BlockKernel for Fused<K> {
     fn name(&self) -> &'static str {
         self.kernel.name()
     }
@@ -157,6 +157,41 @@ impl<K: ElementwiseKernel> fusion::BlockKernel for Fused<K> {
 
     fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>) {
         self.kernel.eval(self.what(), ins, out);
+    }
+
+    fn eval_pair_f32(
+        &self,
+        value: &dyn fusion::BlockKernel,
+        ins: &[&[f32]],
+        v: &mut Vec<f32>,
+        d: &mut Vec<f32>,
+    ) -> bool {
+        self.first_derivative_of(value)
+            .is_some_and(|a| self.kernel.eval_pair(a, ins, v, d))
+    }
+
+    fn eval_pair_f64(
+        &self,
+        value: &dyn fusion::BlockKernel,
+        ins: &[&[f64]],
+        v: &mut Vec<f64>,
+        d: &mut Vec<f64>,
+    ) -> bool {
+        self.first_derivative_of(value)
+            .is_some_and(|a| self.kernel.eval_pair(a, ins, v, d))
+    }
+}
+
+impl<K: ElementwiseKernel + 'static> Fused<K> {
+    /// `Some(a)` when this computes `g · ∂f/∂x_a` and `value` computes `f`: the
+    /// value of the same op (same type, same parameters).
+    fn first_derivative_of(&self, value: &dyn fusion::BlockKernel) -> Option<usize> {
+        let &[a] = self.alpha.as_deref()? else {
+            return None;
+        };
+        let value = (value as &dyn std::any::Any).downcast_ref::<Fused<K>>()?;
+        let bits = |k: &K| k.cuda_params().map(f64::to_bits);
+        (value.alpha.is_none() && bits(&value.kernel) == bits(&self.kernel)).then_some(a)
     }
 }
 

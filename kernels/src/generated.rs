@@ -83,6 +83,23 @@ pub trait ElementwiseKernel: Send + Sync {
     /// holds [`Eval::operands`] slices. The caller checks the count, the lengths and
     /// the derivative order (at most [`MAX_ORDER`], each entry below `arity`).
     fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut Vec<T>);
+
+    /// The value `f(x)` appended to `value`, and `g · ∂f/∂x_a` to `deriv`, in one
+    /// loop: `ins` holds the [`Eval::Derivative`] operands (`x₀..xₙ₋₁`, then `g`).
+    /// Each is computed as [`Self::eval`] computes it, so the results are the same
+    /// bits; one loop lets the compiler compute what the two share once (the
+    /// `exp` of a `mish`, in its value and in its derivative). `false`, and nothing
+    /// appended, for a kernel without such a loop (the default).
+    fn eval_pair<T: Real + CpuElement>(
+        &self,
+        a: usize,
+        ins: &[&[T]],
+        value: &mut Vec<T>,
+        deriv: &mut Vec<T>,
+    ) -> bool {
+        let _ = (a, ins, value, deriv);
+        false
+    }
 }
 
 /// Elements computed per call of the kernel when operands have to be gathered
@@ -331,6 +348,75 @@ pub mod loops {
         // capacity holds them (reserved above).
         unsafe { out.set_len(start + n) };
     }
+
+    macro_rules! pair_n {
+        ($name:ident, $avx:ident, $n:literal) => {
+            /// Appends `f(ins[0][i], .., ins[N-1][i])`, a pair of values, to `a` and
+            /// `b` for every `i` of the operands (slices of one length).
+            #[inline(always)]
+            pub fn $name<T: Copy, F: Fn([T; $n]) -> (T, T)>(
+                ins: &[&[T]],
+                a: &mut Vec<T>,
+                b: &mut Vec<T>,
+                f: F,
+            ) {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
+                    {
+                        // SAFETY: the CPU has the features the copy is compiled for.
+                        unsafe { $avx(ins, a, b, f) };
+                        return;
+                    }
+                }
+                pair_body::<T, F, $n>(ins, a, b, f)
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn $avx<T: Copy, F: Fn([T; $n]) -> (T, T)>(
+                ins: &[&[T]],
+                a: &mut Vec<T>,
+                b: &mut Vec<T>,
+                f: F,
+            ) {
+                pair_body::<T, F, $n>(ins, a, b, f)
+            }
+        };
+    }
+
+    #[inline(always)]
+    fn pair_body<T: Copy, F: Fn([T; N]) -> (T, T), const N: usize>(
+        ins: &[&[T]],
+        a: &mut Vec<T>,
+        b: &mut Vec<T>,
+        f: F,
+    ) {
+        let n = ins.first().map_or(0, |s| s.len());
+        let ins: [&[T]; N] = std::array::from_fn(|k| &ins[k][..n]);
+        a.reserve(n);
+        b.reserve(n);
+        let (sa, sb) = (a.len(), b.len());
+        let outs = a.spare_capacity_mut()[..n]
+            .iter_mut()
+            .zip(&mut b.spare_capacity_mut()[..n]);
+        for (i, (oa, ob)) in outs.enumerate() {
+            let (x, y) = f(std::array::from_fn(|k| ins[k][i]));
+            oa.write(x);
+            ob.write(y);
+        }
+        // SAFETY: the `n` elements after each old length were just written, within
+        // the capacity reserved above.
+        unsafe {
+            a.set_len(sa + n);
+            b.set_len(sb + n);
+        }
+    }
+
+    pair_n!(pair2, pair2_avx2, 2);
+    pair_n!(pair3, pair3_avx2, 3);
+    pair_n!(pair4, pair4_avx2, 4);
+    pair_n!(pair5, pair5_avx2, 5);
 
     map_n!(map1, map1_avx2, 1);
     map_n!(map2, map2_avx2, 2);

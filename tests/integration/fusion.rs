@@ -10,24 +10,21 @@ use crate::cases::{FUSE_ALL as ALWAYS, bits, case_inputs, same_bits_fused_and_no
 
 /// Output and gradients of a check case in `dtype`, as bits, the gradients
 /// computed with `create_graph` when `second` is set and then differentiated once
-/// more (the sum of the first gradients).
-fn bits_of(case: &CheckCase, dtype: DType, second: bool) -> Result<Vec<Vec<u64>>> {
+/// more (the sum of the first gradients). With `together`, all are computed at
+/// once (`fusion::realize_all`: the output and its gradients in one pass, a
+/// generated op's value and derivative in one loop) before any is read.
+fn bits_of(case: &CheckCase, dtype: DType, second: bool, together: bool) -> Result<Vec<Vec<u64>>> {
     let xs = case_inputs(case, dtype, Device::Cpu)?;
     let y = (case.run)(&xs)?;
     let wrt: Vec<&Tensor> = xs.iter().filter(|x| x.requires_grad()).collect();
     let opts = BackwardOptions::default()
         .seed(y.ones_like()?)
         .create_graph(second);
-    let grads = grad(&y, &wrt, opts)?;
-    let mut out = vec![bits(y.to_vec::<f64>()?)];
-    let mut firsts = Vec::new();
-    for g in grads.into_iter().flatten() {
-        out.push(bits(g.to_vec::<f64>()?));
-        firsts.push(g);
-    }
+    let mut all = vec![y.clone()];
+    all.extend(grad(&y, &wrt, opts)?.into_iter().flatten());
     if second {
         let mut total: Option<Tensor> = None;
-        for g in firsts.iter().filter(|g| g.requires_grad()) {
+        for g in all[1..].iter().filter(|g| g.requires_grad()) {
             let s = ops::sum_all(g)?;
             total = Some(match total {
                 Some(t) => (t + &s)?,
@@ -36,25 +33,31 @@ fn bits_of(case: &CheckCase, dtype: DType, second: bool) -> Result<Vec<Vec<u64>>
         }
         if let Some(t) = total {
             let seconds = grad(&t, &wrt, BackwardOptions::default().allow_unused(true))?;
-            for g in seconds.into_iter().flatten() {
-                out.push(bits(g.to_vec::<f64>()?));
-            }
+            all.extend(seconds.into_iter().flatten());
         }
     }
-    Ok(out)
+    if together {
+        // (The gradients first with `second`: the pass is planned in that order.)
+        let mut order: Vec<&Tensor> = all.iter().collect();
+        if second {
+            order.reverse();
+        }
+        autograd::fusion::realize_all(&order)?;
+    }
+    all.iter().map(|t| Ok(bits(t.to_vec::<f64>()?))).collect()
 }
 
 #[test]
 fn every_registered_op_gives_the_same_bits_fused_and_one_by_one() {
     crate::init();
     let dtypes = [DType::F32, DType::F64];
-    let first = same_bits_fused_and_not(&dtypes, |case, dtype| bits_of(case, dtype, false));
-    let second = same_bits_fused_and_not(&dtypes, |case, dtype| bits_of(case, dtype, true));
-    assert!(
-        first + second > 200,
-        "only {} cases compared",
-        first + second
-    );
+    let mut compared = 0;
+    for (second, together) in [(false, false), (true, false), (false, true), (true, true)] {
+        compared += same_bits_fused_and_not(&dtypes, |case, dtype| {
+            bits_of(case, dtype, second, together)
+        });
+    }
+    assert!(compared > 400, "only {compared} cases compared");
 }
 
 fn big(seed: u64) -> Result<Tensor> {

@@ -762,7 +762,29 @@ fn kernel_items(k: &Kernel<'_>) -> (TokenStream, String) {
             }),
         },
     };
+    // The value and a first derivative in one loop (the fused CPU chains use it
+    // where both are computed; the compiler computes their common parts once).
+    let map_pair = format_ident!("pair{}", n + 1);
+    let first = match backward {
+        None => quote!(g * __elementwise(self, #(seed1(#xs, a == #ks)),*).d),
+        Some(_) => quote!(__gradient::<T>(self, a, #(#xs,)* g)),
+    };
     let eval = quote! {
+        fn eval_pair<T: #p::elementwise::Real + #p::Element>(
+            &self,
+            a: usize,
+            ins: &[&[T]],
+            value: &mut ::std::vec::Vec<T>,
+            deriv: &mut ::std::vec::Vec<T>,
+        ) -> bool {
+            #[allow(unused_imports)]
+            use #p::elementwise::{Dual, loops, seed1};
+            loops::#map_pair(ins, value, deriv, |[#(#xs,)* g]| {
+                (__elementwise::<T>(self, #(#xs),*), #first)
+            });
+            true
+        }
+
         fn eval<T: #p::elementwise::Real + #p::Element>(
             &self,
             what: #p::elementwise::Eval<'_>,

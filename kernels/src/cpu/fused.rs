@@ -29,7 +29,7 @@ pub const BLOCK: usize = 2 * reduce::SUM_BLOCK;
 /// An elementwise kernel a chain can call on one block: `out` gets `f(ins[..][i])`
 /// appended for every `i` of the operands (slices of one length). The generated
 /// ops implement it with their kernel.
-pub trait BlockKernel: Send + Sync {
+pub trait BlockKernel: std::any::Any + Send + Sync {
     /// The op's name (shown where the chain is explained).
     fn name(&self) -> &'static str;
     /// How a fused CUDA kernel computes one element of it.
@@ -38,6 +38,33 @@ pub trait BlockKernel: Send + Sync {
     fn eval_f32(&self, ins: &[&[f32]], out: &mut Vec<f32>);
     /// The computation on `f64` operands.
     fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>);
+
+    /// For a first derivative `g · ∂f/∂x_a` of the function `value` computes: the
+    /// two in one loop, `f` appended to `v` and this kernel's result to `d`, the same
+    /// bits as each alone. `false`, and nothing appended, when this kernel is not
+    /// such a derivative of `value` (the default).
+    fn eval_pair_f32(
+        &self,
+        value: &dyn BlockKernel,
+        ins: &[&[f32]],
+        v: &mut Vec<f32>,
+        d: &mut Vec<f32>,
+    ) -> bool {
+        let _ = (value, ins, v, d);
+        false
+    }
+
+    /// [`Self::eval_pair_f32`] on `f64` operands.
+    fn eval_pair_f64(
+        &self,
+        value: &dyn BlockKernel,
+        ins: &[&[f64]],
+        v: &mut Vec<f64>,
+        d: &mut Vec<f64>,
+    ) -> bool {
+        let _ = (value, ins, v, d);
+        false
+    }
 }
 
 /// A generated op's per-element CUDA function, as a fused kernel calls it:
@@ -145,8 +172,41 @@ pub fn run_many(
     outputs: &[(usize, Sink)],
 ) -> Result<Vec<CpuStorage>> {
     match dtype {
-        DType::F32 => run_typed::<f32>(steps, leaves, n, outputs, |k, i, o| k.eval_f32(i, o)),
-        DType::F64 => run_typed::<f64>(steps, leaves, n, outputs, |k, i, o| k.eval_f64(i, o)),
+        DType::F32 => run_typed::<f32>(
+            steps,
+            leaves,
+            n,
+            outputs,
+            |k, i, o| k.eval_f32(i, o),
+            |k, value, i, v, d| k.eval_pair_f32(value, i, v, d),
+        ),
+        DType::F64 => run_typed::<f64>(
+            steps,
+            leaves,
+            n,
+            outputs,
+            |k, i, o| k.eval_f64(i, o),
+            |k, value, i, v, d| k.eval_pair_f64(value, i, v, d),
+        ),
+    }
+}
+
+/// `k`'s step, when it is a kernel's.
+fn kernel_of(step: &Step) -> Option<&dyn BlockKernel> {
+    match &step.op {
+        FusedOp::Kernel(k) => Some(&**k),
+        _ => None,
+    }
+}
+
+/// Distinct elements `i` and `k` of `v`, mutably.
+fn two_mut<T>(v: &mut [T], i: usize, k: usize) -> (&mut T, &mut T) {
+    if i < k {
+        let (lo, hi) = v.split_at_mut(k);
+        (&mut lo[i], &mut hi[0])
+    } else {
+        let (lo, hi) = v.split_at_mut(i);
+        (&mut hi[0], &mut lo[k])
     }
 }
 
@@ -175,6 +235,7 @@ fn run_typed<T: CpuElement>(
     n: usize,
     outputs: &[(usize, Sink)],
     kernel: impl Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>),
+    pair: impl Fn(&dyn BlockKernel, &dyn BlockKernel, &[&[T]], &mut Vec<T>, &mut Vec<T>) -> bool,
 ) -> Result<Vec<CpuStorage>> {
     if steps.is_empty() || outputs.is_empty() {
         return Err(KernelError::Layout(
@@ -233,6 +294,36 @@ fn run_typed<T: CpuElement>(
     for &(j, _) in outputs {
         read[j] += 1;
     }
+    // A generated op's value and its first derivative over the same operands run
+    // in one loop (`pairs[p] = (value, derivative)`), at the first of the two steps,
+    // when all the derivative reads comes before it. (A kernel says whether it is
+    // the other's derivative when asked to compute both over no elements.)
+    let mut pairs: Vec<Option<(usize, usize)>> = vec![None; steps.len()];
+    let mut in_pair = vec![false; steps.len()];
+    for (d, sd) in steps.iter().enumerate() {
+        let Some(kd) = kernel_of(sd).filter(|_| sd.args.len() >= 2 && !in_pair[d]) else {
+            continue;
+        };
+        let arity = sd.args.len() - 1;
+        let none: SmallVec<[&[T]; 5]> = sd.args.iter().map(|_| &[][..]).collect();
+        let value = steps.iter().enumerate().position(|(v, sv)| {
+            let p = v.min(d);
+            v != d
+                && !in_pair[v]
+                && sv.args[..] == sd.args[..arity]
+                && sd
+                    .args
+                    .iter()
+                    .all(|a| !matches!(*a, Operand::Step(i) if i >= p))
+                && kernel_of(sv)
+                    .is_some_and(|kv| pair(kd, kv, &none, &mut Vec::new(), &mut Vec::new()))
+        });
+        if let Some(v) = value {
+            pairs[v.min(d)] = Some((v, d));
+            in_pair[v] = true;
+            in_pair[d] = true;
+        }
+    }
     // A stored result that nothing else reads appends to its output directly; every
     // other step computes into a block buffer of its own (stored results are then
     // copied out of it, summed ones added up from it).
@@ -243,7 +334,7 @@ fn run_typed<T: CpuElement>(
             outputs
                 .iter()
                 .position(|&(i, sink)| i == j && sink == Sink::Store)
-                .filter(|_| read[j] == 1 && !stream)
+                .filter(|_| read[j] == 1 && !stream && !in_pair[j])
         })
         .collect();
     let mut bufs: Vec<Vec<T>> = direct
@@ -262,6 +353,7 @@ fn run_typed<T: CpuElement>(
             })
         })
         .collect::<Result<Vec<Out<T>>>>()?;
+    let mut with_value = vec![false; steps.len()];
     let mut start = 0;
     while start < n {
         let len = block.min(n - start);
@@ -276,7 +368,34 @@ fn run_typed<T: CpuElement>(
                 Source::Repeated(b) | Source::Gathered(_, _, _, b) => &b[..len],
             }
         };
+        with_value.fill(false);
         for (j, step) in steps.iter().enumerate() {
+            if with_value[j] {
+                continue; // computed with its pair
+            }
+            if let Some((v, d)) = pairs[j]
+                && let (Some(kv), Some(kd)) = (kernel_of(&steps[v]), kernel_of(&steps[d]))
+            {
+                let (done, rest) = bufs.split_at_mut(j);
+                let (bv, bd) = two_mut(rest, v - j, d - j);
+                bv.clear();
+                bd.clear();
+                let ins: SmallVec<[&[T]; 5]> = steps[d]
+                    .args
+                    .iter()
+                    .map(|&a| match a {
+                        Operand::Leaf(k) => leaf(k),
+                        Operand::Step(i) => &done[i][..],
+                    })
+                    .collect();
+                if pair(kd, kv, &ins, bv, bd) {
+                    with_value[v] = true;
+                    with_value[d] = true;
+                    continue;
+                }
+                bv.clear();
+                bd.clear();
+            }
             let (done, rest) = bufs.split_at_mut(j);
             let target = match direct[j].map(|k| &mut outs[k]) {
                 Some(Out::Store(out)) => out,
@@ -361,11 +480,22 @@ fn append_streaming<T: Copy>(out: &mut Vec<T>, src: &[T]) {
             let from = src.as_ptr().cast::<u8>();
             let head = dst.align_offset(16).min(size);
             std::ptr::copy_nonoverlapping(from, dst, head);
-            let body = (size - head) / 16;
-            for k in 0..body {
-                let at = head + 16 * k;
+            let stream = |at: usize| {
                 let v = _mm_loadu_si128(from.add(at).cast::<__m128i>());
                 _mm_stream_si128(dst.add(at).cast::<__m128i>(), v);
+            };
+            // A cache line (four stores) per iteration, then what is left of it.
+            let lines = (size - head) / 64;
+            for k in 0..lines {
+                let at = head + 64 * k;
+                stream(at);
+                stream(at + 16);
+                stream(at + 32);
+                stream(at + 48);
+            }
+            let body = (size - head) / 16;
+            for k in 4 * lines..body {
+                stream(head + 16 * k);
             }
             let done = head + 16 * body;
             std::ptr::copy_nonoverlapping(from.add(done), dst.add(done), size - done);
