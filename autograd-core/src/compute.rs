@@ -76,7 +76,9 @@ pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
 pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_same_kind(op.name(), a, b)?;
     if a.shape() == b.shape() {
-        if let Some(t) = defer_binary(a, a.layout(), b, b.layout(), a.shape(), op) {
+        if fusion::wants(a.numel())
+            && let Some(t) = defer_binary(a, a.layout(), b, b.layout(), a.shape(), op)
+        {
             return Ok(t);
         }
         let storage = a
@@ -92,15 +94,19 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_size(op.name(), &shape, a.dtype())?;
     let la = broadcast_layout(a, &shape)?;
     let lb = broadcast_layout(b, &shape)?;
-    if let Some(t) = defer_binary(a, &la, b, &lb, &shape, op) {
+    if fusion::wants(shape.numel())
+        && let Some(t) = defer_binary(a, &la, b, &lb, &shape, op)
+    {
         return Ok(t);
     }
     let storage = a.storage().binary(&la, &b.storage(), &lb, op)?;
     Ok(Tensor::from_storage(storage, shape))
 }
 
-/// `op(a, b)` over `a` and `b` viewed as `la` and `lb` (of `shape`), deferred
-/// when fusion wants it (see [`crate::fusion`]).
+/// `op(a, b)` over `a` and `b` viewed as `la` and `lb` (of `shape`), deferred, for
+/// a size fusion wants (see [`crate::fusion`]; the callers test the size inline,
+/// so small tensors, W1's, pay a comparison and no call).
+#[inline(never)]
 fn defer_binary(
     a: &Tensor,
     la: &Layout,
@@ -109,9 +115,6 @@ fn defer_binary(
     shape: &Shape,
     op: BinaryOp,
 ) -> Option<Tensor> {
-    if !fusion::wants(shape.numel()) {
-        return None;
-    }
     let inputs = smallvec![(a.storage_arc(), la.clone()), (b.storage_arc(), lb.clone())];
     let s = fusion::defer(FusedOp::Binary(op), inputs, shape, a.dtype())?;
     Some(Tensor::from_storage(s, shape.clone()))

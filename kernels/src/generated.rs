@@ -460,6 +460,38 @@ mod tests {
                 Eval::Derivative(_) => unreachable!("order 1 only in this test"),
             }
         }
+        fn eval_pair<T: Real + CpuElement>(
+            &self,
+            a: usize,
+            ins: &[&[T]],
+            value: &mut Vec<T>,
+            deriv: &mut Vec<T>,
+        ) -> bool {
+            loops::pair3(ins, value, deriv, |[x, y, g]| {
+                let d = f(Dual::seeded(x, a == 0), Dual::seeded(y, a == 1)).d;
+                (f(x, y), g * d)
+            });
+            true
+        }
+    }
+
+    #[test]
+    fn a_value_and_its_derivative_in_one_loop_are_those_of_each_alone() {
+        let n = 1000;
+        let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let y: Vec<f64> = (0..n).map(|i| (i as f64 * 0.11).cos()).collect();
+        let g: Vec<f64> = (0..n).map(|i| i as f64 * 0.5 - 3.0).collect();
+        for a in 0..2 {
+            // Appended after what the outputs hold already.
+            let (mut v, mut d) = (vec![7.0], vec![8.0, 9.0]);
+            assert!(MulAddOne.eval_pair(a, &[&x, &y, &g], &mut v, &mut d));
+            let mut alone = vec![7.0];
+            MulAddOne.eval(Eval::Value, &[&x, &y], &mut alone);
+            assert_eq!(v, alone);
+            let mut alone = vec![8.0, 9.0];
+            MulAddOne.eval(Eval::Derivative(&[a]), &[&x, &y, &g], &mut alone);
+            assert_eq!(d, alone);
+        }
     }
 
     fn storage(v: &[f64]) -> CpuStorage {

@@ -60,8 +60,13 @@ fn every_registered_op_gives_the_same_bits_fused_and_one_by_one() {
     assert!(compared > 400, "only {compared} cases compared");
 }
 
+/// `n` f32 values uniform in [-1, 1), from `seed`.
+fn uniform(seed: u64, n: usize) -> Result<Tensor> {
+    autograd::random::Rng::new(seed).uniform([n], -1.0, 1.0, DType::F32)
+}
+
 fn big(seed: u64) -> Result<Tensor> {
-    autograd::random::Rng::new(seed).uniform([1 << 14], -1.0, 1.0, DType::F32)
+    uniform(seed, 1 << 14)
 }
 
 #[test]
@@ -211,10 +216,8 @@ fn the_graph_shows_which_ops_ran_in_which_kernel() -> Result<()> {
 #[test]
 fn w3_gradient_is_one_deferred_chain_with_the_bits_of_the_ops_one_by_one() -> Result<()> {
     crate::init();
-    let x = autograd::random::Rng::new(10)
-        .uniform([1 << 16], -1.0, 1.0, DType::F32)?
-        .with_requires_grad(true);
-    let a = autograd::random::Rng::new(11).uniform([1 << 16], -1.0, 1.0, DType::F32)?;
+    let x = uniform(10, 1 << 16)?.with_requires_grad(true);
+    let a = uniform(11, 1 << 16)?;
     let step = || -> Result<Vec<f32>> {
         x.zero_grad();
         let y = ((&x * &a + &x)? * &x)?;
@@ -233,13 +236,9 @@ fn w3_gradient_is_one_deferred_chain_with_the_bits_of_the_ops_one_by_one() -> Re
 #[test]
 fn a_loss_and_its_gradients_realized_together_run_in_one_kernel() -> Result<()> {
     crate::init();
-    let x = autograd::random::Rng::new(12)
-        .uniform([1 << 16], -1.0, 1.0, DType::F32)?
-        .with_requires_grad(true);
-    let a = autograd::random::Rng::new(13).uniform([1 << 16], -1.0, 1.0, DType::F32)?;
-    let b = autograd::random::Rng::new(14)
-        .uniform([1 << 8], -1.0, 1.0, DType::F32)?
-        .with_requires_grad(true);
+    let x = uniform(12, 1 << 16)?.with_requires_grad(true);
+    let a = uniform(13, 1 << 16)?;
+    let b = uniform(14, 1 << 8)?.with_requires_grad(true);
     // The loss (reading two sums), the gradients of x (a chain over x and a, as
     // long as the loss's first sum) and of b (256 elements), and `t`, which the
     // loss reads and backward saved.
@@ -284,9 +283,7 @@ fn the_w5_mul_chain_holds_recipes_not_products() -> Result<()> {
     crate::init();
     const N: usize = 1 << 16;
     const T: isize = (N * 4) as isize;
-    let x = autograd::random::Rng::new(12)
-        .uniform([N], -1.0, 1.0, DType::F32)?
-        .with_requires_grad(true);
+    let x = uniform(12, N)?.with_requires_grad(true);
     let chain = || -> Result<(isize, Vec<f32>)> {
         x.zero_grad();
         memory::reset_thread_peak(Device::Cpu);

@@ -58,6 +58,7 @@ impl Drop for Storage {
 impl Storage {
     /// Frees the buffer now, as dropping the storage would, and leaves an empty CPU
     /// storage of 0 bytes behind (a block kept for reuse by a later tensor).
+    #[inline]
     pub(crate) fn release(&mut self) {
         memory::on_free(self.device, *self.bytes.get_mut());
         *self.bytes.get_mut() = 0;

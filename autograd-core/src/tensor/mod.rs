@@ -515,6 +515,7 @@ impl Tensor {
     /// The storage this tensor views (shared with other views of it). For a
     /// parameter, the buffer it holds now: a later [`Tensor::set_data`] does not
     /// change what the returned reference reads.
+    #[inline]
     pub fn storage(&self) -> StorageRef<'_> {
         self.0.storage.get()
     }
