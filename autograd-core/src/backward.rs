@@ -11,6 +11,7 @@
 
 use crate::graph::{Edge, Node, drop_node};
 use crate::op::{BackwardContext, Grads};
+use crate::storage::Storage;
 use crate::tensor::{Autograd, GradSlot, HookList};
 use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
 use std::cell::RefCell;
@@ -86,7 +87,26 @@ trait Sink {
 }
 
 /// `backward()`: leaves accumulate into their `.grad()`.
-struct AccumulateIntoLeaves;
+#[derive(Default)]
+struct AccumulateIntoLeaves {
+    /// The leaves that got a gradient.
+    reached: Vec<Arc<GradSlot>>,
+}
+
+impl AccumulateIntoLeaves {
+    /// After the pass: the roots' values and the gradients left in the leaves, when
+    /// deferred, are computed together when the first of them is read (one pass
+    /// over their common inputs: see `Storage::read_together`).
+    fn read_together(self, roots: &[(&Tensor, Tensor)]) {
+        let mut storages: Vec<Arc<Storage>> = roots.iter().map(|(r, _)| r.storage_arc()).collect();
+        for slot in &self.reached {
+            if let Some(g) = slot.lock().as_ref() {
+                storages.push(g.storage_arc());
+            }
+        }
+        Storage::read_together(&storages);
+    }
+}
 
 impl Sink for AccumulateIntoLeaves {
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
@@ -107,7 +127,10 @@ impl Sink for AccumulateIntoLeaves {
             Autograd::Interior(_) => grad,
         };
         *current = Some(match current.take() {
-            None => grad,
+            None => {
+                self.reached.push(slot.clone());
+                grad
+            }
             Some(acc) => add(acc, grad, create_graph)?,
         });
         Ok(())
@@ -340,7 +363,11 @@ fn seed_for(root: &Tensor, seed: Option<&Tensor>) -> Result<Tensor> {
 /// a time; independent graphs can be differentiated on many threads at once.
 pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
     let seed = seed_for(root, opts.seed.as_ref())?;
-    run(&[(root, seed)], &opts, &mut AccumulateIntoLeaves)
+    let roots = [(root, seed)];
+    let mut sink = AccumulateIntoLeaves::default();
+    run(&roots, &opts, &mut sink)?;
+    sink.read_together(&roots);
+    Ok(())
 }
 
 /// Runs one backward pass from several roots at once, each with its seed (as
@@ -379,7 +406,10 @@ pub fn backward_many(
     opts: BackwardOptions,
 ) -> Result<()> {
     let roots = seeded("backward_many", roots, seeds, &opts)?;
-    run(&roots, &opts, &mut AccumulateIntoLeaves)
+    let mut sink = AccumulateIntoLeaves::default();
+    run(&roots, &opts, &mut sink)?;
+    sink.read_together(&roots);
+    Ok(())
 }
 
 /// Gradients of several outputs at once, each with its seed, with respect to each of

@@ -19,6 +19,12 @@
 //! when read, it runs the chain with the sum at its end and writes nothing (a loss
 //! nobody reads, as in `loss.backward()`, is never computed).
 //!
+//! Several deferred values over the same elements can run as one pass
+//! ([`realize_all`]): a loss and its gradients read the inputs they share once.
+//! Backward arranges it by itself: the loss it started from and the gradients it
+//! left in the leaves, when deferred, are computed together when the first of
+//! them is read (the loss, printed; or a gradient, read by an optimizer step).
+//!
 //! Each step computes what the op's own kernel computes, element by element, so a
 //! fused result is the same bits as the unfused one (and a fused sum adds in the
 //! unfused sum's order). A deferred op that reads another one deferred, which is
@@ -197,7 +203,10 @@ pub(crate) fn defer(
 /// This is how to get a loss and its gradients in one pass, as `value_and_grad`
 /// does in JAX: backward never reads the loss, so after it both the loss and the
 /// gradients are still deferred chains over the same inputs, and realizing them
-/// one by one would read those inputs twice.
+/// one by one would read those inputs twice. (`Tensor::backward` groups the loss
+/// with the gradients it leaves in the leaves, so that the first read of any of
+/// them computes them all this way; `realize_all` says so explicitly, for any
+/// set of tensors.)
 ///
 /// ```
 /// use autograd_core::{Shape, Tensor, fusion, primitives::sum_to_shape};

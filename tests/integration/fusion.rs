@@ -279,6 +279,47 @@ fn a_loss_and_its_gradients_realized_together_run_in_one_kernel() -> Result<()> 
 }
 
 #[test]
+fn after_backward_the_first_read_of_the_loss_or_a_gradient_computes_them_all() -> Result<()> {
+    crate::init();
+    let x = uniform(15, 1 << 16)?.with_requires_grad(true);
+    let a = uniform(16, 1 << 16)?;
+    let step = |read_loss_first: bool| -> Result<(Vec<f32>, Vec<f32>)> {
+        x.zero_grad();
+        let y = ((&x * &a + &x)? * &x)?;
+        let loss = ops::sum_all(&y)?;
+        loss.backward_with(BackwardOptions::default().create_graph(true))?;
+        let gx = x.grad().expect("grad x");
+        let fused = autograd::fusion::config().enabled;
+        assert_eq!((loss.is_deferred(), gx.is_deferred()), (fused, fused));
+        let (first, second) = if read_loss_first {
+            (&loss, &gx)
+        } else {
+            (&gx, &loss)
+        };
+        first.realize()?;
+        // One read computed both, in one kernel (with the product the loss sums).
+        assert!(!second.is_deferred());
+        if fused {
+            let kernel = |t: &Tensor| t.grad_fn().and_then(|n| n.fusion());
+            assert!(matches!(kernel(&gx), Some(Fusion::Kernel(_))));
+            assert_eq!(kernel(&gx), kernel(&y));
+        }
+        Ok((loss.to_vec::<f32>()?, gx.to_vec::<f32>()?))
+    };
+    let alone = with_config(FusionConfig::OFF, || step(true))?;
+    assert_eq!(with_config(ALWAYS, || step(true))?, alone);
+    assert_eq!(with_config(ALWAYS, || step(false))?, alone);
+    // A loss dropped before the gradient is read: the gradient alone.
+    let g = with_config(ALWAYS, || -> Result<Vec<f32>> {
+        x.zero_grad();
+        ops::sum_all(&((&x * &a + &x)? * &x)?)?.backward()?;
+        x.grad().expect("grad x").to_vec::<f32>()
+    })?;
+    assert_eq!(g, alone.1);
+    Ok(())
+}
+
+#[test]
 fn the_w5_mul_chain_holds_recipes_not_products() -> Result<()> {
     crate::init();
     const N: usize = 1 << 16;

@@ -12,7 +12,7 @@ use autograd_kernels::cuda::CudaStorage;
 use autograd_kernels::{BackendStorage, BinaryOp, KernelError, Layout, ReduceOp, UnaryOp};
 use deferred::Pending;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 pub(crate) enum StorageData {
     Cpu(CpuStorage),
@@ -47,7 +47,15 @@ struct Deferred {
     /// The op to run, until it has run.
     pending: Mutex<Option<Pending>>,
     values: OnceLock<StorageData>,
+    /// The storages computed with this one when the first of them is read (see
+    /// [`Storage::read_together`]).
+    group: OnceLock<Arc<Group>>,
 }
+
+/// Deferred storages that are computed together, in one pass where they can be
+/// (`Storage::realize_all`), when the first of them is read: a loss and the
+/// gradients its backward left in the leaves.
+struct Group(Mutex<Vec<Weak<Storage>>>);
 
 impl Drop for Storage {
     fn drop(&mut self) {
@@ -142,6 +150,7 @@ impl Storage {
             deferred: Some(Box::new(Deferred {
                 pending: Mutex::new(Some(pending)),
                 values: OnceLock::new(),
+                group: OnceLock::new(),
             })),
             device,
             dtype,
@@ -263,6 +272,23 @@ impl Storage {
     /// keeps them.
     #[cold]
     fn force<'a>(&'a self, d: &'a Deferred) -> Result<&'a StorageData> {
+        // The first member of a group to be read computes the whole group (the
+        // members are taken out first: a member read while the group is computed
+        // is computed on its own).
+        if let Some(group) = d.group.get() {
+            let members: Vec<Arc<Storage>> =
+                std::mem::take(&mut *group.0.lock().unwrap_or_else(|e| e.into_inner()))
+                    .iter()
+                    .filter_map(Weak::upgrade)
+                    .collect();
+            if members.len() > 1 {
+                let mut all: Vec<&Storage> = members.iter().map(|m| &**m).collect();
+                if !all.iter().any(|m| std::ptr::eq(*m, self)) {
+                    all.push(self);
+                }
+                Storage::realize_all(&all)?;
+            }
+        }
         let pending = d.pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(p) = pending {
             let data = deferred::evaluate(&p, self.len, self.dtype)?;
@@ -321,6 +347,35 @@ impl Storage {
             }
         }
         Ok(())
+    }
+
+    /// Makes the deferred CPU storages of `storages` a group: the first of them to
+    /// be read computes them all, with [`Storage::realize_all`]. Backward groups
+    /// the loss with the gradients it leaves, so that whichever is read first (the
+    /// loss, printed, or a gradient, read by an optimizer) runs the loss and the
+    /// gradients as one pass over their inputs, as `fusion::realize_all` would.
+    /// Fewer than two deferred storages make no group; a storage joins one group
+    /// at most.
+    pub(crate) fn read_together(storages: &[Arc<Storage>]) {
+        let members: Vec<&Arc<Storage>> = storages
+            .iter()
+            .filter(|s| {
+                s.device == Device::Cpu
+                    && s.deferred.as_ref().is_some_and(|d| d.group.get().is_none())
+                    && s.with_pending(|_| ()).is_some()
+            })
+            .collect();
+        if members.len() < 2 {
+            return;
+        }
+        let group = Arc::new(Group(Mutex::new(
+            members.iter().map(|s| Arc::downgrade(s)).collect(),
+        )));
+        for s in members {
+            if let Some(d) = &s.deferred {
+                let _ = d.group.set(group.clone());
+            }
+        }
     }
 
     /// Keeps `data`, the deferred values computed, unless another thread kept its
