@@ -210,11 +210,27 @@ fn two_mut<T>(v: &mut [T], i: usize, k: usize) -> (&mut T, &mut T) {
     }
 }
 
+/// The length `r` of the run `l` repeats, when `l` is `r` contiguous elements
+/// broadcast over leading axes (a bias row over a batch; `r = 1` for one value
+/// everywhere): element `i` of the view is element `i % r` of the run.
+fn period(l: &Layout) -> Option<usize> {
+    let (dims, strides) = (l.shape().dims(), l.strides());
+    let lead = strides.iter().position(|&s| s != 0).unwrap_or(dims.len());
+    let mut run = 1;
+    for (&d, &s) in dims[lead..].iter().zip(&strides[lead..]).rev() {
+        if d != 1 && s != run {
+            return None;
+        }
+        run *= d;
+    }
+    Some(run)
+}
+
 /// How a leaf is read, block by block.
 enum Source<'a, T> {
     /// Back to back from this position.
     Dense(&'a [T]),
-    /// One value everywhere, filled into a block once.
+    /// A run repeated (see [`period`]), filled into a block once.
     Repeated(Vec<T>),
     /// Any other view: gathered into a block buffer.
     Gathered(&'a [T], &'a Layout, Cursor, Vec<T>),
@@ -260,8 +276,10 @@ fn run_typed<T: CpuElement>(
         }
         sources.push(if l.is_contiguous() {
             Source::Dense(&data[l.offset()..l.offset() + n])
-        } else if n > 0 && l.strides().iter().all(|&s| s == 0) {
-            Source::Repeated(vec![data[l.offset()]; block])
+        } else if let Some(r) = period(l).filter(|&r| n > 0 && block.is_multiple_of(r)) {
+            // Every block starts at a multiple of the period: one block of it serves all.
+            let run = &data[l.offset()..l.offset() + r];
+            Source::Repeated(run.iter().copied().cycle().take(block).collect())
         } else {
             Source::Gathered(data, l, Cursor::new(l), vec![T::ZERO; block])
         });
@@ -659,6 +677,42 @@ mod tests {
             .flat_map(|r| (0..4).map(move |c| -((c * 3 + r) as f32 + (c + 1) as f32) * 10.0))
             .collect();
         assert_eq!(out, CpuStorage::F32(want));
+    }
+
+    #[test]
+    fn a_broadcast_run_is_read_as_the_op_reads_it_whether_or_not_it_divides_a_block() {
+        let layout = |dims: &[usize], to: &[usize]| {
+            Layout::contiguous(Shape::from(dims))
+                .broadcast_to(&Shape::from(to))
+                .unwrap()
+        };
+        assert_eq!(period(&layout(&[1024], &[6, 1024])), Some(1024));
+        assert_eq!(period(&layout(&[1], &[6, 5])), Some(1));
+        assert_eq!(period(&layout(&[4, 1], &[4, 3])), None);
+        assert_eq!(period(&layout(&[2, 1, 3], &[5, 2, 1, 3])), Some(6));
+        // Rows of 1024 (blocks hold two), of 3 (a block holds no whole number), and
+        // a [2, 3] run under a stretched axis.
+        for (row, to) in [
+            (vec![1024], vec![6, 1024]),
+            (vec![3], vec![5000, 3]),
+            (vec![2, 1, 3], vec![700, 2, 4, 3]),
+        ] {
+            let n: usize = to.iter().product();
+            let m: usize = row.iter().product();
+            let x = leaf((0..n).map(|i| (i as f32 * 0.37).sin()).collect());
+            let b = leaf((0..m).map(|i| i as f32 - 0.5).collect());
+            let (lx, lb) = (Layout::contiguous(Shape::from(&to[..])), layout(&row, &to));
+            let steps = vec![Step {
+                op: FusedOp::Binary(BinaryOp::Sub),
+                args: [Operand::Leaf(0), Operand::Leaf(1)].into_iter().collect(),
+            }];
+            let fused = run(&steps, &[(&x, &lx), (&b, &lb)], n, DType::F32, Sink::Store).unwrap();
+            assert_eq!(
+                fused,
+                x.binary(&lx, &b, &lb, BinaryOp::Sub).unwrap(),
+                "{to:?}"
+            );
+        }
     }
 
     #[test]
