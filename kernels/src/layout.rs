@@ -144,6 +144,24 @@ impl Layout {
         self.contiguous
     }
 
+    /// The length `r` of the run this view repeats, when it is `r` contiguous
+    /// elements from `offset` broadcast over leading axes (a bias row over a
+    /// batch; `r = 1` for one value everywhere, `r` = every element for a
+    /// contiguous view): element `i` of the view is element `offset + i % r` of the
+    /// storage. `None` for any other view.
+    pub fn broadcast_period(&self) -> Option<usize> {
+        let (dims, strides) = (self.shape().dims(), self.strides());
+        let lead = strides.iter().position(|&s| s != 0).unwrap_or(dims.len());
+        let mut run = 1;
+        for (&d, &s) in dims[lead..].iter().zip(&strides[lead..]).rev() {
+            if d != 1 && s != run {
+                return None;
+            }
+            run *= d;
+        }
+        Some(run)
+    }
+
     /// True when some storage element is viewed more than once: an axis of size > 1
     /// with stride 0 (a broadcast view).
     pub fn has_repeated_elements(&self) -> bool {

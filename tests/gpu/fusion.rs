@@ -81,3 +81,30 @@ fn a_chain_of_many_buffers_and_scalars_runs_in_kernels_that_fit() -> Result<()> 
     ));
     Ok(())
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn a_bias_row_is_read_in_place_by_index_modulo_its_length() -> Result<()> {
+    let device = crate::gpu();
+    let on_gpu = |t: Tensor| compute::to_device(&t, device);
+    let x = on_gpu(Rng::new(60).uniform([48, 256], -1.0, 1.0, DType::F32)?)?;
+    let b = on_gpu(Rng::new(61).uniform([256], -1.0, 1.0, DType::F32)?)?;
+    let c = on_gpu(Rng::new(62).uniform([3, 1, 4], -1.0, 1.0, DType::F32)?)?;
+    let y = on_gpu(Rng::new(63).uniform([5, 3, 2, 4], -1.0, 1.0, DType::F32)?)?;
+    // A row over a batch (period 256), and a [3, 1, 4] view stretched on its middle
+    // axis (no period: copied first).
+    let run =
+        || -> Result<(Tensor, Tensor)> { Ok((((&x + &b)? * 2.0)?.tanh()?, ((&y * &c)? - 1.0)?)) };
+    let want = with_config(FusionConfig::OFF, || -> Result<_> {
+        let (p, q) = run()?;
+        Ok((p.to_vec::<f32>()?, q.to_vec::<f32>()?))
+    })?;
+    let (p, q) = with_config(ALWAYS, run)?;
+    #[cfg(feature = "cuda")]
+    {
+        let (_, source) = autograd::fusion::cuda_kernel(&p).expect("deferred")?;
+        assert!(source.contains("% 256ull"), "{source}");
+    }
+    assert_eq!((p.to_vec::<f32>()?, q.to_vec::<f32>()?), want);
+    Ok(())
+}

@@ -210,27 +210,11 @@ fn two_mut<T>(v: &mut [T], i: usize, k: usize) -> (&mut T, &mut T) {
     }
 }
 
-/// The length `r` of the run `l` repeats, when `l` is `r` contiguous elements
-/// broadcast over leading axes (a bias row over a batch; `r = 1` for one value
-/// everywhere): element `i` of the view is element `i % r` of the run.
-fn period(l: &Layout) -> Option<usize> {
-    let (dims, strides) = (l.shape().dims(), l.strides());
-    let lead = strides.iter().position(|&s| s != 0).unwrap_or(dims.len());
-    let mut run = 1;
-    for (&d, &s) in dims[lead..].iter().zip(&strides[lead..]).rev() {
-        if d != 1 && s != run {
-            return None;
-        }
-        run *= d;
-    }
-    Some(run)
-}
-
 /// How a leaf is read, block by block.
 enum Source<'a, T> {
     /// Back to back from this position.
     Dense(&'a [T]),
-    /// A run repeated (see [`period`]), filled into a block once.
+    /// A run repeated (see [`Layout::broadcast_period`]), filled into a block once.
     Repeated(Vec<T>),
     /// Any other view: gathered into a block buffer.
     Gathered(&'a [T], &'a Layout, Cursor, Vec<T>),
@@ -276,7 +260,10 @@ fn run_typed<T: CpuElement>(
         }
         sources.push(if l.is_contiguous() {
             Source::Dense(&data[l.offset()..l.offset() + n])
-        } else if let Some(r) = period(l).filter(|&r| n > 0 && block.is_multiple_of(r)) {
+        } else if let Some(r) = l
+            .broadcast_period()
+            .filter(|&r| n > 0 && block.is_multiple_of(r))
+        {
             // Every block starts at a multiple of the period: one block of it serves all.
             let run = &data[l.offset()..l.offset() + r];
             Source::Repeated(run.iter().copied().cycle().take(block).collect())
@@ -686,10 +673,12 @@ mod tests {
                 .broadcast_to(&Shape::from(to))
                 .unwrap()
         };
-        assert_eq!(period(&layout(&[1024], &[6, 1024])), Some(1024));
-        assert_eq!(period(&layout(&[1], &[6, 5])), Some(1));
-        assert_eq!(period(&layout(&[4, 1], &[4, 3])), None);
-        assert_eq!(period(&layout(&[2, 1, 3], &[5, 2, 1, 3])), Some(6));
+        let period = |dims: &[usize], to: &[usize]| layout(dims, to).broadcast_period();
+        assert_eq!(period(&[1024], &[6, 1024]), Some(1024));
+        assert_eq!(period(&[1], &[6, 5]), Some(1));
+        assert_eq!(period(&[4, 1], &[4, 3]), None);
+        assert_eq!(period(&[2, 1, 3], &[5, 2, 1, 3]), Some(6));
+        assert_eq!(period(&[2, 3], &[2, 3]), Some(6));
         // Rows of 1024 (blocks hold two), of 3 (a block holds no whole number), and
         // a [2, 3] run under a stretched axis.
         for (row, to) in [

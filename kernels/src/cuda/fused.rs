@@ -49,8 +49,8 @@ impl CudaStorage {
     /// Runs `steps` (in dependency order; the last is the result) over `n` elements
     /// on the GPU as one kernel. `leaves[k]` is leaf `k`'s buffer with its layout
     /// broadcast to the output's shape; all hold `dtype` on one device. A leaf that
-    /// is neither contiguous nor a single repeated value is copied contiguous
-    /// first.
+    /// is neither contiguous nor a run repeated (one value, a bias row) is copied
+    /// contiguous first.
     pub fn run_fused(
         steps: &[Step],
         leaves: &[(&CudaStorage, &Layout)],
@@ -93,8 +93,8 @@ impl CudaStorage {
 enum Read {
     /// `L[i]`, from the buffer's first element.
     Dense,
-    /// `L[0]`: one value everywhere.
-    One,
+    /// `L[i % r]`: a run of `r` elements repeated (`L[0]` for one value).
+    Period(usize),
 }
 
 fn run_typed<T: CudaElement>(
@@ -108,16 +108,16 @@ fn run_typed<T: CudaElement>(
     if n == 0 {
         return Ok(CudaStorage::new(out, n, dev));
     }
-    // Leaves as the kernel reads them: dense from element 0, one repeated value
-    // (its element read at offset 0 of a one-element copy), or copied dense.
+    // Leaves as the kernel reads them: dense from element 0, a run repeated (read
+    // at `i % r` of a copy of the run), or copied dense.
     let mut copies: Vec<Option<CudaStorage>> = Vec::with_capacity(leaves.len());
     for &(s, l) in leaves {
         copies.push(match read_of(l) {
             Read::Dense if l.is_contiguous() && l.offset() == 0 => None,
             Read::Dense => Some(s.cast(l, T::DTYPE)?),
-            Read::One => {
-                let one = Layout::new(crate::Shape::from([1]), &[1], l.offset())?;
-                Some(s.cast(&one, T::DTYPE)?)
+            Read::Period(r) => {
+                let run = Layout::new(crate::Shape::from([r]), &[1], l.offset())?;
+                Some(s.cast(&run, T::DTYPE)?)
             }
         });
     }
@@ -144,7 +144,7 @@ fn run_typed<T: CudaElement>(
     args.extend(values.into_iter().map(KernelArg::F64));
     // SAFETY: the arguments match the generated kernel's parameters (n, MAX_LEAVES
     // const T*, T*, MAX_SCALARS doubles); dense leaves hold n elements from their
-    // first (checked, or copied so), single-value leaves at least one, and `out`
+    // first (checked, or copied so), periodic leaves their run of r, and `out`
     // holds n.
     unsafe {
         dev.driver
@@ -153,13 +153,13 @@ fn run_typed<T: CudaElement>(
     Ok(CudaStorage::new(out, n, dev))
 }
 
-/// How a leaf of layout `l` is read: one value everywhere, or dense (a view that
-/// is not contiguous from its first element is copied so first).
+/// How a leaf of layout `l` is read: a run repeated (one value, or a bias row:
+/// only the run is copied), or dense (a view that is not contiguous from its
+/// first element is copied so first).
 fn read_of(l: &Layout) -> Read {
-    if !l.is_contiguous() && l.numel() > 0 && l.strides().iter().all(|&st| st == 0) {
-        Read::One
-    } else {
-        Read::Dense
+    match l.broadcast_period() {
+        Some(r) if !l.is_contiguous() && l.numel() > 0 => Read::Period(r),
+        _ => Read::Dense,
     }
 }
 
@@ -223,7 +223,11 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
         params.join(", ")
     );
     for (k, read) in reads.iter().enumerate() {
-        let at = if *read == Read::One { "0" } else { "i" };
+        let at = match read {
+            Read::Dense => "i".to_string(),
+            Read::Period(1) => "0".to_string(),
+            Read::Period(r) => format!("i % {r}ull"),
+        };
         let _ = writeln!(s, "    const T l{k} = L{k}[{at}];");
     }
     let mut next_scalar = 0;
