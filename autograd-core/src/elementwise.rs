@@ -159,6 +159,10 @@ impl<K: ElementwiseKernel + 'static> fusion::BlockKernel for Fused<K> {
         self.kernel.eval(self.what(), ins, out);
     }
 
+    fn derivative_of(&self, value: &dyn fusion::BlockKernel) -> bool {
+        self.first_derivative_of(value).is_some()
+    }
+
     fn eval_pair_f32(
         &self,
         value: &dyn fusion::BlockKernel,

@@ -131,19 +131,33 @@ impl Plan {
         let whole = l.is_contiguous() && l.offset() == 0 && s.len() == len && l.numel() == len;
         if whole {
             let key = Arc::as_ptr(s);
-            if let Some(&(_, j)) = self.planned.iter().find(|(p, _)| *p == key) {
+            if let Some(j) = self.planned(key) {
                 return Ok(Operand::Step(j));
             }
             if let Some(p) = s.pending().filter(|p| p.sum_of.is_none()) {
-                let j = self.step(&p, len)?;
-                self.planned.push((key, j));
-                return Ok(Operand::Step(j));
+                return Ok(Operand::Step(self.storage_step(key, &p, len)?));
             }
         }
         // Read through a view (broadcast, strided, part of it), or a deferred sum:
         // its values are computed on their own, then read as a leaf.
         s.data()?;
         Ok(self.leaf(s, l))
+    }
+
+    /// The step of the deferred storage at `key`, if it is planned.
+    fn planned(&self, key: *const Storage) -> Option<usize> {
+        self.planned
+            .iter()
+            .find(|(p, _)| *p == key)
+            .map(|&(_, j)| j)
+    }
+
+    /// Plans `p`, the op of the deferred storage at `key`, as a step that later
+    /// reads of that storage reuse.
+    fn storage_step(&mut self, key: *const Storage, p: &Pending, len: usize) -> Result<usize> {
+        let j = self.step(p, len)?;
+        self.planned.push((key, j));
+        Ok(j)
     }
 
     /// `s` viewed as `l`, read as a leaf (once, however often it is read).
@@ -265,13 +279,9 @@ pub(crate) fn evaluate_many(
             outputs.push((plan.step(p, len)?, Sink::Sum));
             continue;
         }
-        let j = match plan.planned.iter().find(|(s, _)| *s == key) {
-            Some(&(_, j)) => j,
-            None => {
-                let j = plan.step(p, len)?;
-                plan.planned.push((key, j));
-                j
-            }
+        let j = match plan.planned(key) {
+            Some(j) => j,
+            None => plan.storage_step(key, p, len)?,
         };
         outputs.push((j, Sink::Store));
     }

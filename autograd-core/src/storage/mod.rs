@@ -310,9 +310,9 @@ impl Storage {
         for s in storages {
             s.with_pending(|p| deferred::sums_read(p, &mut sums));
         }
-        // Deferred storages by (elements, dtype), with their ops.
-        type Group<'a> = ((usize, DType), Vec<(&'a Storage, Pending)>);
-        let mut groups: Vec<Group> = Vec::new();
+        // Deferred storages by (elements, dtype), with their ops: one pass each.
+        type Pass<'a> = ((usize, DType), Vec<(&'a Storage, Pending)>);
+        let mut passes: Vec<Pass> = Vec::new();
         for s in storages.iter().copied().chain(sums.iter().map(|s| &**s)) {
             let Some(p) = s.pending() else { continue };
             if s.device != Device::Cpu {
@@ -320,17 +320,17 @@ impl Storage {
                 continue;
             }
             let key = (p.sum_of.as_ref().map_or(s.len, |(n, _)| *n), s.dtype);
-            match groups.iter_mut().find(|(k, _)| *k == key) {
+            match passes.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, g)) => {
                     if !g.iter().any(|(t, _)| std::ptr::eq(*t, s)) {
                         g.push((s, p));
                     }
                 }
-                None => groups.push((key, vec![(s, p)])),
+                None => passes.push((key, vec![(s, p)])),
             }
         }
-        groups.sort_by_key(|((len, _), _)| std::cmp::Reverse(*len));
-        for ((len, dtype), group) in groups {
+        passes.sort_by_key(|((len, _), _)| std::cmp::Reverse(*len));
+        for ((len, dtype), group) in passes {
             if let [(s, _)] = group[..] {
                 s.data()?;
                 continue;
@@ -361,8 +361,8 @@ impl Storage {
             .iter()
             .filter(|s| {
                 s.device == Device::Cpu
+                    && s.is_deferred()
                     && s.deferred.as_ref().is_some_and(|d| d.group.get().is_none())
-                    && s.with_pending(|_| ()).is_some()
             })
             .collect();
         if members.len() < 2 {

@@ -39,10 +39,18 @@ pub trait BlockKernel: std::any::Any + Send + Sync {
     /// The computation on `f64` operands.
     fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>);
 
-    /// For a first derivative `g · ∂f/∂x_a` of the function `value` computes: the
-    /// two in one loop, `f` appended to `v` and this kernel's result to `d`, the same
-    /// bits as each alone. `false`, and nothing appended, when this kernel is not
-    /// such a derivative of `value` (the default).
+    /// Whether this kernel computes a first derivative `g · ∂f/∂x_a` of the
+    /// function `value` computes (then [`Self::eval_pair_f32`] computes both in one
+    /// loop). The default: no.
+    fn derivative_of(&self, value: &dyn BlockKernel) -> bool {
+        let _ = value;
+        false
+    }
+
+    /// For a first derivative `g · ∂f/∂x_a` of the function `value` computes (see
+    /// [`Self::derivative_of`]): the two in one loop, `f` appended to `v` and this
+    /// kernel's result to `d`, the same bits as each alone. `false`, and nothing
+    /// appended, when this kernel is not such a derivative of `value` (the default).
     fn eval_pair_f32(
         &self,
         value: &dyn BlockKernel,
@@ -301,8 +309,7 @@ fn run_typed<T: CpuElement>(
     }
     // A generated op's value and its first derivative over the same operands run
     // in one loop (`pairs[p] = (value, derivative)`), at the first of the two steps,
-    // when all the derivative reads comes before it. (A kernel says whether it is
-    // the other's derivative when asked to compute both over no elements.)
+    // when all the derivative reads comes before it.
     let mut pairs: Vec<Option<(usize, usize)>> = vec![None; steps.len()];
     let mut in_pair = vec![false; steps.len()];
     for (d, sd) in steps.iter().enumerate() {
@@ -310,7 +317,6 @@ fn run_typed<T: CpuElement>(
             continue;
         };
         let arity = sd.args.len() - 1;
-        let none: SmallVec<[&[T]; 5]> = sd.args.iter().map(|_| &[][..]).collect();
         let value = steps.iter().enumerate().position(|(v, sv)| {
             let p = v.min(d);
             v != d
@@ -320,8 +326,7 @@ fn run_typed<T: CpuElement>(
                     .args
                     .iter()
                     .all(|a| !matches!(*a, Operand::Step(i) if i >= p))
-                && kernel_of(sv)
-                    .is_some_and(|kv| pair(kd, kv, &none, &mut Vec::new(), &mut Vec::new()))
+                && kernel_of(sv).is_some_and(|kv| kd.derivative_of(kv))
         });
         if let Some(v) = value {
             pairs[v.min(d)] = Some((v, d));
