@@ -221,8 +221,9 @@ pub(crate) fn defer(
 /// assert_eq!(g.to_vec::<f32>().unwrap(), vec![1.0; 8192]);
 /// ```
 ///
-/// Values not deferred are left as they are; on a GPU each chain runs as its own
-/// kernel. The only error is a buffer that cannot be allocated.
+/// Values not deferred are left as they are. On a GPU the chains run as one CUDA
+/// kernel with a result per tensor, up to four; more are split into kernels that
+/// fit. The only error is a buffer that cannot be allocated.
 pub fn realize_all(tensors: &[&crate::Tensor]) -> crate::Result<()> {
     let held: SmallVec<[Arc<Storage>; 8]> = tensors.iter().map(|t| t.storage_arc()).collect();
     let storages: SmallVec<[&Storage; 8]> = held.iter().map(|s| &**s).collect();

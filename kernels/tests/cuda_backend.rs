@@ -867,3 +867,80 @@ extern "C" __global__ void gather_f64(RAW_PARAMS(double)) { gather(p, in0, in1, 
         }
     }
 }
+
+/// One fused kernel with several results gives, for each, the bits of the CPU's
+/// one pass (`cpu::fused::run_many`): results in any order, a step that is both a
+/// result and read by later steps, one step twice, a bias row read by period, and
+/// an empty chain. Malformed result lists are errors, not launches.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn a_fused_kernel_with_several_results_gives_the_bits_of_the_cpu_pass() {
+    use autograd_kernels::cpu::fused::{self, FusedOp, Operand, Sink, Step};
+    use autograd_kernels::cuda::fused::{MAX_RESULTS, kernel_source_many};
+    let dev = gpu();
+    let step = |op: BinaryOp, a: Operand, b: Operand| Step {
+        op: FusedOp::Binary(op),
+        args: [a, b].into_iter().collect(),
+    };
+    let (l0, l1, l2) = (Operand::Leaf(0), Operand::Leaf(1), Operand::Leaf(2));
+    // A loss's chain and its gradient, sharing x (leaf 0) and the product (step 0).
+    let steps = [
+        step(BinaryOp::Mul, l0, l1),
+        step(BinaryOp::Add, Operand::Step(0), l2),
+        step(BinaryOp::Mul, Operand::Step(0), l0),
+        Step {
+            op: FusedOp::Unary(UnaryOp::MulScalar(0.5)),
+            args: [Operand::Step(2)].into_iter().collect(),
+        },
+    ];
+    for dtype in [DType::F32, DType::F64] {
+        for (rows, cols) in [(37, 64), (0, 8)] {
+            let n = rows * cols;
+            let x = data(n, 11, -1.0, 1.0, dtype);
+            let a = data(n, 12, -1.0, 1.0, dtype);
+            let b = data(cols, 13, -1.0, 1.0, dtype);
+            let dense = Layout::contiguous(Shape::from([rows, cols]));
+            let row = Layout::new(Shape::from([rows, cols]), &[0, 1], 0).unwrap();
+            let (gx, ga, gb) = (upload(&dev, &x), upload(&dev, &a), upload(&dev, &b));
+            for results in [vec![1, 3], vec![3, 0, 1], vec![2, 2, 1, 3], vec![0]] {
+                let sinks: Vec<(usize, Sink)> = results.iter().map(|&j| (j, Sink::Store)).collect();
+                let want = fused::run_many(
+                    &steps,
+                    &[(&x, &dense), (&a, &dense), (&b, &row)],
+                    n,
+                    dtype,
+                    &sinks,
+                )
+                .unwrap();
+                let got = CudaStorage::run_fused_many(
+                    &steps,
+                    &[(&gx, &dense), (&ga, &dense), (&gb, &row)],
+                    n,
+                    dtype,
+                    &results,
+                )
+                .unwrap();
+                assert_eq!(got.len(), results.len());
+                for (k, (w, g)) in want.iter().zip(&got).enumerate() {
+                    let (w, g) = (values(w), host(g));
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&w), bits(&g), "{dtype} {results:?}: result {k}");
+                }
+            }
+            let layouts = [&dense, &dense, &row];
+            let (_, _, source) = kernel_source_many(&steps, &layouts, dtype, &[3, 0, 1]);
+            for line in ["out0[i] = v3;", "out1[i] = v0;", "out2[i] = v1;"] {
+                assert!(source.contains(line), "{source}");
+            }
+            assert!(!source.contains("out3[i]"), "{source}");
+            // No result, more than a kernel takes, or a step the chain lacks.
+            let leaves = [(&gx, &dense), (&ga, &dense), (&gb, &row)];
+            for bad in [vec![], vec![0; MAX_RESULTS + 1], vec![4]] {
+                assert!(
+                    CudaStorage::run_fused_many(&steps, &leaves, n, dtype, &bad).is_err(),
+                    "{bad:?}"
+                );
+            }
+        }
+    }
+}

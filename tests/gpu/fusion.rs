@@ -108,3 +108,98 @@ fn a_bias_row_is_read_in_place_by_index_modulo_its_length() -> Result<()> {
     assert_eq!((p.to_vec::<f32>()?, q.to_vec::<f32>()?), want);
     Ok(())
 }
+
+/// The gradients backward leaves over the same elements run as one kernel with a
+/// result each: whichever is read first computes the others, in the kernel that
+/// computes them all, with the bits of fusion off.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn the_gradients_backward_leaves_run_as_one_kernel_with_several_results() -> Result<()> {
+    let device = crate::gpu();
+    let on_gpu = |seed: u64| -> Result<Tensor> {
+        let t = Rng::new(seed).uniform([3000], -1.0, 1.0, DType::F32)?;
+        compute::to_device(&t, device)
+    };
+    let (x, w, a) = (
+        on_gpu(70)?.with_requires_grad(true),
+        on_gpu(71)?.with_requires_grad(true),
+        on_gpu(72)?,
+    );
+    let step = |read_x_first: bool| -> Result<[Tensor; 2]> {
+        x.zero_grad();
+        w.zero_grad();
+        let loss = ((&x * &w)? + &a)?.tanh()?.sum_all()?;
+        loss.backward_with(BackwardOptions::default().create_graph(true))?;
+        let (gx, gw) = (x.grad().expect("grad x"), w.grad().expect("grad w"));
+        if autograd::fusion::config().enabled {
+            assert!(gx.is_deferred() && gw.is_deferred());
+            let (first, second) = if read_x_first { (&gx, &gw) } else { (&gw, &gx) };
+            first.realize()?;
+            assert!(
+                !second.is_deferred(),
+                "reading one gradient computed the other"
+            );
+        }
+        Ok([gx, gw])
+    };
+    let words = |g: &[Tensor; 2]| -> Result<Vec<Vec<u64>>> {
+        g.iter().map(|t| Ok(bits(t.to_vec::<f64>()?))).collect()
+    };
+    let want = words(&with_config(FusionConfig::OFF, || step(true))?)?;
+    for read_x_first in [true, false] {
+        let [gx, gw] = with_config(ALWAYS, || step(read_x_first))?;
+        assert_eq!(words(&[gx.clone(), gw.clone()])?, want);
+        assert_eq!(gx.device(), device);
+        let kernel = |t: &Tensor| t.grad_fn().and_then(|n| n.fusion());
+        assert!(
+            matches!(kernel(&gx), Some(Fusion::Kernel(_))),
+            "{:?}",
+            kernel(&gx)
+        );
+        assert_eq!(kernel(&gx), kernel(&gw));
+    }
+    Ok(())
+}
+
+/// More chains than one kernel writes results for are realized together in
+/// kernels that fit (halves of the group), each with the bits of fusion off.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn more_results_than_a_kernel_takes_run_in_kernels_that_fit() -> Result<()> {
+    let device = crate::gpu();
+    let x = compute::to_device(
+        &Rng::new(73).uniform([2500], -1.0, 1.0, DType::F64)?,
+        device,
+    )?
+    .with_requires_grad(true);
+    // Nine chains of fixed ops (one scalar each): a kernel writes at most four
+    // results (`autograd_kernels::cuda::fused::MAX_RESULTS`).
+    let n = 9;
+    let run = || -> Result<Vec<Tensor>> {
+        (0..n)
+            .map(|k| ((&x * (k as f64 + 0.5))? - &x)? * &x)
+            .collect()
+    };
+    let want: Vec<Vec<u64>> = with_config(FusionConfig::OFF, || -> Result<_> {
+        run()?
+            .iter()
+            .map(|t| Ok(bits(t.to_vec::<f64>()?)))
+            .collect()
+    })?;
+    let ys = with_config(ALWAYS, run)?;
+    let refs: Vec<&Tensor> = ys.iter().collect();
+    autograd::fusion::realize_all(&refs)?;
+    let mut kernels = Vec::new();
+    for (y, want) in ys.iter().zip(&want) {
+        assert!(!y.is_deferred());
+        assert_eq!(&bits(y.to_vec::<f64>()?), want);
+        match y.grad_fn().and_then(|n| n.fusion()) {
+            Some(Fusion::Kernel(k)) => kernels.push(k),
+            other => panic!("{other:?}"),
+        }
+    }
+    kernels.dedup();
+    // Nine results in halves: 4 + (2 + 3), three kernels of at most four results.
+    assert_eq!(kernels.len(), 3, "{kernels:?}");
+    Ok(())
+}

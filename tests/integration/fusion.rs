@@ -368,9 +368,35 @@ fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
             .expect("gradient");
         Ok((y, g))
     })?;
+    // And a kernel with three results (a loss's chain and two gradients, as
+    // `fusion::realize_all` runs them on a GPU), one a step later steps read.
+    let many = {
+        use autograd_kernels::BinaryOp;
+        use autograd_kernels::cpu::fused::{FusedOp, Operand, Step};
+        let step = |op: BinaryOp, a: Operand, b: Operand| Step {
+            op: FusedOp::Binary(op),
+            args: [a, b].into_iter().collect(),
+        };
+        let (l0, l1) = (Operand::Leaf(0), Operand::Leaf(1));
+        let steps = [
+            step(BinaryOp::Mul, l0, l1),
+            step(BinaryOp::Add, Operand::Step(0), l0),
+            step(BinaryOp::Mul, Operand::Step(1), l1),
+        ];
+        let dense = autograd_kernels::Layout::contiguous(Shape::from([64]));
+        let (_, name, source) = autograd_kernels::cuda::fused::kernel_source_many(
+            &steps,
+            &[&dense, &dense],
+            DType::F32,
+            &[2, 0, 1],
+        );
+        (name, source)
+    };
+    assert!(many.1.contains("out2[i] = v1;"), "{}", many.1);
     let kernels = [
         autograd::fusion::cuda_kernel(&y).expect("y is deferred")?,
         autograd::fusion::cuda_kernel(&g).expect("the gradient is deferred")?,
+        many,
     ];
     assert!(kernels[0].1.contains("tanh_at<T>("), "{}", kernels[0].1);
     if !crate::nvrtc_or_skip("the fused CUDA kernels") {

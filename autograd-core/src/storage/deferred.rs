@@ -97,6 +97,27 @@ impl Plan {
         Ok(plan)
     }
 
+    /// One program for all of `roots` (see [`evaluate_many`]), and its results.
+    fn many(
+        roots: &[(*const Storage, &Pending)],
+        len: usize,
+    ) -> Result<(Plan, Vec<(usize, Sink)>)> {
+        let mut plan = Plan::new(next_kernel());
+        let mut outputs = Vec::with_capacity(roots.len());
+        for &(key, p) in roots {
+            if p.sum_of.is_some() {
+                outputs.push((plan.step(p, len)?, Sink::Sum));
+                continue;
+            }
+            let j = match plan.planned(key) {
+                Some(j) => j,
+                None => plan.storage_step(key, p, len)?,
+            };
+            outputs.push((j, Sink::Store));
+        }
+        Ok((plan, outputs))
+    }
+
     /// `p` alone, every storage it reads a leaf (deferred or not).
     #[cfg(feature = "cuda")]
     fn shallow(p: &Pending) -> Plan {
@@ -179,8 +200,8 @@ impl Plan {
         outs.pop().ok_or_else(|| lost(len, dtype))
     }
 
-    /// Runs the plan once, with a result for each `(step, sink)` of `outputs`
-    /// (on a GPU only one, the last step's values, stored).
+    /// Runs the plan once, with a result for each `(step, sink)` of `outputs` (on
+    /// a GPU, stored ones only, at most `cuda::fused::MAX_RESULTS`).
     fn run_many(
         &self,
         len: usize,
@@ -211,15 +232,22 @@ impl Plan {
                     StorageData::Cpu(_) => return Err(mismatch(s)),
                 }
             }
-            if outputs != [(self.steps.len() - 1, Sink::Store)] {
+            if outputs.iter().any(|&(_, sink)| sink != Sink::Store) {
                 return Err(Error::Kernel(KernelError::Layout(
-                    "a fused CUDA kernel has one result, its last step's values".into(),
+                    "a fused CUDA kernel stores its results (a sum is not deferred on a GPU)"
+                        .into(),
                 )));
             }
-            let out =
-                autograd_kernels::cuda::CudaStorage::run_fused(&self.steps, &leaves, len, dtype)
-                    .map_err(err)?;
-            return Ok(vec![StorageData::Cuda(out)]);
+            let results: Vec<usize> = outputs.iter().map(|&(j, _)| j).collect();
+            let outs = autograd_kernels::cuda::CudaStorage::run_fused_many(
+                &self.steps,
+                &leaves,
+                len,
+                dtype,
+                &results,
+            )
+            .map_err(err)?;
+            return Ok(outs.into_iter().map(StorageData::Cuda).collect());
         }
         let mut leaves = Vec::with_capacity(self.leaves.len());
         for (s, l) in &self.leaves {
@@ -233,15 +261,27 @@ impl Plan {
         Ok(outs.into_iter().map(StorageData::Cpu).collect())
     }
 
-    /// Whether the device's fused kernel can run this plan (a CUDA kernel takes a
-    /// bounded number of buffers and scalars; the CPU loop takes any).
+    /// Whether the device's fused kernel can run this plan with one result (a CUDA
+    /// kernel takes a bounded number of buffers and scalars; the CPU loop takes
+    /// any).
     fn fits(&self) -> bool {
+        self.fits_results(1)
+    }
+
+    /// Whether the device's fused kernel can run this plan with `results` results
+    /// (a CUDA kernel also writes a bounded number of them).
+    fn fits_results(&self, results: usize) -> bool {
         #[cfg(feature = "cuda")]
         if let Some((s, _)) = self.leaves.first()
             && let Device::Cuda(_) = s.device()
         {
-            return autograd_kernels::cuda::fused::fits(&self.steps, self.leaves.len());
+            return autograd_kernels::cuda::fused::fits_many(
+                &self.steps,
+                self.leaves.len(),
+                results,
+            );
         }
+        let _ = results;
         true
     }
 }
@@ -263,29 +303,28 @@ pub(crate) fn evaluate(p: &Pending, len: usize, dtype: DType) -> Result<StorageD
     Plan::of(p, len)?.run(len, dtype, Sink::Store)
 }
 
-/// The values of several deferred CPU ops over `len` elements each (a deferred
-/// sum counts the elements it sums), all of `dtype`, computed in one pass: steps
-/// and leaves they share are computed and read once. `roots[k]` is the storage
-/// (its address, to find it where another root reads it) and its op.
+/// The values of several deferred ops over `len` elements each (a deferred sum
+/// counts the elements it sums), all of `dtype` on one device, computed in one
+/// pass: steps and leaves they share are computed and read once. `roots[k]` is the
+/// storage (its address, to find it where another root reads it) and its op. On a
+/// GPU, roots too many for one kernel (results, buffers or scalars) are split in
+/// halves, each one pass, down to a single root computed as `evaluate` does.
 pub(crate) fn evaluate_many(
     roots: &[(*const Storage, &Pending)],
     len: usize,
     dtype: DType,
 ) -> Result<Vec<StorageData>> {
-    let mut plan = Plan::new(next_kernel());
-    let mut outputs = Vec::with_capacity(roots.len());
-    for &(key, p) in roots {
-        if p.sum_of.is_some() {
-            outputs.push((plan.step(p, len)?, Sink::Sum));
-            continue;
-        }
-        let j = match plan.planned(key) {
-            Some(j) => j,
-            None => plan.storage_step(key, p, len)?,
-        };
-        outputs.push((j, Sink::Store));
+    let (plan, outputs) = Plan::many(roots, len)?;
+    if plan.fits_results(outputs.len()) {
+        return plan.run_many(len, dtype, &outputs);
     }
-    plan.run_many(len, dtype, &outputs)
+    if let [(_, p)] = roots {
+        return Ok(vec![evaluate(p, len, dtype)?]);
+    }
+    let (a, b) = roots.split_at(roots.len() / 2);
+    let mut values = evaluate_many(a, len, dtype)?;
+    values.extend(evaluate_many(b, len, dtype)?);
+    Ok(values)
 }
 
 /// Appends to `out` the deferred sums `p` reads, directly or through other

@@ -300,26 +300,25 @@ impl Storage {
     }
 
     /// Computes the deferred values of all of `storages` (those not deferred, or
-    /// computed already, are left as they are). Deferred CPU storages over the same
-    /// number of elements and dtype run in one pass, reading the leaves they share
-    /// once; the others are computed one by one. The deferred sums they read are
-    /// among them (a loss `sum(y) / n` reads its sum, which runs with the rest), and
+    /// computed already, are left as they are). Deferred storages over the same
+    /// number of elements, dtype and device run in one pass, reading the leaves
+    /// they share once (on a GPU, one kernel with several results, as many as fit
+    /// one: see `deferred::evaluate_many`). The deferred sums they read are among
+    /// them (a loss `sum(y) / n` reads its sum, which runs with the rest), and
     /// longer chains run first, so what a short one reads is there when it runs.
     pub(crate) fn realize_all(storages: &[&Storage]) -> Result<()> {
         let mut sums = Vec::new();
         for s in storages {
             s.with_pending(|p| deferred::sums_read(p, &mut sums));
         }
-        // Deferred storages by (elements, dtype), with their ops: one pass each.
-        type Pass<'a> = ((usize, DType), Vec<(&'a Storage, Pending)>);
+        // Deferred storages by (elements, dtype, device), with their ops: one pass
+        // each.
+        type Pass<'a> = ((usize, DType, Device), Vec<(&'a Storage, Pending)>);
         let mut passes: Vec<Pass> = Vec::new();
         for s in storages.iter().copied().chain(sums.iter().map(|s| &**s)) {
             let Some(p) = s.pending() else { continue };
-            if s.device != Device::Cpu {
-                s.data()?;
-                continue;
-            }
-            let key = (p.sum_of.as_ref().map_or(s.len, |(n, _)| *n), s.dtype);
+            let len = p.sum_of.as_ref().map_or(s.len, |(n, _)| *n);
+            let key = (len, s.dtype, s.device);
             match passes.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, g)) => {
                     if !g.iter().any(|(t, _)| std::ptr::eq(*t, s)) {
@@ -329,8 +328,8 @@ impl Storage {
                 None => passes.push((key, vec![(s, p)])),
             }
         }
-        passes.sort_by_key(|((len, _), _)| std::cmp::Reverse(*len));
-        for ((len, dtype), group) in passes {
+        passes.sort_by_key(|((len, _, _), _)| std::cmp::Reverse(*len));
+        for ((len, dtype, _), group) in passes {
             if let [(s, _)] = group[..] {
                 s.data()?;
                 continue;
@@ -349,7 +348,7 @@ impl Storage {
         Ok(())
     }
 
-    /// Makes the deferred CPU storages of `storages` a group: the first of them to
+    /// Makes the deferred storages of `storages` a group: the first of them to
     /// be read computes them all, with [`Storage::realize_all`]. Backward groups
     /// the loss with the gradients it leaves, so that whichever is read first (the
     /// loss, printed, or a gradient, read by an optimizer) runs the loss and the
@@ -360,9 +359,7 @@ impl Storage {
         let members: Vec<&Arc<Storage>> = storages
             .iter()
             .filter(|s| {
-                s.device == Device::Cpu
-                    && s.is_deferred()
-                    && s.deferred.as_ref().is_some_and(|d| d.group.get().is_none())
+                s.is_deferred() && s.deferred.as_ref().is_some_and(|d| d.group.get().is_none())
             })
             .collect();
         if members.len() < 2 {

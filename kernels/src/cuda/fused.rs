@@ -25,6 +25,10 @@ pub const MAX_LEAVES: usize = 8;
 /// four).
 pub const MAX_SCALARS: usize = 16;
 
+/// Most results a fused CUDA kernel writes (output pointers): a loss's chain and
+/// its gradients, or several gradients over the same elements, in one pass.
+pub const MAX_RESULTS: usize = 4;
+
 /// The scalars a step takes as kernel arguments, in order: the one rule the
 /// kernel's source, its argument list and [`fits`] follow.
 fn scalars(op: &FusedOp) -> SmallVec<[f64; 4]> {
@@ -45,6 +49,12 @@ pub fn fits(steps: &[Step], leaves: usize) -> bool {
     leaves <= MAX_LEAVES && scalars_of(steps) <= MAX_SCALARS
 }
 
+/// Whether a program of `steps` over `leaves` leaves with `results` results fits
+/// one fused CUDA kernel (see [`CudaStorage::run_fused_many`]).
+pub fn fits_many(steps: &[Step], leaves: usize, results: usize) -> bool {
+    fits(steps, leaves) && (1..=MAX_RESULTS).contains(&results)
+}
+
 impl CudaStorage {
     /// Runs `steps` (in dependency order; the last is the result) over `n` elements
     /// on the GPU as one kernel. `leaves[k]` is leaf `k`'s buffer with its layout
@@ -57,15 +67,43 @@ impl CudaStorage {
         n: usize,
         dtype: DType,
     ) -> Result<CudaStorage> {
+        let last = steps.len().saturating_sub(1);
+        let mut outs = CudaStorage::run_fused_many(steps, leaves, n, dtype, &[last])?;
+        outs.pop()
+            .ok_or_else(|| KernelError::Layout("a fused chain returned no result".into()))
+    }
+
+    /// Runs `steps` over `n` elements as [`CudaStorage::run_fused`] does, as one
+    /// kernel with several results: result `k` holds the values of step
+    /// `results[k]` (1 to [`MAX_RESULTS`] of them). Each thread computes its
+    /// elements through every step once and writes each result, so chains over the
+    /// same elements that read the same buffers (a loss and its gradients) read
+    /// each buffer once between them: the GPU's counterpart of the CPU's
+    /// `cpu::fused::run_many`, for stored results.
+    pub fn run_fused_many(
+        steps: &[Step],
+        leaves: &[(&CudaStorage, &Layout)],
+        n: usize,
+        dtype: DType,
+        results: &[usize],
+    ) -> Result<Vec<CudaStorage>> {
         let Some(&(first, _)) = leaves.first() else {
             return Err(KernelError::Layout("a fused chain reads no buffer".into()));
         };
-        if !fits(steps, leaves.len()) || steps.is_empty() {
+        if !fits_many(steps, leaves.len(), results.len()) || steps.is_empty() {
             return Err(KernelError::Layout(format!(
-                "a fused CUDA chain takes at most {MAX_LEAVES} buffers and {MAX_SCALARS} \
-                 scalars (and one step): got {} steps over {} buffers",
+                "a fused CUDA kernel takes at most {MAX_LEAVES} buffers and {MAX_SCALARS} \
+                 scalars (and one step), and has 1 to {MAX_RESULTS} results: got {} steps \
+                 over {} buffers with {} results",
                 steps.len(),
-                leaves.len()
+                leaves.len(),
+                results.len()
+            )));
+        }
+        if let Some(&j) = results.iter().find(|&&j| j >= steps.len()) {
+            return Err(KernelError::Layout(format!(
+                "a fused chain of {} steps has a result at step {j}",
+                steps.len()
             )));
         }
         for &(s, l) in leaves {
@@ -84,7 +122,7 @@ impl CudaStorage {
             }
             crate::check::check_fits(s.len(), l)?;
         }
-        with_dtype!(dtype, T => run_typed::<T>(steps, leaves, n))
+        with_dtype!(dtype, T => run_typed::<T>(steps, leaves, n, results))
     }
 }
 
@@ -101,12 +139,19 @@ fn run_typed<T: CudaElement>(
     steps: &[Step],
     leaves: &[(&CudaStorage, &Layout)],
     n: usize,
-) -> Result<CudaStorage> {
+    results: &[usize],
+) -> Result<Vec<CudaStorage>> {
     let dev = leaves[0].0.device().clone();
-    // SAFETY: the kernel writes all n elements.
-    let mut out = unsafe { alloc::<T>(&dev, n)? };
+    let mut outs = Vec::with_capacity(results.len());
+    for _ in results {
+        // SAFETY: the kernel writes all n elements of every result.
+        outs.push(unsafe { alloc::<T>(&dev, n)? });
+    }
     if n == 0 {
-        return Ok(CudaStorage::new(out, n, dev));
+        return Ok(outs
+            .into_iter()
+            .map(|out| CudaStorage::new(out, n, dev.clone()))
+            .collect());
     }
     // Leaves as the kernel reads them: dense from element 0, a run repeated (read
     // at `i % r` of a copy of the run), or copied dense.
@@ -127,7 +172,7 @@ fn run_typed<T: CudaElement>(
         .map(|(c, &(s, _))| c.as_ref().unwrap_or(s))
         .collect();
     let layouts: Vec<&Layout> = leaves.iter().map(|&(_, l)| l).collect();
-    let (key, name, source) = kernel_source(steps, &layouts, T::DTYPE);
+    let (key, name, source) = kernel_source_many(steps, &layouts, T::DTYPE, results);
     let f = dev.generated_function(&key, &source, &name)?;
     let slices = buffers
         .iter()
@@ -138,19 +183,25 @@ fn run_typed<T: CudaElement>(
         // Unused pointer slots repeat the first leaf (never read).
         args.push(T::input(slices[k.min(slices.len() - 1)]));
     }
-    args.push(T::output(&mut out));
+    let spare = MAX_RESULTS - outs.len();
+    args.extend(outs.iter_mut().map(|o| T::output(o)));
+    // Unused result slots: the first leaf, read-only (never written).
+    args.extend((0..spare).map(|_| T::input(slices[0])));
     let mut values: Vec<f64> = steps.iter().flat_map(|s| scalars(&s.op)).collect();
     values.resize(MAX_SCALARS, 0.0);
     args.extend(values.into_iter().map(KernelArg::F64));
     // SAFETY: the arguments match the generated kernel's parameters (n, MAX_LEAVES
-    // const T*, T*, MAX_SCALARS doubles); dense leaves hold n elements from their
-    // first (checked, or copied so), periodic leaves their run of r, and `out`
-    // holds n.
+    // const T*, MAX_RESULTS T*, MAX_SCALARS doubles); dense leaves hold n elements
+    // from their first (checked, or copied so), periodic leaves their run of r, each
+    // result n, and the kernel writes only the first `results.len()` result slots.
     unsafe {
         dev.driver
             .launch(&f, &name, launch_config(&dev, n), &mut args)?
     };
-    Ok(CudaStorage::new(out, n, dev))
+    Ok(outs
+        .into_iter()
+        .map(|out| CudaStorage::new(out, n, dev.clone()))
+        .collect())
 }
 
 /// How a leaf of layout `l` is read: a run repeated (one value, or a bias row:
@@ -171,13 +222,25 @@ pub fn kernel_source(
     layouts: &[&Layout],
     dtype: DType,
 ) -> (String, String, String) {
+    let last = steps.len().saturating_sub(1);
+    kernel_source_many(steps, layouts, dtype, &[last])
+}
+
+/// [`kernel_source`] for a kernel with several results: result `k` holds the
+/// values of step `results[k]` (see [`CudaStorage::run_fused_many`]).
+pub fn kernel_source_many(
+    steps: &[Step],
+    layouts: &[&Layout],
+    dtype: DType,
+    results: &[usize],
+) -> (String, String, String) {
     let reads: Vec<Read> = layouts.iter().map(|l| read_of(l)).collect();
     let ty = if dtype == DType::F32 {
         "float"
     } else {
         "double"
     };
-    let source = source(steps, &reads, ty);
+    let source = source(steps, &reads, ty, results);
     let key = format!("fused_{:016x}", fnv(&source));
     let name = format!("{key}_{dtype}");
     let source = source.replace("FUSED_KERNEL", &name);
@@ -193,8 +256,10 @@ fn fnv(s: &str) -> u64 {
 
 /// The fused kernel's source: the prelude, the programs of the generated ops it
 /// calls (each once), helpers, and the kernel `<key>_<dtype>` (named by the
-/// caller from the source's hash, so it is declared with a placeholder).
-fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
+/// caller from the source's hash, so it is declared with a placeholder). Result
+/// `k` is written to `out<k>`, the values of step `results[k]`; the result slots
+/// past the last are never written.
+fn source(steps: &[Step], reads: &[Read], ty: &str, results: &[usize]) -> String {
     let mut s = String::from(CUDA_PRELUDE);
     s.push('\n');
     let mut programs: Vec<&str> = Vec::new();
@@ -212,14 +277,18 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
     let leaves: Vec<String> = (0..MAX_LEAVES)
         .map(|k| format!("const {ty}* __restrict__ L{k}"))
         .collect();
+    let outs: Vec<String> = (0..MAX_RESULTS)
+        .map(|k| format!("{ty}* __restrict__ out{k}"))
+        .collect();
     let params: Vec<String> = (0..MAX_SCALARS).map(|k| format!("double s{k}")).collect();
     let _ = write!(
         s,
-        "extern \"C\" __global__ void FUSED_KERNEL(unsigned long long n, {}, {ty}* __restrict__ out, {}) {{\n\
+        "extern \"C\" __global__ void FUSED_KERNEL(unsigned long long n, {}, {}, {}) {{\n\
          \x20 typedef {ty} T;\n\
          \x20 for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; \
          i += (unsigned long long)gridDim.x * blockDim.x) {{\n",
         leaves.join(", "),
+        outs.join(", "),
         params.join(", ")
     );
     for (k, read) in reads.iter().enumerate() {
@@ -231,7 +300,6 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
         let _ = writeln!(s, "    const T l{k} = L{k}[{at}];");
     }
     let mut next_scalar = 0;
-    let last = steps.len() - 1;
     for (j, step) in steps.iter().enumerate() {
         // This step's scalars are kernel arguments s<first>.. .
         let first = next_scalar;
@@ -275,7 +343,10 @@ fn source(steps: &[Step], reads: &[Read], ty: &str) -> String {
         };
         let _ = writeln!(s, "    const T v{j} = {expr};");
     }
-    let _ = write!(s, "    out[i] = v{last};\n  }}\n}}\n");
+    for (k, j) in results.iter().enumerate() {
+        let _ = writeln!(s, "    out{k}[i] = v{j};");
+    }
+    s.push_str("  }\n}\n");
     s
 }
 
