@@ -33,8 +33,16 @@ mod emulator {
         read(Path::new("src/raw.cuh"));
         let mut files = vec![emu.join("runtime.cpp")];
         for m in MODULES {
-            // The source! macro of compile.rs, byte for byte, behind the shim.
-            let source = format!("{common}\n#line 1 \"{m}\"\n{}", read(&cuda.join(m)));
+            // The source! macro of compile.rs, byte for byte, behind the shim
+            // (reduce.cu after its header, block_reduce.cuh).
+            let header = match m {
+                "reduce.cu" => {
+                    let h = "block_reduce.cuh";
+                    format!("\n#line 1 \"{h}\"\n{}", read(&cuda.join(h)))
+                }
+                _ => String::new(),
+            };
+            let source = format!("{common}{header}\n#line 1 \"{m}\"\n{}", read(&cuda.join(m)));
             let stem = m.trim_end_matches(".cu");
             std::fs::write(out.join(format!("{stem}.source")), &source).expect("write source");
             let unit = out.join(format!("emu_{stem}.cpp"));

@@ -38,9 +38,13 @@
 //!
 //! On a GPU a chain runs as one CUDA kernel generated from its steps, compiled by
 //! NVRTC at the first use of the chain's shape and cached (`cuda_kernel`, with the
-//! `cuda` feature, shows its source); a sum of a deferred GPU chain computes the
-//! chain, then reduces. Values are the same bits as the ops' own kernels give
-//! (checked on the emulated device; no real GPU has run it yet).
+//! `cuda` feature, shows its source). A sum of a deferred GPU chain is deferred
+//! too: its kernel is laid out as the sum reduction is, each thread adding the
+//! elements that reduction's thread would, in its order, so the sum is the bits
+//! of the chain stored, then summed. Chains over the same elements realized
+//! together (a loss and its gradients) run as one kernel with several results.
+//! Values are the same bits as the ops' own kernels give (checked on the emulated
+//! device; no real GPU has run it yet).
 //!
 //! Fusion is on by default. `AUTOGRAD_FUSION=0` (or `off`) turns it off for the
 //! process, `AUTOGRAD_FUSION_MIN=<elements>` sets the size from which ops defer,

@@ -40,7 +40,7 @@ fn not_compiled(ordinal: usize) -> Error {
 /// The CUDA device `ordinal`, opened at the first call; its absence is
 /// [`Error::CudaUnavailable`].
 #[cfg(feature = "cuda")]
-fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>> {
+pub(crate) fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>> {
     autograd_kernels::cuda::device(ordinal).map_err(|e| match e {
         KernelError::CudaUnavailable { ordinal, reason } => {
             Error::CudaUnavailable { ordinal, reason }

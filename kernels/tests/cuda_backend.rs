@@ -869,12 +869,14 @@ extern "C" __global__ void gather_f64(RAW_PARAMS(double)) { gather(p, in0, in1, 
 }
 
 /// One fused kernel with several results gives, for each, the bits of the CPU's
-/// one pass (`cpu::fused::run_many`): results in any order, a step that is both a
-/// result and read by later steps, one step twice, a bias row read by period, and
-/// an empty chain. Malformed result lists are errors, not launches.
+/// one pass (`cpu::fused::run_many`) for stored results, and of the chain stored
+/// then summed by the GPU's own sum reduction for summed ones: results in any
+/// order, a step that is both a result and read by later steps, one step twice, a
+/// bias row read by period, sums over one block and split over several, and an
+/// empty chain. Malformed result lists are errors, not launches.
 #[test]
 #[ignore = "needs a CUDA GPU (or the emulated device)"]
-fn a_fused_kernel_with_several_results_gives_the_bits_of_the_cpu_pass() {
+fn a_fused_kernel_with_several_results_gives_the_bits_of_the_unfused_ops() {
     use autograd_kernels::cpu::fused::{self, FusedOp, Operand, Sink, Step};
     use autograd_kernels::cuda::fused::{MAX_RESULTS, kernel_source_many};
     let dev = gpu();
@@ -893,8 +895,11 @@ fn a_fused_kernel_with_several_results_gives_the_bits_of_the_cpu_pass() {
             args: [Operand::Step(2)].into_iter().collect(),
         },
     ];
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let (store, sum) = (Sink::Store, Sink::Sum);
     for dtype in [DType::F32, DType::F64] {
-        for (rows, cols) in [(37, 64), (0, 8)] {
+        // 37 × 64 (one block of the sum), 601 × 64 (split into chunks), empty.
+        for (rows, cols) in [(37, 64), (601, 64), (0, 8)] {
             let n = rows * cols;
             let x = data(n, 11, -1.0, 1.0, dtype);
             let a = data(n, 12, -1.0, 1.0, dtype);
@@ -902,40 +907,57 @@ fn a_fused_kernel_with_several_results_gives_the_bits_of_the_cpu_pass() {
             let dense = Layout::contiguous(Shape::from([rows, cols]));
             let row = Layout::new(Shape::from([rows, cols]), &[0, 1], 0).unwrap();
             let (gx, ga, gb) = (upload(&dev, &x), upload(&dev, &a), upload(&dev, &b));
-            for results in [vec![1, 3], vec![3, 0, 1], vec![2, 2, 1, 3], vec![0]] {
-                let sinks: Vec<(usize, Sink)> = results.iter().map(|&j| (j, Sink::Store)).collect();
-                let want = fused::run_many(
-                    &steps,
-                    &[(&x, &dense), (&a, &dense), (&b, &row)],
-                    n,
-                    dtype,
-                    &sinks,
-                )
-                .unwrap();
-                let got = CudaStorage::run_fused_many(
-                    &steps,
-                    &[(&gx, &dense), (&ga, &dense), (&gb, &row)],
-                    n,
-                    dtype,
-                    &results,
-                )
-                .unwrap();
-                assert_eq!(got.len(), results.len());
-                for (k, (w, g)) in want.iter().zip(&got).enumerate() {
-                    let (w, g) = (values(w), host(g));
-                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&w), bits(&g), "{dtype} {results:?}: result {k}");
+            let leaves = [(&gx, &dense), (&ga, &dense), (&gb, &row)];
+            for outputs in [
+                vec![(1, store), (3, store)],
+                vec![(3, store), (0, store), (1, store)],
+                vec![(2, store), (2, store), (1, store), (3, store)],
+                vec![(0, store)],
+                vec![(1, sum)],
+                vec![(3, store), (1, sum), (0, store)],
+                vec![(1, sum), (3, sum), (1, store), (3, sum)],
+            ] {
+                let got = CudaStorage::run_fused_many(&steps, &leaves, n, dtype, &outputs).unwrap();
+                assert_eq!(got.len(), outputs.len());
+                for (k, (&(j, sink), g)) in outputs.iter().zip(&got).enumerate() {
+                    let stored = fused::run_many(
+                        &steps,
+                        &[(&x, &dense), (&a, &dense), (&b, &row)],
+                        n,
+                        dtype,
+                        &[(j, Sink::Store)],
+                    )
+                    .unwrap()
+                    .remove(0);
+                    let want = match sink {
+                        Sink::Store => values(&stored),
+                        // The GPU's sum of the stored values.
+                        Sink::Sum => {
+                            let l = Layout::contiguous(Shape::from([n]));
+                            host(
+                                &upload(&dev, &stored)
+                                    .reduce(&l, ReduceOp::Sum, &[0])
+                                    .unwrap(),
+                            )
+                        }
+                    };
+                    let got = host(g);
+                    assert_eq!(
+                        bits(&want),
+                        bits(&got),
+                        "{dtype} n {n} {outputs:?}: result {k}"
+                    );
                 }
             }
             let layouts = [&dense, &dense, &row];
-            let (_, _, source) = kernel_source_many(&steps, &layouts, dtype, &[3, 0, 1]);
-            for line in ["out0[i] = v3;", "out1[i] = v0;", "out2[i] = v1;"] {
+            let outputs = [(3, store), (0, sum), (1, store)];
+            let (_, _, source) = kernel_source_many(&steps, &layouts, dtype, &outputs);
+            for line in ["out0[i] = v3;", "a1 = a1 + (double)v0;", "out2[i] = v1;"] {
                 assert!(source.contains(line), "{source}");
             }
             assert!(!source.contains("out3[i]"), "{source}");
             // No result, more than a kernel takes, or a step the chain lacks.
-            let leaves = [(&gx, &dense), (&ga, &dense), (&gb, &row)];
-            for bad in [vec![], vec![0; MAX_RESULTS + 1], vec![4]] {
+            for bad in [vec![], vec![(0, store); MAX_RESULTS + 1], vec![(4, sum)]] {
                 assert!(
                     CudaStorage::run_fused_many(&steps, &leaves, n, dtype, &bad).is_err(),
                     "{bad:?}"

@@ -203,3 +203,69 @@ fn more_results_than_a_kernel_takes_run_in_kernels_that_fit() -> Result<()> {
     assert_eq!(kernels.len(), 3, "{kernels:?}");
     Ok(())
 }
+
+/// A loss summed over a deferred chain is deferred on the GPU too, and after
+/// backward the first read of the loss or the gradient computes both in one
+/// kernel: the chain's values summed in the order the sum reduction adds them
+/// (the same bits, over one block and split over several), and the gradient
+/// stored.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn a_loss_and_its_gradient_run_as_one_kernel_on_the_gpu() -> Result<()> {
+    let device = crate::gpu();
+    for (n, dtype) in [(3000, DType::F32), (20000, DType::F32), (20000, DType::F64)] {
+        let on_gpu = |seed: u64| -> Result<Tensor> {
+            compute::to_device(&Rng::new(seed).uniform([n], -1.0, 1.0, dtype)?, device)
+        };
+        let (x, a) = (on_gpu(80)?.with_requires_grad(true), on_gpu(81)?);
+        let step = |read_loss_first: bool| -> Result<(Tensor, Tensor, Tensor)> {
+            x.zero_grad();
+            let y = ((&x * &a + &x)? * &x)?;
+            let loss = y.sum_all()?;
+            loss.backward_with(BackwardOptions::default().create_graph(true))?;
+            let gx = x.grad().expect("grad x");
+            if autograd::fusion::config().enabled {
+                assert!(
+                    loss.is_deferred() && gx.is_deferred(),
+                    "{} {}",
+                    loss.is_deferred(),
+                    gx.is_deferred()
+                );
+                let (first, second) = if read_loss_first {
+                    (&loss, &gx)
+                } else {
+                    (&gx, &loss)
+                };
+                first.realize()?;
+                assert!(!second.is_deferred(), "reading one computed the other");
+            }
+            Ok((loss, gx, y))
+        };
+        let words = |(loss, gx, _): &(Tensor, Tensor, Tensor)| -> Result<Vec<Vec<u64>>> {
+            Ok(vec![bits(loss.to_vec::<f64>()?), bits(gx.to_vec::<f64>()?)])
+        };
+        let want = words(&with_config(FusionConfig::OFF, || step(true))?)?;
+        for read_loss_first in [true, false] {
+            let got = with_config(ALWAYS, || step(read_loss_first))?;
+            assert_eq!(words(&got)?, want, "{n} {dtype}");
+            let (loss, gx, y) = &got;
+            assert_eq!(loss.device(), device);
+            // The product the loss sums and the gradient: one kernel.
+            let kernel = |t: &Tensor| t.grad_fn().and_then(|n| n.fusion());
+            assert!(
+                matches!(kernel(gx), Some(Fusion::Kernel(_))),
+                "{:?}",
+                kernel(gx)
+            );
+            assert_eq!(kernel(gx), kernel(y));
+        }
+    }
+    #[cfg(feature = "cuda")]
+    {
+        let x = compute::to_device(&Rng::new(82).uniform([64], -1.0, 1.0, DType::F32)?, device)?;
+        let loss = with_config(ALWAYS, || ((&x * &x)? + 1.0)?.sum_all())?;
+        let (_, source) = autograd::fusion::cuda_kernel(&loss).expect("deferred")?;
+        assert!(source.contains("block_reduce<ReduceSum<T> >"), "{source}");
+    }
+    Ok(())
+}

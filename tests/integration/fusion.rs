@@ -368,11 +368,12 @@ fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
             .expect("gradient");
         Ok((y, g))
     })?;
-    // And a kernel with three results (a loss's chain and two gradients, as
-    // `fusion::realize_all` runs them on a GPU), one a step later steps read.
-    let many = {
+    // And kernels with three results (a loss's chain and two gradients, as
+    // `fusion::realize_all` runs them on a GPU), one a step later steps read, and
+    // one a sum over one block or split into chunks (double partial sums).
+    let many = |wide: bool| {
         use autograd_kernels::BinaryOp;
-        use autograd_kernels::cpu::fused::{FusedOp, Operand, Step};
+        use autograd_kernels::cpu::fused::{FusedOp, Operand, Sink, Step};
         let step = |op: BinaryOp, a: Operand, b: Operand| Step {
             op: FusedOp::Binary(op),
             args: [a, b].into_iter().collect(),
@@ -384,19 +385,25 @@ fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
             step(BinaryOp::Mul, Operand::Step(1), l1),
         ];
         let dense = autograd_kernels::Layout::contiguous(Shape::from([64]));
-        let (_, name, source) = autograd_kernels::cuda::fused::kernel_source_many(
+        let (_, name, source) = autograd_kernels::cuda::fused::kernel_source_wide(
             &steps,
             &[&dense, &dense],
             DType::F32,
-            &[2, 0, 1],
+            &[(2, Sink::Store), (0, Sink::Sum), (1, Sink::Store)],
+            wide,
         );
         (name, source)
     };
-    assert!(many.1.contains("out2[i] = v1;"), "{}", many.1);
+    let (one, split) = (many(false), many(true));
+    assert!(one.1.contains("out2[i] = v1;"), "{}", one.1);
+    assert!(split.1.contains("double* __restrict__ out1"), "{}", split.1);
+    let loss = with_config(ALWAYS, || y.sum_all())?;
     let kernels = [
         autograd::fusion::cuda_kernel(&y).expect("y is deferred")?,
         autograd::fusion::cuda_kernel(&g).expect("the gradient is deferred")?,
-        many,
+        autograd::fusion::cuda_kernel(&loss).expect("the sum is deferred")?,
+        one,
+        split,
     ];
     assert!(kernels[0].1.contains("tanh_at<T>("), "{}", kernels[0].1);
     if !crate::nvrtc_or_skip("the fused CUDA kernels") {

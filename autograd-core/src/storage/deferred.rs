@@ -201,7 +201,7 @@ impl Plan {
     }
 
     /// Runs the plan once, with a result for each `(step, sink)` of `outputs` (on
-    /// a GPU, stored ones only, at most `cuda::fused::MAX_RESULTS`).
+    /// a GPU at most `cuda::fused::MAX_RESULTS`).
     fn run_many(
         &self,
         len: usize,
@@ -232,19 +232,12 @@ impl Plan {
                     StorageData::Cpu(_) => return Err(mismatch(s)),
                 }
             }
-            if outputs.iter().any(|&(_, sink)| sink != Sink::Store) {
-                return Err(Error::Kernel(KernelError::Layout(
-                    "a fused CUDA kernel stores its results (a sum is not deferred on a GPU)"
-                        .into(),
-                )));
-            }
-            let results: Vec<usize> = outputs.iter().map(|&(j, _)| j).collect();
             let outs = autograd_kernels::cuda::CudaStorage::run_fused_many(
                 &self.steps,
                 &leaves,
                 len,
                 dtype,
-                &results,
+                outputs,
             )
             .map_err(err)?;
             return Ok(outs.into_iter().map(StorageData::Cuda).collect());
@@ -290,17 +283,18 @@ impl Plan {
 /// deferred ops it reads fused into one pass. A chain too large for one CUDA
 /// kernel computes what its last op reads first, each in its own chain.
 pub(crate) fn evaluate(p: &Pending, len: usize, dtype: DType) -> Result<StorageData> {
-    if let Some((n, _)) = &p.sum_of {
-        return Plan::of(p, *n)?.run(*n, dtype, Sink::Sum);
-    }
+    let (len, sink) = match &p.sum_of {
+        Some((n, _)) => (*n, Sink::Sum),
+        None => (len, Sink::Store),
+    };
     let plan = Plan::of(p, len)?;
     if plan.fits() {
-        return plan.run(len, dtype, Sink::Store);
+        return plan.run(len, dtype, sink);
     }
     for (s, _) in &p.inputs {
         s.data()?;
     }
-    Plan::of(p, len)?.run(len, dtype, Sink::Store)
+    Plan::of(p, len)?.run(len, dtype, sink)
 }
 
 /// The values of several deferred ops over `len` elements each (a deferred sum
@@ -356,17 +350,29 @@ pub(crate) fn cuda_source(p: &Pending, len: usize, dtype: DType) -> Result<(Stri
         plan = Plan::shallow(p);
     }
     let layouts: Vec<&Layout> = plan.leaves.iter().map(|(_, l)| l).collect();
-    let (_, name, source) =
-        autograd_kernels::cuda::fused::kernel_source(&plan.steps, &layouts, dtype);
+    // A sum's kernel sums its last step (as it runs over at most one block: over
+    // more, the partial sums are written in double).
+    let sink = if p.sum_of.is_some() {
+        Sink::Sum
+    } else {
+        Sink::Store
+    };
+    let last = plan.steps.len().saturating_sub(1);
+    let (_, name, source) = autograd_kernels::cuda::fused::kernel_source_many(
+        &plan.steps,
+        &layouts,
+        dtype,
+        &[(last, sink)],
+    );
     Ok((name, source))
 }
 
 /// The deferred sum of the values of the deferred op `p` (`len` elements): the
 /// chain runs with the sum at its end when the sum is read, and nothing is stored
-/// (on the CPU; `None` on a GPU, where the values are computed and reduced as
-/// usual).
+/// (on a GPU, a fused kernel laid out as the sum reduction: see
+/// `CudaStorage::run_fused_many`).
 pub(crate) fn sum(p: &Pending, len: usize) -> Option<Pending> {
-    if p.sum_of.is_some() || p.inputs.iter().any(|(s, _)| s.device() != Device::Cpu) {
+    if p.sum_of.is_some() {
         return None;
     }
     Some(Pending {

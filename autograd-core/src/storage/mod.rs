@@ -396,7 +396,7 @@ impl Storage {
 
     /// The sum of all the values, where they are deferred: itself deferred, it runs
     /// the chain with the sum at its end when read, and nothing is stored. `None`
-    /// when the values are not deferred (or live on a GPU).
+    /// when the values are not deferred.
     pub(crate) fn fused_sum(&self) -> Option<Storage> {
         let p = self.pending()?;
         let sum = deferred::sum(&p, self.len)?;
@@ -514,12 +514,26 @@ impl Storage {
         value: f64,
     ) -> Result<Storage> {
         let len = shape.numel();
-        if self.is_deferred() && self.device == Device::Cpu {
-            // Nothing of the values is needed: a CPU buffer is made without them.
-            let data = CpuStorage::F32(Vec::new())
-                .filled_like(len, dtype, value)
-                .map_err(self.err(op, shape, dtype))?;
-            return Ok(Storage::cpu(data));
+        if self.is_deferred() {
+            // Nothing of the values is needed: a buffer on the device is made
+            // without them (backward's seed for a deferred loss leaves it deferred).
+            match self.device {
+                Device::Cpu => {
+                    let data = CpuStorage::F32(Vec::new())
+                        .filled_like(len, dtype, value)
+                        .map_err(self.err(op, shape, dtype))?;
+                    return Ok(Storage::cpu(data));
+                }
+                #[cfg(feature = "cuda")]
+                Device::Cuda(n) => {
+                    let dev = crate::transfer::cuda_device(n)?;
+                    let data = CudaStorage::filled(&dev, len, dtype, value)
+                        .map_err(self.err(op, shape, dtype))?;
+                    return Ok(Storage::new(StorageData::Cuda(data), self.device));
+                }
+                #[allow(unreachable_patterns)]
+                _ => {}
+            }
         }
         map_backend!(self, s => s.filled_like(len, dtype, value).map_err(self.err(op, shape, dtype))?)
     }

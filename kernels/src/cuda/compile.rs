@@ -38,7 +38,25 @@ macro_rules! source {
             include_str!($file)
         )
     };
+    // A module with a header of its own between common.cuh and the file.
+    ($file:literal, $header:literal) => {
+        concat!(
+            include_str!("common.cuh"),
+            "\n#line 1 \"",
+            $header,
+            "\"\n",
+            include_str!($header),
+            "\n#line 1 \"",
+            $file,
+            "\"\n",
+            include_str!($file)
+        )
+    };
 }
+
+/// `block_reduce.cuh`: a block's sum in the reductions' order, shared by
+/// `reduce.cu` and the fused kernels of chains ending in a sum.
+pub const BLOCK_REDUCE: &str = include_str!("block_reduce.cuh");
 
 impl Module {
     /// Every module, in the order they are compiled and checked.
@@ -54,12 +72,13 @@ impl Module {
         }
     }
 
-    /// The full source NVRTC compiles: `common.cuh`, then the file.
+    /// The full source NVRTC compiles: `common.cuh`, then the file (`reduce.cu`
+    /// after `block_reduce.cuh`).
     pub fn source(self) -> &'static str {
         match self {
             Module::Unary => source!("unary.cu"),
             Module::Binary => source!("binary.cu"),
-            Module::Reduce => source!("reduce.cu"),
+            Module::Reduce => source!("reduce.cu", "block_reduce.cuh"),
             Module::Copy => source!("copy.cu"),
         }
     }

@@ -10,11 +10,15 @@
 //! multiply-add, so a step computes what the op's own kernel computes; a generated
 //! op's step calls the per-element function its own kernel calls (`<op>_at`).
 
-use super::driver::{Driver, KernelArg};
-use super::{CudaElement, CudaStorage, alloc, launch_config};
-use crate::cpu::fused::{CudaCall, FusedOp, Operand, Step};
+use super::compile::BLOCK_REDUCE;
+use super::driver::{Driver, KernelArg, LaunchCfg};
+use super::index::ReducePlan;
+use super::{CudaElement, CudaStorage, alloc, launch_config, reduce};
+use crate::cpu::fused::{CudaCall, FusedOp, Operand, Sink, Step};
 use crate::generated::CUDA_PRELUDE;
-use crate::{BackendStorage, BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
+use crate::{
+    BackendStorage, BinaryOp, DType, KernelError, Layout, ReduceOp, Result, Shape, UnaryOp,
+};
 use smallvec::SmallVec;
 use std::fmt::Write;
 
@@ -68,39 +72,49 @@ impl CudaStorage {
         dtype: DType,
     ) -> Result<CudaStorage> {
         let last = steps.len().saturating_sub(1);
-        let mut outs = CudaStorage::run_fused_many(steps, leaves, n, dtype, &[last])?;
+        let mut outs =
+            CudaStorage::run_fused_many(steps, leaves, n, dtype, &[(last, Sink::Store)])?;
         outs.pop()
             .ok_or_else(|| KernelError::Layout("a fused chain returned no result".into()))
     }
 
     /// Runs `steps` over `n` elements as [`CudaStorage::run_fused`] does, as one
-    /// kernel with several results: result `k` holds the values of step
-    /// `results[k]` (1 to [`MAX_RESULTS`] of them). Each thread computes its
-    /// elements through every step once and writes each result, so chains over the
-    /// same elements that read the same buffers (a loss and its gradients) read
-    /// each buffer once between them: the GPU's counterpart of the CPU's
-    /// `cpu::fused::run_many`, for stored results.
+    /// kernel with several results: `outputs[k] = (j, sink)` makes result `k` the
+    /// values of step `j`, stored, or summed (one element: the bits the sum
+    /// reduction gives for the stored values). 1 to [`MAX_RESULTS`] results. Each
+    /// thread computes its elements through every step once and writes each result,
+    /// so chains over the same elements that read the same buffers (a loss and its
+    /// gradients) read each buffer once between them: the GPU's counterpart of the
+    /// CPU's `cpu::fused::run_many`.
+    ///
+    /// With a sum among the results, the kernel is laid out as the sum reduction
+    /// is (`reduce.cu`'s `rows` kernel over `n` elements, split into the chunks it
+    /// would be split into): each thread adds the values of the elements that
+    /// reduction's thread would read, in its order, and the block adds its threads'
+    /// sums with the same shuffles (`block_reduce.cuh`); a split sum's partial sums
+    /// are reduced by the reduction's own second pass. So the sum is the same bits
+    /// as the chain stored, then summed.
     pub fn run_fused_many(
         steps: &[Step],
         leaves: &[(&CudaStorage, &Layout)],
         n: usize,
         dtype: DType,
-        results: &[usize],
+        outputs: &[(usize, Sink)],
     ) -> Result<Vec<CudaStorage>> {
         let Some(&(first, _)) = leaves.first() else {
             return Err(KernelError::Layout("a fused chain reads no buffer".into()));
         };
-        if !fits_many(steps, leaves.len(), results.len()) || steps.is_empty() {
+        if !fits_many(steps, leaves.len(), outputs.len()) || steps.is_empty() {
             return Err(KernelError::Layout(format!(
                 "a fused CUDA kernel takes at most {MAX_LEAVES} buffers and {MAX_SCALARS} \
                  scalars (and one step), and has 1 to {MAX_RESULTS} results: got {} steps \
                  over {} buffers with {} results",
                 steps.len(),
                 leaves.len(),
-                results.len()
+                outputs.len()
             )));
         }
-        if let Some(&j) = results.iter().find(|&&j| j >= steps.len()) {
+        if let Some(&(j, _)) = outputs.iter().find(|&&(j, _)| j >= steps.len()) {
             return Err(KernelError::Layout(format!(
                 "a fused chain of {} steps has a result at step {j}",
                 steps.len()
@@ -122,7 +136,7 @@ impl CudaStorage {
             }
             crate::check::check_fits(s.len(), l)?;
         }
-        with_dtype!(dtype, T => run_typed::<T>(steps, leaves, n, results))
+        with_dtype!(dtype, T => run_typed::<T>(steps, leaves, n, outputs))
     }
 }
 
@@ -135,23 +149,62 @@ enum Read {
     Period(usize),
 }
 
+/// A result's buffer while the kernel runs.
+enum ResultBuf<T: CudaElement> {
+    /// Stored: `n` elements.
+    Store(super::Buf<T>),
+    /// Summed in one block: the sum itself.
+    Sum(super::Buf<T>),
+    /// Summed in `splits` blocks: their partial sums, in double, for the sum
+    /// reduction's second pass.
+    Partial(super::Buf<f64>),
+}
+
 fn run_typed<T: CudaElement>(
     steps: &[Step],
     leaves: &[(&CudaStorage, &Layout)],
     n: usize,
-    results: &[usize],
+    outputs: &[(usize, Sink)],
 ) -> Result<Vec<CudaStorage>> {
     let dev = leaves[0].0.device().clone();
-    let mut outs = Vec::with_capacity(results.len());
-    for _ in results {
-        // SAFETY: the kernel writes all n elements of every result.
-        outs.push(unsafe { alloc::<T>(&dev, n)? });
+    let sums = outputs.iter().any(|&(_, sink)| sink == Sink::Sum);
+    // With a sum: the launch the sum reduction of `n` elements would make.
+    let summed = if sums {
+        let plan = ReducePlan::new(&Layout::contiguous(Shape::from([n])), &[0])?;
+        Some(reduce::plan_launch(dev.multiprocessors(), &plan))
+    } else {
+        None
+    };
+    let splits = summed.map_or(1, |lc| lc.splits);
+    let mut bufs: Vec<ResultBuf<T>> = Vec::with_capacity(outputs.len());
+    for &(_, sink) in outputs {
+        // SAFETY: the kernel writes all n elements of a stored result, and one
+        // element per block of a summed one (`splits` blocks).
+        bufs.push(unsafe {
+            match sink {
+                Sink::Store => ResultBuf::Store(alloc::<T>(&dev, n)?),
+                Sink::Sum if splits == 1 => ResultBuf::Sum(alloc::<T>(&dev, 1)?),
+                Sink::Sum => ResultBuf::Partial(alloc::<f64>(&dev, splits)?),
+            }
+        });
     }
-    if n == 0 {
-        return Ok(outs
-            .into_iter()
-            .map(|out| CudaStorage::new(out, n, dev.clone()))
-            .collect());
+    let finish = |bufs: Vec<ResultBuf<T>>| -> Result<Vec<CudaStorage>> {
+        bufs.into_iter()
+            .map(|b| match b {
+                ResultBuf::Store(out) => Ok(CudaStorage::new(out, n, dev.clone())),
+                ResultBuf::Sum(out) => Ok(CudaStorage::new(out, 1, dev.clone())),
+                ResultBuf::Partial(out) => {
+                    // The partial sums, [splits, 1], reduced over the first axis:
+                    // the sum reduction's second pass.
+                    let partial = CudaStorage::new(out, splits, dev.clone());
+                    let pl = Layout::contiguous(Shape::from([splits, 1]));
+                    reduce::pass::<f64, T>(&partial, &pl, ReduceOp::Sum, &[0])
+                }
+            })
+            .collect()
+    };
+    if n == 0 && !sums {
+        return finish(bufs);
     }
     // Leaves as the kernel reads them: dense from element 0, a run repeated (read
     // at `i % r` of a copy of the run), or copied dense.
@@ -172,36 +225,49 @@ fn run_typed<T: CudaElement>(
         .map(|(c, &(s, _))| c.as_ref().unwrap_or(s))
         .collect();
     let layouts: Vec<&Layout> = leaves.iter().map(|&(_, l)| l).collect();
-    let (key, name, source) = kernel_source_many(steps, &layouts, T::DTYPE, results);
+    let (key, name, source) = kernel_source_wide(steps, &layouts, T::DTYPE, outputs, splits > 1);
     let f = dev.generated_function(&key, &source, &name)?;
     let slices = buffers
         .iter()
         .map(|b| b.slice::<T>())
         .collect::<Result<Vec<_>>>()?;
-    let mut args = vec![KernelArg::U64(n as u64)];
+    let (cfg, chunk) = match summed {
+        Some(lc) => (
+            LaunchCfg {
+                grid: (1, lc.splits as u32, 1),
+                block: (lc.block, 1, 1),
+                shared_mem_bytes: 0,
+            },
+            lc.chunk,
+        ),
+        None => (launch_config(&dev, n), n),
+    };
+    let mut args = vec![KernelArg::U64(n as u64), KernelArg::U64(chunk as u64)];
     for k in 0..MAX_LEAVES {
         // Unused pointer slots repeat the first leaf (never read).
         args.push(T::input(slices[k.min(slices.len() - 1)]));
     }
-    let spare = MAX_RESULTS - outs.len();
-    args.extend(outs.iter_mut().map(|o| T::output(o)));
+    let spare = MAX_RESULTS - bufs.len();
+    for b in &mut bufs {
+        args.push(match b {
+            ResultBuf::Store(out) | ResultBuf::Sum(out) => T::output(out),
+            ResultBuf::Partial(out) => f64::output(out),
+        });
+    }
     // Unused result slots: the first leaf, read-only (never written).
     args.extend((0..spare).map(|_| T::input(slices[0])));
     let mut values: Vec<f64> = steps.iter().flat_map(|s| scalars(&s.op)).collect();
     values.resize(MAX_SCALARS, 0.0);
     args.extend(values.into_iter().map(KernelArg::F64));
-    // SAFETY: the arguments match the generated kernel's parameters (n, MAX_LEAVES
-    // const T*, MAX_RESULTS T*, MAX_SCALARS doubles); dense leaves hold n elements
-    // from their first (checked, or copied so), periodic leaves their run of r, each
-    // result n, and the kernel writes only the first `results.len()` result slots.
-    unsafe {
-        dev.driver
-            .launch(&f, &name, launch_config(&dev, n), &mut args)?
-    };
-    Ok(outs
-        .into_iter()
-        .map(|out| CudaStorage::new(out, n, dev.clone()))
-        .collect())
+    // SAFETY: the arguments match the generated kernel's parameters (n, chunk,
+    // MAX_LEAVES const T*, MAX_RESULTS pointers, MAX_SCALARS doubles); dense leaves
+    // hold n elements from their first (checked, or copied so), periodic leaves
+    // their run of r; a stored result holds n, a summed one a value per block of
+    // the grid's `splits`; the kernel writes only the first `outputs.len()` result
+    // slots.
+    unsafe { dev.driver.launch(&f, &name, cfg, &mut args)? };
+    drop(args);
+    finish(bufs)
 }
 
 /// How a leaf of layout `l` is read: a run repeated (one value, or a bias row:
@@ -223,16 +289,31 @@ pub fn kernel_source(
     dtype: DType,
 ) -> (String, String, String) {
     let last = steps.len().saturating_sub(1);
-    kernel_source_many(steps, layouts, dtype, &[last])
+    kernel_source_many(steps, layouts, dtype, &[(last, Sink::Store)])
 }
 
 /// [`kernel_source`] for a kernel with several results: result `k` holds the
-/// values of step `results[k]` (see [`CudaStorage::run_fused_many`]).
+/// values of step `j` for `outputs[k] = (j, sink)`, stored or summed (see
+/// [`CudaStorage::run_fused_many`]; a sum over one block, as the sum reduction
+/// of fewer than 4097 elements runs).
 pub fn kernel_source_many(
     steps: &[Step],
     layouts: &[&Layout],
     dtype: DType,
-    results: &[usize],
+    outputs: &[(usize, Sink)],
+) -> (String, String, String) {
+    kernel_source_wide(steps, layouts, dtype, outputs, false)
+}
+
+/// [`kernel_source_many`]; with `wide`, summed results are the partial sums of
+/// the kernel's blocks, in double (a sum split into chunks, as the sum reduction
+/// of more than 4096 elements is).
+pub fn kernel_source_wide(
+    steps: &[Step],
+    layouts: &[&Layout],
+    dtype: DType,
+    outputs: &[(usize, Sink)],
+    wide: bool,
 ) -> (String, String, String) {
     let reads: Vec<Read> = layouts.iter().map(|l| read_of(l)).collect();
     let ty = if dtype == DType::F32 {
@@ -240,7 +321,7 @@ pub fn kernel_source_many(
     } else {
         "double"
     };
-    let source = source(steps, &reads, ty, results);
+    let source = source(steps, &reads, ty, outputs, wide);
     let key = format!("fused_{:016x}", fnv(&source));
     let name = format!("{key}_{dtype}");
     let source = source.replace("FUSED_KERNEL", &name);
@@ -257,9 +338,17 @@ fn fnv(s: &str) -> u64 {
 /// The fused kernel's source: the prelude, the programs of the generated ops it
 /// calls (each once), helpers, and the kernel `<key>_<dtype>` (named by the
 /// caller from the source's hash, so it is declared with a placeholder). Result
-/// `k` is written to `out<k>`, the values of step `results[k]`; the result slots
-/// past the last are never written.
-fn source(steps: &[Step], reads: &[Read], ty: &str, results: &[usize]) -> String {
+/// `k` is written to `out<k>`: the values of step `j` for `outputs[k] = (j, sink)`,
+/// stored, or summed per block (in double with `wide`); the result slots past the
+/// last are never written. Without a sum the kernel is a grid-stride loop; with
+/// one, the sum reduction's `rows` loop over chunks of `chunk` elements.
+fn source(
+    steps: &[Step],
+    reads: &[Read],
+    ty: &str,
+    outputs: &[(usize, Sink)],
+    wide: bool,
+) -> String {
     let mut s = String::from(CUDA_PRELUDE);
     s.push('\n');
     let mut programs: Vec<&str> = Vec::new();
@@ -274,23 +363,50 @@ fn source(steps: &[Step], reads: &[Read], ty: &str, results: &[usize]) -> String
         }
     }
     s.push_str(HELPERS);
+    let sums = outputs.iter().any(|&(_, sink)| sink == Sink::Sum);
+    if sums {
+        s.push_str(BLOCK_REDUCE);
+    }
     let leaves: Vec<String> = (0..MAX_LEAVES)
         .map(|k| format!("const {ty}* __restrict__ L{k}"))
         .collect();
     let outs: Vec<String> = (0..MAX_RESULTS)
-        .map(|k| format!("{ty}* __restrict__ out{k}"))
+        .map(|k| {
+            let t = match outputs.get(k) {
+                Some((_, Sink::Sum)) if wide => "double",
+                _ => ty,
+            };
+            format!("{t}* __restrict__ out{k}")
+        })
         .collect();
     let params: Vec<String> = (0..MAX_SCALARS).map(|k| format!("double s{k}")).collect();
-    let _ = write!(
+    let _ = writeln!(
         s,
-        "extern \"C\" __global__ void FUSED_KERNEL(unsigned long long n, {}, {}, {}) {{\n\
-         \x20 typedef {ty} T;\n\
-         \x20 for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n; \
-         i += (unsigned long long)gridDim.x * blockDim.x) {{\n",
+        "extern \"C\" __global__ void FUSED_KERNEL(unsigned long long n, unsigned long long chunk, \
+         {}, {}, {}) {{\n\
+         \x20 typedef {ty} T;",
         leaves.join(", "),
         outs.join(", "),
         params.join(", ")
     );
+    if sums {
+        // As reduce_rows reads its chunk (blockIdx.y) of a one-output sum.
+        s.push_str(
+            "  const unsigned long long start = (unsigned long long)blockIdx.y * chunk;\n\
+             \x20 const unsigned long long end = n < start + chunk ? n : start + chunk;\n",
+        );
+        for (k, _) in outputs.iter().enumerate().filter(|(_, o)| o.1 == Sink::Sum) {
+            let _ = writeln!(s, "  double a{k} = 0.0;");
+        }
+        s.push_str(
+            "  for (unsigned long long i = start + threadIdx.x; i < end; i += blockDim.x) {\n",
+        );
+    } else {
+        s.push_str(
+            "  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; \
+             i < n; i += (unsigned long long)gridDim.x * blockDim.x) {\n",
+        );
+    }
     for (k, read) in reads.iter().enumerate() {
         let at = match read {
             Read::Dense => "i".to_string(),
@@ -343,10 +459,23 @@ fn source(steps: &[Step], reads: &[Read], ty: &str, results: &[usize]) -> String
         };
         let _ = writeln!(s, "    const T v{j} = {expr};");
     }
-    for (k, j) in results.iter().enumerate() {
-        let _ = writeln!(s, "    out{k}[i] = v{j};");
+    for (k, &(j, sink)) in outputs.iter().enumerate() {
+        let _ = match sink {
+            Sink::Store => writeln!(s, "    out{k}[i] = v{j};"),
+            // As ReduceSum combines: the double sum so far, plus the value.
+            Sink::Sum => writeln!(s, "    a{k} = a{k} + (double)v{j};"),
+        };
     }
-    s.push_str("  }\n}\n");
+    s.push_str("  }\n");
+    for (k, _) in outputs.iter().enumerate().filter(|(_, o)| o.1 == Sink::Sum) {
+        let t = if wide { "double" } else { "T" };
+        let _ = writeln!(
+            s,
+            "  a{k} = block_reduce<ReduceSum<T> >(a{k}, (double*)reduce_scratch);\n\
+             \x20 if (threadIdx.x == 0) {{ out{k}[blockIdx.y] = ({t})a{k}; }}"
+        );
+    }
+    s.push_str("}\n");
     s
 }
 

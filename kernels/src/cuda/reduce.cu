@@ -20,13 +20,9 @@
 // the f32 input to double partials, reduce_<kind>_sum_f64_f32 the double partials
 // to the f32 result, so an f32 sum is rounded to f32 once, however many passes.
 // (Names: reduce_<kind>_<op>_<in>, with _<out> added where the types differ.)
-
-template <typename T>
-struct ReduceSum {
-    typedef double Acc;
-    __device__ static Acc identity() { return 0.0; }
-    __device__ static Acc combine(Acc a, Acc b) { return a + b; }
-};
+//
+// ReduceSum, the shared scratch (REDUCE_SCRATCH) and block_reduce are in
+// block_reduce.cuh, compiled before this file (fused kernels ending in a sum use them).
 
 template <typename T>
 struct ReduceMax {
@@ -41,38 +37,6 @@ struct ReduceMin {
     __device__ static Acc identity() { return m_inf(T(0)); }
     __device__ static Acc combine(Acc a, Acc b) { return m_min(a, b); }
 };
-
-// The reduction kernels' shared memory, one array for all of them (a kernel gets
-// it only if it uses it): block_reduce takes the first 32 entries, reduce_few one
-// per thread, so blocks of reduce_few have at most REDUCE_SCRATCH threads
-// (reduce.rs launches FEW_BLOCK = 128). Typed double, the widest accumulator; a
-// float accumulator uses the same bytes. (Kept small: the emulator holds shared
-// memory in the host thread's static TLS, of which a dlopen'ed library gets ~1.5 KiB.)
-#define REDUCE_SCRATCH 128
-__shared__ double reduce_scratch[REDUCE_SCRATCH];
-
-// Combines `v` across the block; the result is valid in thread 0. blockDim.x is a
-// multiple of 32 and at most 1024.
-template <typename Op>
-__device__ __forceinline__ typename Op::Acc block_reduce(typename Op::Acc v, typename Op::Acc* shared) {
-    for (int off = 16; off > 0; off >>= 1) {
-        v = Op::combine(v, __shfl_down_sync(0xffffffffu, v, off));
-    }
-    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-    if (lane == 0) {
-        shared[warp] = v;
-    }
-    __syncthreads();
-    const unsigned warps = (blockDim.x + 31u) >> 5;
-    if (warp == 0) {
-        v = lane < warps ? shared[lane] : Op::identity();
-        for (int off = 16; off > 0; off >>= 1) {
-            v = Op::combine(v, __shfl_down_sync(0xffffffffu, v, off));
-        }
-    }
-    __syncthreads(); // `shared` is reused by the caller's next iteration
-    return v;
-}
 
 template <typename Op, typename In, typename Out, typename I>
 __device__ __forceinline__ void reduce_rows(const u64 out_n, const u64 red_n, const u64 chunk,

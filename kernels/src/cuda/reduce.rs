@@ -129,7 +129,7 @@ pub(super) fn reduce<T: CudaElement>(
 /// Reduces the view `l` of `x` (elements `In`) to a result of `Out`s: one pass,
 /// or, when the launch is split, a pass writing partial results in
 /// `partial_dtype` and this again over them.
-fn pass<In: CudaElement, Out: CudaElement>(
+pub(super) fn pass<In: CudaElement, Out: CudaElement>(
     x: &CudaStorage,
     l: &Layout,
     op: ReduceOp,

@@ -516,9 +516,9 @@ Sig signature(const std::string& s) {
     // A raw program's entry point: RAW_PARAMS (raw.cuh), the struct then 8 input
     // and 4 output pointers.
     if (s == "Wpppppppppppp") return S_RAW;
-    // A fused chain (cuda/fused.rs): n, 8 leaf pointers, 4 result pointers, 16
-    // scalars.
-    if (s == "uppppppppppppdddddddddddddddd") return S_FUSED;
+    // A fused chain (cuda/fused.rs): n, chunk, 8 leaf pointers, 4 result
+    // pointers, 16 scalars.
+    if (s == "uuppppppppppppdddddddddddddddd") return S_FUSED;
     return S_UNKNOWN;
 }
 
@@ -574,16 +574,7 @@ void invoke(const void* p) {
             arg<double>(a[9]), arg<double>(a[10]), arg<double>(a[11]));
         break;
     case S_FUSED:
-        ((void (*)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, double,
-                   double, double, double, double, double, double, double, double, double,
-                   double, double, double, double, double, double))c.fn)(
-            arg<u64>(a[0]), arg<u64>(a[1]), arg<u64>(a[2]), arg<u64>(a[3]), arg<u64>(a[4]),
-            arg<u64>(a[5]), arg<u64>(a[6]), arg<u64>(a[7]), arg<u64>(a[8]), arg<u64>(a[9]),
-            arg<u64>(a[10]), arg<u64>(a[11]), arg<u64>(a[12]), arg<double>(a[13]),
-            arg<double>(a[14]), arg<double>(a[15]), arg<double>(a[16]), arg<double>(a[17]),
-            arg<double>(a[18]), arg<double>(a[19]), arg<double>(a[20]), arg<double>(a[21]),
-            arg<double>(a[22]), arg<double>(a[23]), arg<double>(a[24]), arg<double>(a[25]),
-            arg<double>(a[26]), arg<double>(a[27]), arg<double>(a[28]));
+        ((void (*)(u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, double, double, double, double, double, double, double, double, double, double, double, double, double, double, double, double))c.fn)(arg<u64>(a[0]), arg<u64>(a[1]), arg<u64>(a[2]), arg<u64>(a[3]), arg<u64>(a[4]), arg<u64>(a[5]), arg<u64>(a[6]), arg<u64>(a[7]), arg<u64>(a[8]), arg<u64>(a[9]), arg<u64>(a[10]), arg<u64>(a[11]), arg<u64>(a[12]), arg<u64>(a[13]), arg<double>(a[14]), arg<double>(a[15]), arg<double>(a[16]), arg<double>(a[17]), arg<double>(a[18]), arg<double>(a[19]), arg<double>(a[20]), arg<double>(a[21]), arg<double>(a[22]), arg<double>(a[23]), arg<double>(a[24]), arg<double>(a[25]), arg<double>(a[26]), arg<double>(a[27]), arg<double>(a[28]), arg<double>(a[29]));
         break;
     case S_RAW:
         ((void (*)(RawParams, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64, u64))c.fn)(
