@@ -198,6 +198,70 @@ pub(crate) fn binary_block<T: Element>(a: &[T], b: &[T], out: &mut Vec<T>, op: B
     dispatch_binary!(op, each, a, b, out)
 }
 
+/// Where a chain's step reads the step computed in its loop (see
+/// [`binary2_block`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fold {
+    /// `outer(inner(a, b), c)`.
+    Left,
+    /// `outer(c, inner(a, b))`.
+    Right,
+    /// `outer(t, t)` with `t = inner(a, b)`.
+    Both,
+}
+
+/// `$body` with `$f` the formula of the arithmetic `$op` (`+ - * /`), as
+/// `dispatch_binary` computes it; `$other` for any other op.
+macro_rules! dispatch_arith {
+    ($op:expr, $T:ty, $f:ident => $body:expr, $other:expr) => {
+        match $op {
+            BinaryOp::Add => {
+                let $f = |x: $T, y: $T| x + y;
+                $body
+            }
+            BinaryOp::Sub => {
+                let $f = |x: $T, y: $T| x - y;
+                $body
+            }
+            BinaryOp::Mul => {
+                let $f = |x: $T, y: $T| x * y;
+                $body
+            }
+            BinaryOp::Div => {
+                let $f = |x: $T, y: $T| x / y;
+                $body
+            }
+            _ => $other,
+        }
+    };
+}
+
+/// Two arithmetic steps of a chain in one loop, the inner one's value never
+/// stored: appends `outer(inner(a[i], b[i]), c[i])` to `out` for every `i`
+/// (`Fold::Left`; `Right` puts `c` first, `Both` reads the inner value twice and
+/// no `c`). Each op is the formula [`binary`] computes, so the values are the bits
+/// of the two steps run one after the other. `false`, nothing appended, when an op
+/// is not `+ - * /`.
+pub(crate) fn binary2_block<T: Element>(
+    [a, b, c]: [&[T]; 3],
+    out: &mut Vec<T>,
+    inner: BinaryOp,
+    outer: BinaryOp,
+    fold: Fold,
+) -> bool {
+    dispatch_arith!(inner, T, f => dispatch_arith!(outer, T, g => {
+        match fold {
+            Fold::Left => loops::map3(&[a, b, c], out, |[x, y, z]| g(f(x, y), z)),
+            Fold::Right => loops::map3(&[a, b, c], out, |[x, y, z]| g(z, f(x, y))),
+            Fold::Both => loops::map2(&[a, b], out, |[x, y]| {
+                let t = f(x, y);
+                g(t, t)
+            }),
+        }
+        true
+    }, false), false)
+}
+
 /// NaN-propagating maximum; of two equal values the positive zero (max(-0, +0)
 /// is +0 in either order), so the result never depends on the order the backends
 /// combine in: reductions use it too, and the CUDA kernels the same rule

@@ -13,7 +13,7 @@
 //! element and in the same order, so a fused value is the same bits as the unfused
 //! one; a trailing sum adds in the same blocks as the sum reduction.
 
-use super::elementwise::{binary_block, unary_block};
+use super::elementwise::{Fold, binary_block, binary2_block, unary_block};
 use super::{CpuElement, CpuStorage, pool, reduce};
 use crate::generated::Cursor;
 use crate::{BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
@@ -334,6 +334,37 @@ fn run_typed<T: CpuElement>(
             in_pair[d] = true;
         }
     }
+    // An arithmetic step read only by one later arithmetic step is computed in that
+    // step's loop, its value never stored (`folds[k] = (j, how k reads j)`): a
+    // chain `x * x + b` is one loop, not two. One level deep: a folded step folds
+    // nothing itself.
+    let arith = |j: usize| {
+        !in_pair[j]
+            && matches!(
+                steps[j].op,
+                FusedOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div)
+            )
+    };
+    let mut folds: Vec<Option<(usize, Fold)>> = vec![None; steps.len()];
+    let mut folded = vec![false; steps.len()];
+    for (k, step) in steps.iter().enumerate() {
+        if !arith(k) {
+            continue;
+        }
+        let inner = |a: Operand| match a {
+            Operand::Step(j) if arith(j) && folds[j].is_none() => Some(j),
+            _ => None,
+        };
+        folds[k] = match (inner(step.args[0]), inner(step.args[1])) {
+            (Some(j), Some(i)) if i == j && read[j] == 2 => Some((j, Fold::Both)),
+            (Some(j), _) if read[j] == 1 => Some((j, Fold::Left)),
+            (_, Some(j)) if read[j] == 1 => Some((j, Fold::Right)),
+            _ => None,
+        };
+        if let Some((j, _)) = folds[k] {
+            folded[j] = true;
+        }
+    }
     // A stored result that nothing else reads appends to its output directly; every
     // other step computes into a block buffer of its own (stored results are then
     // copied out of it, summed ones added up from it).
@@ -349,8 +380,10 @@ fn run_typed<T: CpuElement>(
         .collect();
     let mut bufs: Vec<Vec<T>> = direct
         .iter()
-        .map(|d| match d {
+        .zip(&folded)
+        .map(|(d, &folded)| match d {
             Some(_) => Vec::new(),
+            None if folded => Vec::new(),
             None => Vec::with_capacity(block),
         })
         .collect();
@@ -380,8 +413,8 @@ fn run_typed<T: CpuElement>(
         };
         with_value.fill(false);
         for (j, step) in steps.iter().enumerate() {
-            if with_value[j] {
-                continue; // computed with its pair
+            if with_value[j] || folded[j] {
+                continue; // computed with its pair, or in the loop of the step reading it
             }
             if let Some((v, d)) = pairs[j]
                 && let (Some(kv), Some(kd)) = (kernel_of(&steps[v]), kernel_of(&steps[d]))
@@ -423,9 +456,30 @@ fn run_typed<T: CpuElement>(
             };
             match &step.op {
                 FusedOp::Unary(op) => unary_block(arg(step.args[0]), target, *op),
-                FusedOp::Binary(op) => {
-                    binary_block(arg(step.args[0]), arg(step.args[1]), target, *op)
-                }
+                FusedOp::Binary(op) => match folds[j] {
+                    None => binary_block(arg(step.args[0]), arg(step.args[1]), target, *op),
+                    Some((i, fold)) => {
+                        let inner = &steps[i];
+                        let (a, b) = (arg(inner.args[0]), arg(inner.args[1]));
+                        let c = match fold {
+                            Fold::Left => arg(step.args[1]),
+                            Fold::Right => arg(step.args[0]),
+                            Fold::Both => a,
+                        };
+                        let two = match inner.op {
+                            FusedOp::Binary(f) => binary2_block([a, b, c], target, f, *op, fold),
+                            _ => false,
+                        };
+                        if !two {
+                            // (Only arithmetic steps are folded: not reached.)
+                            return Err(KernelError::Layout(format!(
+                                "step {j} of a fused chain ({}) cannot compute step {i} ({})",
+                                step.op.name(),
+                                inner.op.name()
+                            )));
+                        }
+                    }
+                },
                 FusedOp::Kernel(k) => {
                     let ins: SmallVec<[&[T]; 5]> = step.args.iter().map(|&a| arg(a)).collect();
                     kernel(&**k, &ins, target);
@@ -533,6 +587,65 @@ mod tests {
 
     fn leaf(v: Vec<f32>) -> CpuStorage {
         CpuStorage::F32(v)
+    }
+
+    /// An arithmetic step read once by the next computes in that step's loop
+    /// (left, right, or both operands), for every pair of `+ - * /` and both dtypes,
+    /// with the bits of the two steps stored one after the other: the inner step
+    /// made a result too is not folded, which gives those bits.
+    #[test]
+    fn two_arithmetic_steps_in_one_loop_give_the_bits_of_each_in_turn() {
+        let n = 2 * BLOCK + 333;
+        let l = Layout::contiguous(Shape::from([n]));
+        let arith = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
+        let step = |op: BinaryOp, a: Operand, b: Operand| Step {
+            op: FusedOp::Binary(op),
+            args: [a, b].into_iter().collect(),
+        };
+        let (l0, l1, l2, s0) = (
+            Operand::Leaf(0),
+            Operand::Leaf(1),
+            Operand::Leaf(2),
+            Operand::Step(0),
+        );
+        let mut compared = 0;
+        for dtype in [DType::F32, DType::F64] {
+            let data = |seed: f64, len: usize| {
+                let v: Vec<f64> = (0..len).map(|i| (i as f64 * seed).sin() + 1.5).collect();
+                CpuStorage::F64(v)
+                    .cast(&Layout::contiguous(Shape::from([len])), dtype)
+                    .unwrap()
+            };
+            // The third leaf one value repeated (a scalar broadcast).
+            let (x, a, b) = (data(0.37, n), data(0.11, n), data(0.5, 1));
+            let b_view = Layout::new(Shape::from([n]), &[0], 0).unwrap();
+            let leaves = [(&x, &l), (&a, &l), (&b, &b_view)];
+            for inner in arith {
+                for outer in arith {
+                    for steps in [
+                        vec![step(inner, l0, l1), step(outer, s0, l2)],
+                        vec![step(inner, l0, l1), step(outer, l2, s0)],
+                        vec![step(inner, l1, l0), step(outer, s0, s0)],
+                    ] {
+                        for sink in [Sink::Store, Sink::Sum] {
+                            let folded = run_many(&steps, &leaves, n, dtype, &[(1, sink)]);
+                            let apart =
+                                run_many(&steps, &leaves, n, dtype, &[(1, sink), (0, Sink::Store)]);
+                            let bits = |s: &CpuStorage| -> Vec<u64> {
+                                let all = Layout::contiguous(Shape::from([s.len()]));
+                                let v = s.to_vec::<f64>(&all).unwrap();
+                                v.iter().map(|x| x.to_bits()).collect()
+                            };
+                            let (folded, apart) = (folded.unwrap(), apart.unwrap());
+                            let same = bits(&folded[0]) == bits(&apart[0]);
+                            assert!(same, "{inner:?} {outer:?} {steps:?} {sink:?}");
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(compared, 2 * 4 * 4 * 3 * 2);
     }
 
     #[test]
