@@ -11,7 +11,10 @@
 //!
 //! Each step computes the formula the unfused kernel of its op computes, per
 //! element and in the same order, so a fused value is the same bits as the unfused
-//! one; a trailing sum adds in the same blocks as the sum reduction.
+//! one; a trailing sum adds in the same blocks as the sum reduction. Two steps run
+//! in one loop where they can: a generated op's value and its derivative, and an
+//! arithmetic step with the one arithmetic step that alone reads it (its value then
+//! never goes through a block buffer).
 
 use super::elementwise::{Fold, binary_block, binary2_block, unary_block};
 use super::{CpuElement, CpuStorage, pool, reduce};
