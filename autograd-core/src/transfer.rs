@@ -29,7 +29,7 @@ impl Device {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn not_compiled(ordinal: usize) -> Error {
+pub(crate) fn not_compiled(ordinal: usize) -> Error {
     Error::CudaUnavailable {
         ordinal,
         reason: "this build has no CUDA support (the `cuda` feature of the autograd crates is off)"

@@ -963,6 +963,14 @@ fn a_fused_kernel_with_several_results_gives_the_bits_of_the_unfused_ops() {
                     "{bad:?}"
                 );
             }
+            // A step reading a later one: refused by the check the CPU runs too
+            // (`cpu::fused::check_program`), before any source is compiled.
+            let forward = [step(BinaryOp::Mul, Operand::Step(1), l0), steps[1].clone()];
+            let err = CudaStorage::run_fused_many(&forward, &leaves, n, dtype, &[(1, store)]);
+            assert!(
+                err.is_err_and(|e| e.to_string().contains("reads")),
+                "forward reference"
+            );
         }
     }
 }

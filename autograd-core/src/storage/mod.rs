@@ -514,28 +514,25 @@ impl Storage {
         value: f64,
     ) -> Result<Storage> {
         let len = shape.numel();
-        if self.is_deferred() {
-            // Nothing of the values is needed: a buffer on the device is made
-            // without them (backward's seed for a deferred loss leaves it deferred).
-            match self.device {
-                Device::Cpu => {
-                    let data = CpuStorage::F32(Vec::new())
-                        .filled_like(len, dtype, value)
-                        .map_err(self.err(op, shape, dtype))?;
-                    return Ok(Storage::cpu(data));
-                }
-                #[cfg(feature = "cuda")]
-                Device::Cuda(n) => {
-                    let dev = crate::transfer::cuda_device(n)?;
-                    let data = CudaStorage::filled(&dev, len, dtype, value)
-                        .map_err(self.err(op, shape, dtype))?;
-                    return Ok(Storage::new(StorageData::Cuda(data), self.device));
-                }
-                #[allow(unreachable_patterns)]
-                _ => {}
+        let err = self.err(op, shape, dtype);
+        // A fill needs the device, never the values: a deferred storage stays
+        // deferred (backward's seed for a deferred loss).
+        match self.device {
+            Device::Cpu => {
+                let data = CpuStorage::F32(Vec::new())
+                    .filled_like(len, dtype, value)
+                    .map_err(err)?;
+                Ok(Storage::cpu(data))
             }
+            #[cfg(feature = "cuda")]
+            Device::Cuda(n) => {
+                let dev = crate::transfer::cuda_device(n)?;
+                let data = CudaStorage::filled(&dev, len, dtype, value).map_err(err)?;
+                Ok(Storage::new(StorageData::Cuda(data), self.device))
+            }
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(n) => Err(crate::transfer::not_compiled(n)),
         }
-        map_backend!(self, s => s.filled_like(len, dtype, value).map_err(self.err(op, shape, dtype))?)
     }
 
     /// The elements of the view `l`, in logical order, converted to `T`, on the host.

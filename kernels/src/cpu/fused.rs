@@ -240,14 +240,17 @@ enum Out<T> {
     Sum(f64, Option<T>),
 }
 
-fn run_typed<T: CpuElement>(
+/// Checks a program of `steps` over `leaves` (buffers of any device, each with its
+/// view) before it runs, on the CPU or a GPU: it has steps and results, each step
+/// reads leaves it has and earlier steps, as many as its op takes, each result is
+/// one of its steps, and each leaf views `n` elements. Returns how often each step
+/// is read, by later steps and by results.
+pub fn check_program<S>(
     steps: &[Step],
-    leaves: &[(&CpuStorage, &Layout)],
+    leaves: &[(S, &Layout)],
     n: usize,
     outputs: &[(usize, Sink)],
-    kernel: impl Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>),
-    pair: impl Fn(&dyn BlockKernel, &dyn BlockKernel, &[&[T]], &mut Vec<T>, &mut Vec<T>) -> bool,
-) -> Result<Vec<CpuStorage>> {
+) -> Result<Vec<usize>> {
     if steps.is_empty() || outputs.is_empty() {
         return Err(KernelError::Layout(
             "a fused chain of no steps or no results".into(),
@@ -259,28 +262,11 @@ fn run_typed<T: CpuElement>(
             steps.len()
         )));
     }
-    let block = BLOCK.min(n.max(1));
-    let mut sources = Vec::with_capacity(leaves.len());
-    for &(s, l) in leaves {
-        let data = crate::generated::operand::<T>(s, l)?;
-        if l.numel() != n {
-            return Err(KernelError::Layout(format!(
-                "a fused chain over {n} elements reads a view of {}",
-                l.shape()
-            )));
-        }
-        sources.push(if l.is_contiguous() {
-            Source::Dense(&data[l.offset()..l.offset() + n])
-        } else if let Some(r) = l
-            .broadcast_period()
-            .filter(|&r| n > 0 && block.is_multiple_of(r))
-        {
-            // Every block starts at a multiple of the period: one block of it serves all.
-            let run = &data[l.offset()..l.offset() + r];
-            Source::Repeated(run.iter().copied().cycle().take(block).collect())
-        } else {
-            Source::Gathered(data, l, Cursor::new(l), vec![T::ZERO; block])
-        });
+    if let Some((_, l)) = leaves.iter().find(|(_, l)| l.numel() != n) {
+        return Err(KernelError::Layout(format!(
+            "a fused chain over {n} elements reads a view of {}",
+            l.shape()
+        )));
     }
     // Steps read by later steps, or by more than one result.
     let mut read = vec![0usize; steps.len()];
@@ -309,6 +295,35 @@ fn run_typed<T: CpuElement>(
     }
     for &(j, _) in outputs {
         read[j] += 1;
+    }
+    Ok(read)
+}
+
+fn run_typed<T: CpuElement>(
+    steps: &[Step],
+    leaves: &[(&CpuStorage, &Layout)],
+    n: usize,
+    outputs: &[(usize, Sink)],
+    kernel: impl Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>),
+    pair: impl Fn(&dyn BlockKernel, &dyn BlockKernel, &[&[T]], &mut Vec<T>, &mut Vec<T>) -> bool,
+) -> Result<Vec<CpuStorage>> {
+    let read = check_program(steps, leaves, n, outputs)?;
+    let block = BLOCK.min(n.max(1));
+    let mut sources = Vec::with_capacity(leaves.len());
+    for &(s, l) in leaves {
+        let data = crate::generated::operand::<T>(s, l)?;
+        sources.push(if l.is_contiguous() {
+            Source::Dense(&data[l.offset()..l.offset() + n])
+        } else if let Some(r) = l
+            .broadcast_period()
+            .filter(|&r| n > 0 && block.is_multiple_of(r))
+        {
+            // Every block starts at a multiple of the period: one block of it serves all.
+            let run = &data[l.offset()..l.offset() + r];
+            Source::Repeated(run.iter().copied().cycle().take(block).collect())
+        } else {
+            Source::Gathered(data, l, Cursor::new(l), vec![T::ZERO; block])
+        });
     }
     // A generated op's value and its first derivative over the same operands run
     // in one loop (`pairs[p] = (value, derivative)`), at the first of the two steps,

@@ -14,7 +14,7 @@ use super::compile::BLOCK_REDUCE;
 use super::driver::{Driver, KernelArg, LaunchCfg};
 use super::index::ReducePlan;
 use super::{CudaElement, CudaStorage, alloc, launch_config, reduce};
-use crate::cpu::fused::{CudaCall, FusedOp, Operand, Sink, Step};
+use crate::cpu::fused::{CudaCall, FusedOp, Operand, Sink, Step, check_program};
 use crate::generated::CUDA_PRELUDE;
 use crate::{
     BackendStorage, BinaryOp, DType, KernelError, Layout, ReduceOp, Result, Shape, UnaryOp,
@@ -104,20 +104,15 @@ impl CudaStorage {
         let Some(&(first, _)) = leaves.first() else {
             return Err(KernelError::Layout("a fused chain reads no buffer".into()));
         };
-        if !fits_many(steps, leaves.len(), outputs.len()) || steps.is_empty() {
+        check_program(steps, leaves, n, outputs)?;
+        if !fits_many(steps, leaves.len(), outputs.len()) {
             return Err(KernelError::Layout(format!(
                 "a fused CUDA kernel takes at most {MAX_LEAVES} buffers and {MAX_SCALARS} \
-                 scalars (and one step), and has 1 to {MAX_RESULTS} results: got {} steps \
-                 over {} buffers with {} results",
+                 scalars, and writes at most {MAX_RESULTS} results: got {} steps over {} \
+                 buffers with {} results",
                 steps.len(),
                 leaves.len(),
                 outputs.len()
-            )));
-        }
-        if let Some(&(j, _)) = outputs.iter().find(|&&(j, _)| j >= steps.len()) {
-            return Err(KernelError::Layout(format!(
-                "a fused chain of {} steps has a result at step {j}",
-                steps.len()
             )));
         }
         for &(s, l) in leaves {
@@ -127,12 +122,6 @@ impl CudaStorage {
                     lhs: dtype,
                     rhs: s.dtype(),
                 });
-            }
-            if l.numel() != n {
-                return Err(KernelError::Layout(format!(
-                    "a fused chain over {n} elements reads a view of {}",
-                    l.shape()
-                )));
             }
             crate::check::check_fits(s.len(), l)?;
         }
