@@ -11,10 +11,12 @@ pub(crate) fn check_fits(len: usize, l: &Layout) -> Result<()> {
     let fits = if l.is_contiguous() {
         // The common case, kept short: `offset + numel`, where the element count
         // is checked too (a contiguous layout's size can wrap around as well).
-        match l.shape().iter().try_fold(1usize, |n, &d| n.checked_mul(d)) {
-            Some(0) => true,
-            Some(n) => l.offset().checked_add(n).is_some_and(|end| end <= len),
-            None => l.required_len() <= len,
+        // (`numel` saturates: `usize::MAX` may be an overflow, which the general
+        // test below sees.)
+        match l.numel() {
+            0 => true,
+            usize::MAX => l.required_len() <= len,
+            n => l.offset().checked_add(n).is_some_and(|end| end <= len),
         }
     } else {
         l.required_len() <= len

@@ -10,6 +10,10 @@ pub struct Layout {
     shape: Shape,
     strides: SmallVec<[usize; 4]>,
     offset: usize,
+    /// `numel`, computed once (saturating): kernels ask it several times per op, and
+    /// for the one-element tensors of a long scalar chain (W1) the product over the
+    /// sizes was a visible part of each op.
+    numel: usize,
     /// `is_contiguous`, computed once: every kernel asks, most views never change it.
     contiguous: bool,
 }
@@ -21,6 +25,7 @@ impl Clone for Layout {
             shape: self.shape.clone(),
             strides: copy_dims(&self.strides),
             offset: self.offset,
+            numel: self.numel,
             contiguous: self.contiguous,
         }
     }
@@ -56,6 +61,7 @@ impl Layout {
     fn with(shape: Shape, strides: SmallVec<[usize; 4]>, offset: usize) -> Self {
         let contiguous = dense(&shape, &strides);
         Layout {
+            numel: shape.numel(),
             shape,
             strides,
             offset,
@@ -86,6 +92,7 @@ impl Layout {
     pub fn contiguous(shape: Shape) -> Self {
         let strides = shape.contiguous_strides();
         Layout {
+            numel: shape.numel(),
             shape,
             strides,
             offset: 0,
@@ -134,8 +141,9 @@ impl Layout {
 
     /// Number of logical elements (broadcast elements counted each time), saturating
     /// at `usize::MAX` as [`Shape::numel`] does.
+    #[inline]
     pub fn numel(&self) -> usize {
-        self.shape.numel()
+        self.numel
     }
 
     /// True when the elements are stored row-major without gaps (from `offset`).
