@@ -88,6 +88,24 @@ fn set_data_never_changes_what_a_recorded_graph_saved() -> Result<()> {
 }
 
 #[test]
+fn nodes_recorded_after_set_data_save_the_new_values() -> Result<()> {
+    crate::init();
+    let mut w = param(&[2.0]);
+    let x = param(&[1.0]);
+    // Two nodes saving the same parameter share one saved copy of it...
+    let y1 = ops::mul(&x, &w)?;
+    let y2 = ops::mul(&w, &x)?;
+    // ...which must not outlive the values it saved: the graph holds the buffer, so
+    // set_data gives the parameter a new one, and the next node saves that.
+    w.set_data(&Tensor::from_slice(&[3.0f64], [1])?)?;
+    let y3 = ops::mul(&x, &w)?;
+    ops::sum_all(&(&(&y1 + &y2)? + &y3)?)?.backward()?;
+    assert_eq!(f64s(&x.grad().unwrap()), [7.0], "2 + 2 + 3");
+    assert_eq!(f64s(&w.grad().unwrap()), [3.0], "x each time");
+    Ok(())
+}
+
+#[test]
 fn set_data_works_on_constants_and_takes_only_the_values() -> Result<()> {
     crate::init();
     let mut c = Tensor::zeros([2], DType::F32)?;

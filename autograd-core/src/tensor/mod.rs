@@ -13,7 +13,7 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 /// Identity of a tensor. Every handle cloned from one tensor carries the same id;
 /// every op output, `detach` and fresh constructor gets a new one.
@@ -106,6 +106,13 @@ pub(crate) enum StorageSlot {
 /// stay small.
 pub(crate) struct ParamCell {
     pub(crate) storage: RwLock<Arc<Storage>>,
+    /// The copy of the parameter that recorded nodes last saved (see
+    /// [`Tensor::for_saving`]), while some node still holds it: the next node to
+    /// save the parameter shares it instead of building its own (a loop recording
+    /// `y * w` many times made one copy per node). Weak, so that it holds neither
+    /// the copy nor the buffer: when the graphs go, `set_data` writes in place again.
+    /// (A weak handle also keeps the copy out of the spare blocks `retire` reuses.)
+    saved: Mutex<Weak<TensorInner>>,
     dtype: DType,
     device: Device,
 }
@@ -160,6 +167,7 @@ impl StorageSlot {
         if let StorageSlot::Fixed(s) = self {
             *self = StorageSlot::Param(Box::new(ParamCell {
                 storage: RwLock::new(s.clone()),
+                saved: Mutex::new(Weak::new()),
                 dtype: s.dtype(),
                 device: s.device(),
             }));
@@ -661,17 +669,44 @@ impl Tensor {
     /// and gradient slot) so that the graph never keeps the user's leaf alive: a
     /// gradient recorded into the leaf (`create_graph`) would otherwise hold the
     /// leaf that holds it.
+    ///
+    /// A parameter's copy is shared by the nodes that save it while its buffer stays
+    /// the same (see `ParamCell::saved`).
     pub(crate) fn for_saving(&self) -> Tensor {
-        match &self.0.autograd {
-            Autograd::Leaf(slot) => Tensor::from_inner(TensorInner {
+        let Autograd::Leaf(slot) = &self.0.autograd else {
+            return self.clone();
+        };
+        let copy = |storage: Arc<Storage>| {
+            Tensor::from_inner(TensorInner {
                 id: self.0.id,
-                storage: StorageSlot::Fixed(self.storage_arc()),
+                storage: StorageSlot::Fixed(storage),
                 layout: self.0.layout.clone(),
                 autograd: Autograd::Leaf(slot.clone()),
                 holds_slot: false,
-            }),
-            _ => self.clone(),
+            })
+        };
+        let StorageSlot::Param(cell) = &self.0.storage else {
+            return copy(self.storage_arc());
+        };
+        let storage = cell.storage.read().unwrap_or_else(|e| e.into_inner());
+        let mut saved = cell.saved.lock().unwrap_or_else(|e| e.into_inner());
+        // The cell belongs to this one `TensorInner` (never shared), whose id, layout
+        // and slot stay while it is a parameter's: only the buffer can change
+        // (`set_data`), so the copy is current when it holds the same buffer.
+        if let Some(inner) = saved.upgrade()
+            && let StorageSlot::Fixed(s) = &inner.storage
+            && Arc::ptr_eq(s, &storage)
+        {
+            debug_assert!(
+                inner.id == self.0.id
+                    && inner.layout == self.0.layout
+                    && matches!(&inner.autograd, Autograd::Leaf(s) if Arc::ptr_eq(s, slot))
+            );
+            return Tensor(ManuallyDrop::new(inner));
         }
+        let t = copy(storage.clone());
+        *saved = Arc::downgrade(&t.0);
+        t
     }
 
     pub(crate) fn autograd(&self) -> &Autograd {
