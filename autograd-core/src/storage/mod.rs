@@ -420,6 +420,7 @@ impl Storage {
         map_backend!(self, s => s.unary(l, op).map_err(self.err(op.name(), l.shape(), dtype))?)
     }
 
+    #[inline]
     pub(crate) fn binary(
         &self,
         l: &Layout,
@@ -431,6 +432,7 @@ impl Storage {
         with_backends!(op.name(), self, rhs, (a, b) => a.binary(l, b, rl, op).map_err(err())?)
     }
 
+    #[inline]
     pub(crate) fn binary_assign(
         &mut self,
         l: &Layout,

@@ -134,6 +134,7 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    #[inline]
     fn binary(&self, l: &Layout, rhs: &Self, rl: &Layout, op: BinaryOp) -> Result<Self> {
         check_fits(self.len(), l)?;
         check_fits(rhs.len(), rl)?;
@@ -148,6 +149,7 @@ impl BackendStorage for CpuStorage {
         })
     }
 
+    #[inline]
     fn binary_assign(&mut self, l: &Layout, rhs: &Self, rl: &Layout, op: BinaryOp) -> Result<()> {
         check_fits(self.len(), l)?;
         check_fits(rhs.len(), rl)?;
