@@ -630,8 +630,11 @@ fn drain(
             let _running = Running(&node);
             run_node(&node, opts, sink)
         };
-        for (input, grad) in node.inputs.iter().zip(step?) {
-            let Some(grad) = grad else { continue };
+        // (Taken from a slice of the gradients: a smallvec's by-value iterator asks
+        // where its elements live at every step.)
+        let mut grads = step?;
+        for (input, grad) in node.inputs.iter().zip(grads.iter_mut()) {
+            let Some(grad) = grad.take() else { continue };
             match &input.edge {
                 Edge::None => {}
                 Edge::Leaf(slot) => sink.leaf(slot, grad, opts.create_graph)?,

@@ -366,7 +366,17 @@ pub fn arity_error(op: &'static str, expected: usize, got: usize) -> Error {
 
 /// Gradient slots from an array (generated code).
 #[doc(hidden)]
+#[inline]
 pub fn grads<const N: usize>(slots: [Option<Tensor>; N]) -> Grads {
+    // The usual arities fill the inline buffer directly (collecting asks at every
+    // element whether the vector still fits inline).
+    if N <= 4 {
+        let mut buf: [Option<Tensor>; 4] = [None, None, None, None];
+        for (b, s) in buf.iter_mut().zip(slots) {
+            *b = s;
+        }
+        return Grads::from_buf_and_len(buf, N);
+    }
     slots.into_iter().collect()
 }
 
