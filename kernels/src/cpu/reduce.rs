@@ -7,7 +7,9 @@ use crate::{Element, Layout, ReduceOp, Result, Shape};
 /// Elements summed per block in `T` before the block total is added in `f64`:
 /// keeps long f32 sums accurate without giving up the vectorised inner loop.
 pub(crate) const SUM_BLOCK: usize = 1024;
-pub(crate) const LANES: usize = 16;
+/// Partial sums per block, each over every `LANES`-th element: enough independent
+/// additions in flight to keep a core's adders busy (4 AVX vectors of `f32`).
+pub(crate) const LANES: usize = 32;
 
 fn sum_unit_stride<T: Element>(s: &[T]) -> T {
     if s.len() <= LANES {
@@ -50,9 +52,19 @@ fn sum_blocks<T: Element>(s: &[T], total: &mut f64) {
                 lanes[i] += c[i];
             }
         }
+        // The lanes are folded as a tree (the upper half added into the lower one)
+        // down to 8, then in order: a chain of `LANES` dependent additions would
+        // take longer than the loop above.
+        let mut width = LANES;
+        while width > 8 {
+            width /= 2;
+            for i in 0..width {
+                lanes[i] += lanes[i + width];
+            }
+        }
         let mut acc = rest.iter().fold(T::ZERO, |a, &b| a + b);
-        for l in lanes {
-            acc += l;
+        for l in &lanes[..8] {
+            acc += *l;
         }
         *total += acc.to_f64();
     }
