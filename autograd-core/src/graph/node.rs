@@ -275,9 +275,15 @@ impl Node {
         self.location = location;
         *self.claimed.get_mut() = 0;
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        state.grad = None;
         state.consumed = false;
-        state.extras = None;
+        // (A released block holds none of these: tested, not dropped, as the drop
+        // is a call.)
+        if state.grad.is_some() {
+            state.grad = None;
+        }
+        if state.extras.is_some() {
+            state.extras = None;
+        }
         state.saved.clear();
         self.inputs.clear();
         for (spec, t) in entry.inputs.iter().zip(inputs) {
