@@ -2,7 +2,7 @@
 //! monomorphised loop, with fast paths for the runs the compiler vectorises
 //! (both operands unit-stride, or one of them a repeated scalar).
 
-use super::pool;
+use super::{pool, reduce};
 use crate::generated::loops;
 use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, Result, UnaryOp};
@@ -254,6 +254,39 @@ pub(crate) fn binary2_block<T: Element>(
             Fold::Left => loops::map3(&[a, b, c], out, |[x, y, z]| g(f(x, y), z)),
             Fold::Right => loops::map3(&[a, b, c], out, |[x, y, z]| g(z, f(x, y))),
             Fold::Both => loops::map2(&[a, b], out, |[x, y]| {
+                let t = f(x, y);
+                g(t, t)
+            }),
+        }
+        true
+    }, false), false)
+}
+
+/// Adds the sum of `op(a[i], b[i])` to `total` as `reduce::sum_blocks_into` adds
+/// those values (the same bits), never storing them: [`binary_block`] for a step
+/// that only a sum reads.
+pub(crate) fn binary_sum_block<T: Element>(a: &[T], b: &[T], total: &mut f64, op: BinaryOp) {
+    fn each<T: Element>(a: &[T], b: &[T], total: &mut f64, f: impl Fn(T, T) -> T) {
+        reduce::map_sum_blocks_into([a, b], total, |[x, y]| f(x, y));
+    }
+    dispatch_binary!(op, each, a, b, total)
+}
+
+/// [`binary2_block`] for a step that only a sum reads: adds the sum of its values
+/// to `total` as [`binary_sum_block`] does. False (nothing added) when either op
+/// is not arithmetic.
+pub(crate) fn binary2_sum_block<T: Element>(
+    [a, b, c]: [&[T]; 3],
+    total: &mut f64,
+    inner: BinaryOp,
+    outer: BinaryOp,
+    fold: Fold,
+) -> bool {
+    dispatch_arith!(inner, T, f => dispatch_arith!(outer, T, g => {
+        match fold {
+            Fold::Left => reduce::map_sum_blocks_into([a, b, c], total, |[x, y, z]| g(f(x, y), z)),
+            Fold::Right => reduce::map_sum_blocks_into([a, b, c], total, |[x, y, z]| g(z, f(x, y))),
+            Fold::Both => reduce::map_sum_blocks_into([a, b], total, |[x, y]| {
                 let t = f(x, y);
                 g(t, t)
             }),

@@ -16,7 +16,9 @@
 //! arithmetic step with the one arithmetic step that alone reads it (its value then
 //! never goes through a block buffer).
 
-use super::elementwise::{Fold, binary_block, binary2_block, unary_block};
+use super::elementwise::{
+    Fold, binary_block, binary_sum_block, binary2_block, binary2_sum_block, unary_block,
+};
 use super::{CpuElement, CpuStorage, pool, reduce};
 use crate::generated::Cursor;
 use crate::{BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
@@ -396,12 +398,29 @@ fn run_typed<T: CpuElement>(
                 .filter(|_| read[j] == 1 && !stream && !in_pair[j])
         })
         .collect();
+    // A binary step that only a sum reads is summed in its own loop, its values
+    // never stored (`summed[j]` = the output): the block sum's lanes take them as
+    // they are computed, in the order they would read them from a buffer.
+    let summed: Vec<Option<usize>> = (0..steps.len())
+        .map(|j| {
+            outputs
+                .iter()
+                .position(|&(i, sink)| i == j && sink == Sink::Sum)
+                .filter(|_| {
+                    read[j] == 1
+                        && n > reduce::LANES
+                        && !in_pair[j]
+                        && matches!(steps[j].op, FusedOp::Binary(_))
+                })
+        })
+        .collect();
     let mut bufs: Vec<Vec<T>> = direct
         .iter()
         .zip(&folded)
-        .map(|(d, &folded)| match d {
+        .zip(&summed)
+        .map(|((d, &folded), s)| match d {
             Some(_) => Vec::new(),
-            None if folded => Vec::new(),
+            None if folded || s.is_some() => Vec::new(),
             None => Vec::with_capacity(block),
         })
         .collect();
@@ -457,6 +476,43 @@ fn run_typed<T: CpuElement>(
                 bv.clear();
                 bd.clear();
             }
+            if let (FusedOp::Binary(op), Some(Out::Sum(total, _))) =
+                (&step.op, summed[j].map(|k| &mut outs[k]))
+            {
+                let arg = |a: Operand| -> &[T] {
+                    match a {
+                        Operand::Leaf(k) => leaf(k),
+                        Operand::Step(i) => &bufs[i],
+                    }
+                };
+                let done = match folds[j] {
+                    None => {
+                        binary_sum_block(arg(step.args[0]), arg(step.args[1]), total, *op);
+                        true
+                    }
+                    Some((i, fold)) => {
+                        let inner = &steps[i];
+                        let (a, b) = (arg(inner.args[0]), arg(inner.args[1]));
+                        let c = match fold {
+                            Fold::Left => arg(step.args[1]),
+                            Fold::Right => arg(step.args[0]),
+                            Fold::Both => a,
+                        };
+                        match inner.op {
+                            FusedOp::Binary(f) => binary2_sum_block([a, b, c], total, f, *op, fold),
+                            _ => false,
+                        }
+                    }
+                };
+                if done {
+                    continue;
+                }
+                // (Only arithmetic steps are folded: not reached.)
+                return Err(KernelError::Layout(format!(
+                    "step {j} of a fused chain ({}) cannot be summed in its loop",
+                    step.op.name()
+                )));
+            }
             let (done, rest) = bufs.split_at_mut(j);
             let target = match direct[j].map(|k| &mut outs[k]) {
                 Some(Out::Store(out)) => out,
@@ -506,6 +562,7 @@ fn run_typed<T: CpuElement>(
         }
         for (&(j, _), out) in outputs.iter().zip(&mut outs) {
             match out {
+                Out::Sum(..) if summed[j].is_some() => {} // summed in its loop
                 Out::Store(out) if stream => append_streaming(out, &bufs[j]),
                 Out::Store(out) if direct[j].is_none() => out.extend_from_slice(&bufs[j]),
                 Out::Store(_) => {}
@@ -717,6 +774,67 @@ mod tests {
             }
         }
         assert_eq!(compared, 2 * 4 * 4 * 3 * 2);
+    }
+
+    /// A binary step that only a sum reads is summed in its own loop, never stored:
+    /// the bits of storing it and summing that, alone or with a step folded into it
+    /// (left, right, both operands), a comparison too, at lengths around the lanes
+    /// and the blocks, for both dtypes and a broadcast operand.
+    #[test]
+    fn a_step_summed_in_its_loop_gives_the_bits_of_summing_it_stored() {
+        let step = |op: BinaryOp, a: Operand, b: Operand| Step {
+            op: FusedOp::Binary(op),
+            args: [a, b].into_iter().collect(),
+        };
+        let (l0, l1, l2, s0) = (
+            Operand::Leaf(0),
+            Operand::Leaf(1),
+            Operand::Leaf(2),
+            Operand::Step(0),
+        );
+        let bits = |s: &CpuStorage| -> Vec<u64> {
+            let all = Layout::contiguous(Shape::from([s.len()]));
+            let v = s.to_vec::<f64>(&all).unwrap();
+            v.iter().map(|x| x.to_bits()).collect()
+        };
+        let mut compared = 0;
+        for dtype in [DType::F32, DType::F64] {
+            for n in [
+                reduce::LANES + 1,
+                1000,
+                reduce::SUM_BLOCK,
+                BLOCK + 7,
+                3 * BLOCK + 333,
+            ] {
+                let l = Layout::contiguous(Shape::from([n]));
+                let data = |seed: f64, len: usize| {
+                    let v: Vec<f64> = (0..len).map(|i| (i as f64 * seed).sin() + 0.25).collect();
+                    CpuStorage::F64(v)
+                        .cast(&Layout::contiguous(Shape::from([len])), dtype)
+                        .unwrap()
+                };
+                let (x, a, b) = (data(0.37, n), data(0.11, n), data(0.5, 1));
+                let b_view = Layout::new(Shape::from([n]), &[0], 0).unwrap();
+                let leaves = [(&x, &l), (&a, &l), (&b, &b_view)];
+                for steps in [
+                    vec![step(BinaryOp::Mul, l0, l1)],
+                    vec![step(BinaryOp::Mul, l0, l0), step(BinaryOp::Add, s0, l2)],
+                    vec![step(BinaryOp::Sub, l0, l1), step(BinaryOp::Div, l2, s0)],
+                    vec![step(BinaryOp::Mul, l0, l1), step(BinaryOp::Add, s0, s0)],
+                    vec![step(BinaryOp::Gt, l0, l1)],
+                ] {
+                    let last = steps.len() - 1;
+                    let summed = run_many(&steps, &leaves, n, dtype, &[(last, Sink::Sum)]);
+                    let stored = run_many(&steps, &leaves, n, dtype, &[(last, Sink::Store)]);
+                    let stored = &stored.unwrap()[0];
+                    let want = stored.reduce(&l, crate::ReduceOp::Sum, &[0]).unwrap();
+                    let summed = &summed.unwrap()[0];
+                    assert_eq!(bits(summed), bits(&want), "{dtype:?} {n} {steps:?}");
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 2 * 5 * 5);
     }
 
     #[test]

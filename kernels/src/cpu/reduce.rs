@@ -24,32 +24,59 @@ fn sum_unit_stride<T: Element>(s: &[T]) -> T {
 /// more than [`LANES`] elements, fed in pieces that are whole blocks, is the same
 /// bits as one call over all of them (a fused chain's trailing sum relies on it).
 pub(crate) fn sum_blocks_into<T: Element>(s: &[T], total: &mut f64) {
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has the feature the copy is compiled for.
-        unsafe { sum_blocks_avx2(s, total) };
-        return;
-    }
-    sum_blocks(s, total)
+    map_sum_blocks_into([s], total, |[x]| x)
 }
 
-/// [`sum_blocks`] compiled for AVX2: each lane adds the same elements in the same
-/// order at any vector width, so the bits are the same, in half the instructions.
+/// Adds to `total`, block by block as [`sum_blocks_into`] adds the values, the sum
+/// of `f(ins[0][i], .., ins[N-1][i])` over the operands (slices of one length): the
+/// values are added as they are computed, never stored, with the bits of storing
+/// them and summing that (a fused chain's trailing sum runs in the loop of the step
+/// it sums).
+pub(crate) fn map_sum_blocks_into<T: Element, const N: usize>(
+    ins: [&[T]; N],
+    total: &mut f64,
+    f: impl Fn([T; N]) -> T,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has the features the copy is compiled for.
+        unsafe { map_sum_avx2(ins, total, f) };
+        return;
+    }
+    map_sum(ins, total, f)
+}
+
+/// [`map_sum`] compiled for AVX2 (and FMA, as the generated loops are, which Rust
+/// never contracts into): each lane adds the same values in the same order at any
+/// vector width, so the bits are the same.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn sum_blocks_avx2<T: Element>(s: &[T], total: &mut f64) {
-    sum_blocks(s, total)
+#[target_feature(enable = "avx2,fma")]
+unsafe fn map_sum_avx2<T: Element, const N: usize>(
+    ins: [&[T]; N],
+    total: &mut f64,
+    f: impl Fn([T; N]) -> T,
+) {
+    map_sum(ins, total, f)
 }
 
 #[inline(always)]
-fn sum_blocks<T: Element>(s: &[T], total: &mut f64) {
-    for block in s.chunks(SUM_BLOCK) {
+fn map_sum<T: Element, const N: usize>(ins: [&[T]; N], total: &mut f64, f: impl Fn([T; N]) -> T) {
+    let n = ins.first().map_or(0, |s| s.len());
+    let ins: [&[T]; N] = std::array::from_fn(|k| &ins[k][..n]);
+    let mut start = 0;
+    while start < n {
+        let len = SUM_BLOCK.min(n - start);
+        let block: [&[T]; N] = std::array::from_fn(|k| &ins[k][start..start + len]);
+        let full = len - len % LANES;
         let mut lanes = [T::ZERO; LANES];
-        let chunks = block.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for i in 0..LANES {
-                lanes[i] += c[i];
+        for at in (0..full).step_by(LANES) {
+            let rows: [&[T; LANES]; N] = std::array::from_fn(|k| {
+                block[k][at..at + LANES]
+                    .try_into()
+                    .expect("a whole group of lanes")
+            });
+            for (i, lane) in lanes.iter_mut().enumerate() {
+                *lane += f(std::array::from_fn(|k| rows[k][i]));
             }
         }
         // The lanes are folded as a tree (the upper half added into the lower one)
@@ -62,11 +89,14 @@ fn sum_blocks<T: Element>(s: &[T], total: &mut f64) {
                 lanes[i] += lanes[i + width];
             }
         }
-        let mut acc = rest.iter().fold(T::ZERO, |a, &b| a + b);
+        let mut acc = (full..len).fold(T::ZERO, |acc, i| {
+            acc + f(std::array::from_fn(|k| block[k][i]))
+        });
         for l in &lanes[..8] {
             acc += *l;
         }
         *total += acc.to_f64();
+        start += len;
     }
 }
 
@@ -187,15 +217,15 @@ mod tests {
     fn the_avx2_block_sum_gives_the_bits_of_the_baseline_one() {
         fn check<T: Element>(v: &[T]) {
             let mut want = 0.0f64;
-            sum_blocks(v, &mut want);
+            map_sum([v], &mut want, |[x]| x);
             let mut got = 0.0f64;
             sum_blocks_into(v, &mut got);
             assert_eq!(want.to_bits(), got.to_bits(), "{} elements", v.len());
             #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
                 let mut avx = 0.0f64;
-                // SAFETY: the CPU has AVX2.
-                unsafe { sum_blocks_avx2(v, &mut avx) };
+                // SAFETY: the CPU has AVX2 and FMA.
+                unsafe { map_sum_avx2([v], &mut avx, |[x]| x) };
                 assert_eq!(want.to_bits(), avx.to_bits(), "{} elements", v.len());
             }
         }
