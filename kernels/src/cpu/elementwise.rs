@@ -189,13 +189,39 @@ pub(crate) fn unary_block<T: Element>(a: &[T], out: &mut Vec<T>, op: UnaryOp) {
     dispatch_unary!(op, T, each, a, out)
 }
 
-/// Appends `op(a[i], b[i])` to `out` for every `i` (slices of one length; the
-/// formula [`binary`] computes).
-pub(crate) fn binary_block<T: Element>(a: &[T], b: &[T], out: &mut Vec<T>, op: BinaryOp) {
-    fn each<T: Copy>(a: &[T], b: &[T], out: &mut Vec<T>, f: impl Fn(T, T) -> T) {
-        loops::map2(&[a, b], out, |[x, y]| f(x, y));
+/// Where a fused step's block of values goes: appended to a buffer, or added into
+/// a running sum as `reduce::sum_blocks_into` adds them (the same bits), never
+/// stored (a step that only the chain's sum reads).
+pub(crate) enum Dest<'a, T> {
+    Append(&'a mut Vec<T>),
+    Sum(&'a mut f64),
+}
+
+impl<T: Element> Dest<'_, T> {
+    #[inline(always)]
+    fn map2(self, ins: [&[T]; 2], f: impl Fn([T; 2]) -> T) {
+        match self {
+            Dest::Append(out) => loops::map2(&ins, out, f),
+            Dest::Sum(total) => reduce::map_sum_blocks_into(ins, total, f),
+        }
     }
-    dispatch_binary!(op, each, a, b, out)
+
+    #[inline(always)]
+    fn map3(self, ins: [&[T]; 3], f: impl Fn([T; 3]) -> T) {
+        match self {
+            Dest::Append(out) => loops::map3(&ins, out, f),
+            Dest::Sum(total) => reduce::map_sum_blocks_into(ins, total, f),
+        }
+    }
+}
+
+/// `op(a[i], b[i])` for every `i` (slices of one length; the formula [`binary`]
+/// computes), into `dest`.
+pub(crate) fn binary_block<T: Element>(a: &[T], b: &[T], dest: Dest<'_, T>, op: BinaryOp) {
+    fn each<T: Element>(a: &[T], b: &[T], dest: Dest<'_, T>, f: impl Fn(T, T) -> T) {
+        dest.map2([a, b], |[x, y]| f(x, y));
+    }
+    dispatch_binary!(op, each, a, b, dest)
 }
 
 /// Where a chain's step reads the step computed in its loop (see
@@ -237,56 +263,23 @@ macro_rules! dispatch_arith {
 }
 
 /// Two arithmetic steps of a chain in one loop, the inner one's value never
-/// stored: appends `outer(inner(a[i], b[i]), c[i])` to `out` for every `i`
+/// stored: `outer(inner(a[i], b[i]), c[i])` for every `i` into `dest`
 /// (`Fold::Left`; `Right` puts `c` first, `Both` reads the inner value twice and
 /// no `c`). Each op is the formula [`binary`] computes, so the values are the bits
-/// of the two steps run one after the other. `false`, nothing appended, when an op
+/// of the two steps run one after the other. `false`, nothing written, when an op
 /// is not `+ - * /`.
 pub(crate) fn binary2_block<T: Element>(
     [a, b, c]: [&[T]; 3],
-    out: &mut Vec<T>,
+    dest: Dest<'_, T>,
     inner: BinaryOp,
     outer: BinaryOp,
     fold: Fold,
 ) -> bool {
     dispatch_arith!(inner, T, f => dispatch_arith!(outer, T, g => {
         match fold {
-            Fold::Left => loops::map3(&[a, b, c], out, |[x, y, z]| g(f(x, y), z)),
-            Fold::Right => loops::map3(&[a, b, c], out, |[x, y, z]| g(z, f(x, y))),
-            Fold::Both => loops::map2(&[a, b], out, |[x, y]| {
-                let t = f(x, y);
-                g(t, t)
-            }),
-        }
-        true
-    }, false), false)
-}
-
-/// Adds the sum of `op(a[i], b[i])` to `total` as `reduce::sum_blocks_into` adds
-/// those values (the same bits), never storing them: [`binary_block`] for a step
-/// that only a sum reads.
-pub(crate) fn binary_sum_block<T: Element>(a: &[T], b: &[T], total: &mut f64, op: BinaryOp) {
-    fn each<T: Element>(a: &[T], b: &[T], total: &mut f64, f: impl Fn(T, T) -> T) {
-        reduce::map_sum_blocks_into([a, b], total, |[x, y]| f(x, y));
-    }
-    dispatch_binary!(op, each, a, b, total)
-}
-
-/// [`binary2_block`] for a step that only a sum reads: adds the sum of its values
-/// to `total` as [`binary_sum_block`] does. False (nothing added) when either op
-/// is not arithmetic.
-pub(crate) fn binary2_sum_block<T: Element>(
-    [a, b, c]: [&[T]; 3],
-    total: &mut f64,
-    inner: BinaryOp,
-    outer: BinaryOp,
-    fold: Fold,
-) -> bool {
-    dispatch_arith!(inner, T, f => dispatch_arith!(outer, T, g => {
-        match fold {
-            Fold::Left => reduce::map_sum_blocks_into([a, b, c], total, |[x, y, z]| g(f(x, y), z)),
-            Fold::Right => reduce::map_sum_blocks_into([a, b, c], total, |[x, y, z]| g(z, f(x, y))),
-            Fold::Both => reduce::map_sum_blocks_into([a, b], total, |[x, y]| {
+            Fold::Left => dest.map3([a, b, c], |[x, y, z]| g(f(x, y), z)),
+            Fold::Right => dest.map3([a, b, c], |[x, y, z]| g(z, f(x, y))),
+            Fold::Both => dest.map2([a, b], |[x, y]| {
                 let t = f(x, y);
                 g(t, t)
             }),

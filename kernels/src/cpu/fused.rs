@@ -16,9 +16,7 @@
 //! arithmetic step with the one arithmetic step that alone reads it (its value then
 //! never goes through a block buffer).
 
-use super::elementwise::{
-    Fold, binary_block, binary_sum_block, binary2_block, binary2_sum_block, unary_block,
-};
+use super::elementwise::{Dest, Fold, binary_block, binary2_block, unary_block};
 use super::{CpuElement, CpuStorage, pool, reduce};
 use crate::generated::Cursor;
 use crate::{BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
@@ -476,50 +474,15 @@ fn run_typed<T: CpuElement>(
                 bv.clear();
                 bd.clear();
             }
-            if let (FusedOp::Binary(op), Some(Out::Sum(total, _))) =
-                (&step.op, summed[j].map(|k| &mut outs[k]))
-            {
-                let arg = |a: Operand| -> &[T] {
-                    match a {
-                        Operand::Leaf(k) => leaf(k),
-                        Operand::Step(i) => &bufs[i],
-                    }
-                };
-                let done = match folds[j] {
-                    None => {
-                        binary_sum_block(arg(step.args[0]), arg(step.args[1]), total, *op);
-                        true
-                    }
-                    Some((i, fold)) => {
-                        let inner = &steps[i];
-                        let (a, b) = (arg(inner.args[0]), arg(inner.args[1]));
-                        let c = match fold {
-                            Fold::Left => arg(step.args[1]),
-                            Fold::Right => arg(step.args[0]),
-                            Fold::Both => a,
-                        };
-                        match inner.op {
-                            FusedOp::Binary(f) => binary2_sum_block([a, b, c], total, f, *op, fold),
-                            _ => false,
-                        }
-                    }
-                };
-                if done {
-                    continue;
-                }
-                // (Only arithmetic steps are folded: not reached.)
-                return Err(KernelError::Layout(format!(
-                    "step {j} of a fused chain ({}) cannot be summed in its loop",
-                    step.op.name()
-                )));
-            }
             let (done, rest) = bufs.split_at_mut(j);
-            let target = match direct[j].map(|k| &mut outs[k]) {
-                Some(Out::Store(out)) => out,
-                _ => {
+            // (`summed` and `direct` pick different outputs: sums and stores.)
+            let dest = match summed[j].or(direct[j]).map(|k| &mut outs[k]) {
+                Some(Out::Sum(total, _)) => Dest::Sum(total),
+                Some(Out::Store(out)) => Dest::Append(out),
+                None => {
                     let b = &mut rest[0];
                     b.clear();
-                    b
+                    Dest::Append(b)
                 }
             };
             let arg = |a: Operand| -> &[T] {
@@ -528,10 +491,12 @@ fn run_typed<T: CpuElement>(
                     Operand::Step(i) => &done[i],
                 }
             };
-            match &step.op {
-                FusedOp::Unary(op) => unary_block(arg(step.args[0]), target, *op),
-                FusedOp::Binary(op) => match folds[j] {
-                    None => binary_block(arg(step.args[0]), arg(step.args[1]), target, *op),
+            match (&step.op, dest) {
+                (FusedOp::Unary(op), Dest::Append(target)) => {
+                    unary_block(arg(step.args[0]), target, *op)
+                }
+                (FusedOp::Binary(op), dest) => match folds[j] {
+                    None => binary_block(arg(step.args[0]), arg(step.args[1]), dest, *op),
                     Some((i, fold)) => {
                         let inner = &steps[i];
                         let (a, b) = (arg(inner.args[0]), arg(inner.args[1]));
@@ -541,7 +506,7 @@ fn run_typed<T: CpuElement>(
                             Fold::Both => a,
                         };
                         let two = match inner.op {
-                            FusedOp::Binary(f) => binary2_block([a, b, c], target, f, *op, fold),
+                            FusedOp::Binary(f) => binary2_block([a, b, c], dest, f, *op, fold),
                             _ => false,
                         };
                         if !two {
@@ -554,9 +519,16 @@ fn run_typed<T: CpuElement>(
                         }
                     }
                 },
-                FusedOp::Kernel(k) => {
+                (FusedOp::Kernel(k), Dest::Append(target)) => {
                     let ins: SmallVec<[&[T]; 5]> = step.args.iter().map(|&a| arg(a)).collect();
                     kernel(&**k, &ins, target);
+                }
+                // (Only binary steps are summed in their loop: not reached.)
+                (_, Dest::Sum(_)) => {
+                    return Err(KernelError::Layout(format!(
+                        "step {j} of a fused chain ({}) cannot be summed in its loop",
+                        step.op.name()
+                    )));
                 }
             }
         }
