@@ -2,7 +2,7 @@
 //! monomorphised loop, with fast paths for the runs the compiler vectorises
 //! (both operands unit-stride, or one of them a repeated scalar).
 
-use super::{pool, reduce};
+use super::{pool, reduce, stream};
 use crate::generated::loops;
 use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, Result, UnaryOp};
@@ -179,40 +179,50 @@ pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<
     }
 }
 
-/// Appends `op(a[i])` to `out` for every `i` (the block loop of a fused chain:
-/// the formula [`unary`] computes, so the values are the same bits). `Fill` and
-/// `Copy` append `a` unchanged: a chain never holds them.
-pub(crate) fn unary_block<T: Element>(a: &[T], out: &mut Vec<T>, op: UnaryOp) {
-    fn each<T: Copy>(a: &[T], out: &mut Vec<T>, f: impl Fn(T) -> T) {
-        loops::map1(&[a], out, |[x]| f(x));
+/// `op(a[i])` for every `i` (the block loop of a fused chain: the formula
+/// [`unary`] computes, so the values are the same bits), into `dest`. `Fill` and
+/// `Copy` give `a` unchanged: a chain never holds them.
+pub(crate) fn unary_block<T: Element>(a: &[T], dest: Dest<'_, T>, op: UnaryOp) {
+    fn each<T: Element>(a: &[T], dest: Dest<'_, T>, f: impl Fn(T) -> T) {
+        dest.map1([a], |[x]| f(x));
     }
-    dispatch_unary!(op, T, each, a, out)
+    dispatch_unary!(op, T, each, a, dest)
 }
 
-/// Where a fused step's block of values goes: appended to a buffer, or added into
-/// a running sum as `reduce::sum_blocks_into` adds them (the same bits), never
-/// stored (a step that only the chain's sum reads).
+/// Where a fused step's block of values goes: appended to a buffer; appended to
+/// a result larger than the caches with streaming stores from the loop computing
+/// them (see `stream::map2`); or added into a running sum as
+/// `reduce::sum_blocks_into` adds them (the same bits), never stored (a step that
+/// only the chain's sum reads).
 pub(crate) enum Dest<'a, T> {
     Append(&'a mut Vec<T>),
+    Stream(&'a mut Vec<T>),
     Sum(&'a mut f64),
 }
 
-impl<T: Element> Dest<'_, T> {
-    #[inline(always)]
-    fn map2(self, ins: [&[T]; 2], f: impl Fn([T; 2]) -> T) {
-        match self {
-            Dest::Append(out) => loops::map2(&ins, out, f),
-            Dest::Sum(total) => reduce::map_sum_blocks_into(ins, total, f),
+/// `Dest::$name`: the generated loop of that name over `$n` operands, streamed, or
+/// summed.
+macro_rules! dest_map {
+    ($name:ident, $n:literal) => {
+        #[inline(always)]
+        fn $name(self, ins: [&[T]; $n], f: impl Fn([T; $n]) -> T) {
+            match self {
+                Dest::Append(out) => loops::$name(&ins, out, f),
+                Dest::Stream(out) => {
+                    if !stream::$name(ins, out, &f) {
+                        loops::$name(&ins, out, f)
+                    }
+                }
+                Dest::Sum(total) => reduce::map_sum_blocks_into(ins, total, f),
+            }
         }
-    }
+    };
+}
 
-    #[inline(always)]
-    fn map3(self, ins: [&[T]; 3], f: impl Fn([T; 3]) -> T) {
-        match self {
-            Dest::Append(out) => loops::map3(&ins, out, f),
-            Dest::Sum(total) => reduce::map_sum_blocks_into(ins, total, f),
-        }
-    }
+impl<T: Element> Dest<'_, T> {
+    dest_map!(map1, 1);
+    dest_map!(map2, 2);
+    dest_map!(map3, 3);
 }
 
 /// `op(a[i], b[i])` for every `i` (slices of one length; the formula [`binary`]

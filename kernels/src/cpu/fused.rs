@@ -17,6 +17,7 @@
 //! never goes through a block buffer).
 
 use super::elementwise::{Dest, Fold, binary_block, binary2_block, unary_block};
+use super::stream::{STREAM_BYTES, append_streaming, fence};
 use super::{CpuElement, CpuStorage, pool, reduce};
 use crate::generated::Cursor;
 use crate::{BinaryOp, DType, KernelError, Layout, Result, UnaryOp};
@@ -386,14 +387,21 @@ fn run_typed<T: CpuElement>(
     // A stored result that nothing else reads appends to its output directly; every
     // other step computes into a block buffer of its own (stored results are then
     // copied out of it, summed ones added up from it).
-    // Results larger than the caches are written past them (see `append_streaming`).
+    // Results larger than the caches are written past them (see `stream`): from
+    // the loop of an arithmetic or unary step, which streams its values as it
+    // computes them, else copied out of the block buffer.
     let stream = n * std::mem::size_of::<T>() >= STREAM_BYTES;
     let direct: Vec<Option<usize>> = (0..steps.len())
         .map(|j| {
             outputs
                 .iter()
                 .position(|&(i, sink)| i == j && sink == Sink::Store)
-                .filter(|_| read[j] == 1 && !stream && !in_pair[j])
+                .filter(|_| {
+                    read[j] == 1
+                        && !in_pair[j]
+                        && (!stream
+                            || matches!(steps[j].op, FusedOp::Unary(_) | FusedOp::Binary(_)))
+                })
         })
         .collect();
     // A binary step that only a sum reads is summed in its own loop, its values
@@ -478,6 +486,7 @@ fn run_typed<T: CpuElement>(
             // (`summed` and `direct` pick different outputs: sums and stores.)
             let dest = match summed[j].or(direct[j]).map(|k| &mut outs[k]) {
                 Some(Out::Sum(total, _)) => Dest::Sum(total),
+                Some(Out::Store(out)) if stream => Dest::Stream(out),
                 Some(Out::Store(out)) => Dest::Append(out),
                 None => {
                     let b = &mut rest[0];
@@ -492,9 +501,7 @@ fn run_typed<T: CpuElement>(
                 }
             };
             match (&step.op, dest) {
-                (FusedOp::Unary(op), Dest::Append(target)) => {
-                    unary_block(arg(step.args[0]), target, *op)
-                }
+                (FusedOp::Unary(op), dest) => unary_block(arg(step.args[0]), dest, *op),
                 (FusedOp::Binary(op), dest) => match folds[j] {
                     None => binary_block(arg(step.args[0]), arg(step.args[1]), dest, *op),
                     Some((i, fold)) => {
@@ -523,10 +530,11 @@ fn run_typed<T: CpuElement>(
                     let ins: SmallVec<[&[T]; 5]> = step.args.iter().map(|&a| arg(a)).collect();
                     kernel(&**k, &ins, target);
                 }
-                // (Only binary steps are summed in their loop: not reached.)
-                (_, Dest::Sum(_)) => {
+                // (Only binary steps are summed in their loop, and only unary and
+                // binary steps stream: not reached.)
+                (FusedOp::Kernel(_), Dest::Sum(_) | Dest::Stream(_)) => {
                     return Err(KernelError::Layout(format!(
-                        "step {j} of a fused chain ({}) cannot be summed in its loop",
+                        "step {j} of a fused chain ({}) cannot be summed or streamed in its loop",
                         step.op.name()
                     )));
                 }
@@ -535,9 +543,9 @@ fn run_typed<T: CpuElement>(
         for (&(j, _), out) in outputs.iter().zip(&mut outs) {
             match out {
                 Out::Sum(..) if summed[j].is_some() => {} // summed in its loop
+                Out::Store(_) if direct[j].is_some() => {} // written by its loop
                 Out::Store(out) if stream => append_streaming(out, &bufs[j]),
-                Out::Store(out) if direct[j].is_none() => out.extend_from_slice(&bufs[j]),
-                Out::Store(_) => {}
+                Out::Store(out) => out.extend_from_slice(&bufs[j]),
                 // (A sum this short is a plain fold, as the reduction does it.)
                 Out::Sum(_, small) if n <= reduce::LANES => {
                     *small = Some(bufs[j].iter().fold(T::ZERO, |a, &b| a + b));
@@ -567,117 +575,6 @@ fn run_typed<T: CpuElement>(
             }
         })
         .collect()
-}
-
-/// Bytes from which a stored result is written with streaming stores.
-const STREAM_BYTES: usize = 4 << 20;
-
-/// Appends `src` to `out` (which has the capacity) with non-temporal stores where
-/// the target allows: a result larger than the caches would otherwise be read into
-/// them before each line is written, and push the chain's own operands out.
-fn append_streaming<T: Copy>(out: &mut Vec<T>, src: &[T]) {
-    #[cfg(target_arch = "x86_64")]
-    if out.capacity() - out.len() >= src.len() {
-        let start = out.len();
-        // SAFETY: the `src.len()` elements after `start` are within the capacity
-        // (checked above) and do not overlap `src` (a block buffer); `stream_bytes`
-        // writes every byte of them (`T` is plain data), so the new length covers
-        // written elements. The AVX copy runs only where the CPU has AVX.
-        unsafe {
-            let dst = out.as_mut_ptr().add(start).cast::<u8>();
-            let from = src.as_ptr().cast::<u8>();
-            let size = std::mem::size_of_val(src);
-            if std::is_x86_feature_detected!("avx") {
-                stream_bytes_avx(from, dst, size);
-            } else {
-                stream_bytes_sse2(from, dst, size);
-            }
-            out.set_len(start + src.len());
-        }
-        return;
-    }
-    out.extend_from_slice(src);
-}
-
-/// Copies `size` bytes from `from` to `dst` (not overlapping), the `LANE`-byte
-/// aligned middle of `dst` with `stream(at)` (a non-temporal store of the `LANE`
-/// bytes at offset `at`), four per 64-byte line, the head and tail plainly.
-///
-/// # Safety
-/// `from` and `dst` are valid for `size` bytes and do not overlap; `stream` writes
-/// `LANE` bytes at `dst + at` from `from + at`.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-unsafe fn stream_bytes<const LANE: usize>(
-    from: *const u8,
-    dst: *mut u8,
-    size: usize,
-    stream: impl Fn(usize),
-) {
-    // SAFETY: within the `size` bytes of both (the caller's contract).
-    unsafe {
-        let head = dst.align_offset(LANE).min(size);
-        std::ptr::copy_nonoverlapping(from, dst, head);
-        // A cache line per iteration, then what is left of it.
-        let per_line = 64 / LANE;
-        let lines = (size - head) / 64;
-        for k in 0..lines {
-            let at = head + 64 * k;
-            for l in 0..per_line {
-                stream(at + LANE * l);
-            }
-        }
-        let body = (size - head) / LANE;
-        for k in per_line * lines..body {
-            stream(head + LANE * k);
-        }
-        let done = head + LANE * body;
-        std::ptr::copy_nonoverlapping(from.add(done), dst.add(done), size - done);
-    }
-}
-
-/// [`stream_bytes`] with 16-byte SSE2 stores (part of x86-64).
-///
-/// # Safety
-/// As [`stream_bytes`].
-#[cfg(target_arch = "x86_64")]
-unsafe fn stream_bytes_sse2(from: *const u8, dst: *mut u8, size: usize) {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
-    // SAFETY: `at` is a 16-byte aligned offset of `dst` with 16 bytes left in both.
-    unsafe {
-        stream_bytes::<16>(from, dst, size, |at| {
-            let v = _mm_loadu_si128(from.add(at).cast::<__m128i>());
-            _mm_stream_si128(dst.add(at).cast::<__m128i>(), v);
-        })
-    }
-}
-
-/// [`stream_bytes`] with 32-byte AVX stores: half the instructions.
-///
-/// # Safety
-/// As [`stream_bytes`], on a CPU with AVX.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx")]
-unsafe fn stream_bytes_avx(from: *const u8, dst: *mut u8, size: usize) {
-    use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256};
-    // SAFETY: `at` is a 32-byte aligned offset of `dst` with 32 bytes left in both;
-    // the CPU has AVX (the caller's contract).
-    unsafe {
-        stream_bytes::<32>(from, dst, size, |at| {
-            let v = _mm256_loadu_si256(from.add(at).cast::<__m256i>());
-            _mm256_stream_si256(dst.add(at).cast::<__m256i>(), v);
-        })
-    }
-}
-
-/// Orders the streaming stores before what follows (another thread may read the
-/// result next).
-fn fence() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of x86-64.
-    unsafe {
-        std::arch::x86_64::_mm_sfence()
-    };
 }
 
 #[cfg(test)]
@@ -856,18 +753,25 @@ mod tests {
             op: FusedOp::Binary(op),
             args: args.into_iter().collect(),
         };
-        // t = x * a + x; y = t * x (summed); g = t + a (stored, reads t).
-        let steps = vec![
+        // t = x * a + x; y = t * x (summed); g = t + a (stored, reads t); -x.
+        // Steps 3 and 4 stream from their own loops (nothing else reads them), 1
+        // and 2 are copied out of their block buffers.
+        let mut steps = vec![
             step(BinaryOp::Mul, [Operand::Leaf(0), Operand::Leaf(1)]),
             step(BinaryOp::Add, [Operand::Step(0), Operand::Leaf(0)]),
             step(BinaryOp::Mul, [Operand::Step(1), Operand::Leaf(0)]),
             step(BinaryOp::Add, [Operand::Step(1), Operand::Leaf(1)]),
         ];
+        steps.push(Step {
+            op: FusedOp::Unary(UnaryOp::Neg),
+            args: [Operand::Leaf(0)].into_iter().collect(),
+        });
         let outputs = [
             (2, Sink::Sum),
             (3, Sink::Store),
             (1, Sink::Store),
             (2, Sink::Store),
+            (4, Sink::Store),
         ];
         let many = run_many(&steps, &leaves, n, DType::F32, &outputs).unwrap();
         for (&(j, sink), got) in outputs.iter().zip(&many) {
@@ -877,60 +781,10 @@ mod tests {
         let t = sx.binary(&l, &sa, &l, BinaryOp::Mul).unwrap();
         let t = t.binary(&l, &sx, &l, BinaryOp::Add).unwrap();
         assert_eq!(many[1], t.binary(&l, &sa, &l, BinaryOp::Add).unwrap());
-        assert!(run_many(&steps, &leaves, n, DType::F32, &[(4, Sink::Store)]).is_err());
+        assert_eq!(many[2], t);
+        assert_eq!(many[4], sx.unary(&l, UnaryOp::Neg).unwrap());
+        assert!(run_many(&steps, &leaves, n, DType::F32, &[(5, Sink::Store)]).is_err());
         assert!(run_many(&steps, &leaves, n, DType::F32, &[]).is_err());
-    }
-
-    #[test]
-    fn a_streamed_append_writes_every_element_at_any_alignment() {
-        for start in 0..5 {
-            for len in [0, 1, 3, 4, 5, 17, 1000] {
-                let src: Vec<f32> = (0..len).map(|i| i as f32 + 0.5).collect();
-                let mut out: Vec<f32> = Vec::with_capacity(start + len);
-                out.extend((0..start).map(|i| -(i as f32)));
-                append_streaming(&mut out, &src);
-                fence();
-                assert_eq!(
-                    out[..start],
-                    (0..start).map(|i| -(i as f32)).collect::<Vec<_>>()
-                );
-                assert_eq!(out[start..], src[..]);
-            }
-        }
-        let mut short: Vec<f64> = Vec::new();
-        append_streaming(&mut short, &[1.0, 2.0]);
-        assert_eq!(short, [1.0, 2.0]);
-        // Both copies, whichever the machine picks above: SSE2's 16-byte stores, and
-        // AVX's 32-byte ones where the CPU has AVX.
-        #[cfg(target_arch = "x86_64")]
-        for start in 0..9 {
-            for len in [0usize, 1, 7, 8, 9, 16, 33, 1000] {
-                let src: Vec<f32> = (0..len).map(|i| i as f32 + 0.25).collect();
-                let bytes = 4 * len;
-                let mut sse = vec![-1.0f32; start + len + 1];
-                let mut avx = sse.clone();
-                // SAFETY: `len` elements of each from `start`, with room for them.
-                unsafe {
-                    let from = src.as_ptr().cast::<u8>();
-                    stream_bytes_sse2(from, sse.as_mut_ptr().add(start).cast(), bytes);
-                    if std::is_x86_feature_detected!("avx") {
-                        stream_bytes_avx(from, avx.as_mut_ptr().add(start).cast(), bytes);
-                    } else {
-                        std::ptr::copy_nonoverlapping(
-                            from,
-                            avx.as_mut_ptr().add(start).cast(),
-                            bytes,
-                        );
-                    }
-                }
-                fence();
-                for out in [&sse, &avx] {
-                    assert!(out[..start].iter().all(|&x| x == -1.0));
-                    assert_eq!(out[start..start + len], src[..]);
-                    assert_eq!(out[start + len], -1.0, "{start} {len}: wrote past the end");
-                }
-            }
-        }
     }
 
     #[test]

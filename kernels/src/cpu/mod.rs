@@ -6,6 +6,7 @@ pub(crate) use elementwise::dense as dense_range;
 mod matmul;
 pub mod pool;
 mod reduce;
+mod stream;
 
 use crate::check::{
     check_axes, check_fits, check_numel, check_same_shape, check_writes_once, matmul_dims,
