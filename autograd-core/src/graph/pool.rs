@@ -2,7 +2,9 @@
 //! a loop, at thread exit too), and released node blocks kept for reuse.
 
 use super::*;
+use crate::op::OpEntry;
 use std::cell::{Cell, RefCell};
+use std::panic::Location;
 use std::sync::Arc;
 
 /// Released nodes kept by each thread for the next ones recorded. It pays: without
@@ -145,10 +147,84 @@ fn retire_node(mut node: Arc<Node>) {
     drop(rejected);
 }
 
+/// A new node block, for a thread with no spare one: allocated with
+/// [`NODE_BATCH`]` - 1` others, kept as the thread's spares and handed out in the
+/// order they were allocated.
+pub(super) fn fresh_node(
+    entry: &'static OpEntry,
+    location: &'static Location<'static>,
+) -> Arc<Node> {
+    let mut batch: Vec<Arc<Node>> = (0..NODE_BATCH)
+        .map(|_| Arc::new(Node::empty(entry, location)))
+        .collect();
+    batch.reverse(); // the spares are a stack: the first allocated is taken first
+    let first = batch
+        .pop()
+        .unwrap_or_else(|| Arc::new(Node::empty(entry, location)));
+    let _ = SPARE_NODES.try_with(|spare| {
+        if let Ok(mut spare) = spare.try_borrow_mut()
+            && spare.len() + batch.len() <= SPARE_NODES_MAX
+        {
+            spare.append(&mut batch);
+        }
+    });
+    first
+}
+
+/// Node blocks allocated together. A chain recorded on a fresh thread then has its
+/// nodes side by side in memory, not between the tensor blocks and buffers
+/// allocated with them, and keeps them so (released blocks are reused in the
+/// order they were released): backward and the graph's release walk the chain
+/// through a few contiguous runs of memory instead of a cache miss per node. W1
+/// takes about 30% less time with it, the same instructions (`WORKLOADS_REPS=20
+/// cargo run --release --example workloads W1`, 8 runs of each build interleaved,
+/// 2-vCPU VM, 2026-12-02; `perf` put a quarter of W1's time on the first read of
+/// each node's block as the graph was released).
+const NODE_BATCH: usize = 32;
+
 /// A released node block of this thread's, to record the next node into.
 pub(super) fn spare_node() -> Option<Arc<Node>> {
     SPARE_NODES
         .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
         .ok()
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Tensor;
+
+    fn spare_nodes() -> usize {
+        SPARE_NODES.with(|s| s.borrow().len())
+    }
+
+    #[test]
+    fn a_thread_without_spares_allocates_a_batch_and_records_into_it_in_order() {
+        // A fresh thread: no spare node blocks yet.
+        std::thread::spawn(|| -> crate::Result<()> {
+            assert_eq!(spare_nodes(), 0);
+            let a = Tensor::from_slice(&[2.0f32], [1])?.with_requires_grad(true);
+            let y = (&a * &a)?;
+            assert_eq!(spare_nodes(), NODE_BATCH - 1);
+            let z = (&y * &a)?;
+            assert_eq!(spare_nodes(), NODE_BATCH - 2);
+            // Handed out in the order allocated: the second node's block follows the
+            // first's batch-mate, not some older block.
+            let node = |t: &Tensor| t.autograd().node().map(|n| n as *const Node);
+            let (first, second) = (node(&y).unwrap(), node(&z).unwrap());
+            // (Within a few blocks: the allocator may pad or interleave, but not
+            // by the rest of the batch, which the other order would put between.)
+            let block = std::mem::size_of::<Node>() + 64;
+            let gap = (second as usize).wrapping_sub(first as usize);
+            assert!(gap > 0 && gap < 4 * block, "{first:?} then {second:?}");
+            drop((y, z));
+            // Both released blocks are back.
+            assert_eq!(spare_nodes(), NODE_BATCH);
+            Ok(())
+        })
+        .join()
+        .unwrap()
+        .unwrap();
+    }
 }

@@ -79,7 +79,7 @@ pub(crate) fn record_node(
     let output = output.into_fresh();
     let mut node = match spare_node() {
         Some(block) => block,
-        None => Arc::new(Node::empty(entry, location)),
+        None => super::pool::fresh_node(entry, location),
     };
     // Filled in place: a released node holds nothing, a fresh one is empty.
     match Arc::get_mut(&mut node) {

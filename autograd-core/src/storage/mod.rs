@@ -64,6 +64,12 @@ impl Drop for Storage {
 }
 
 impl Storage {
+    /// An empty CPU storage of 0 bytes: what [`Storage::release`] leaves, for a
+    /// block kept for reuse.
+    pub(crate) fn empty() -> Storage {
+        Storage::new(StorageData::Cpu(CpuStorage::F32(Vec::new())), Device::Cpu)
+    }
+
     /// Frees the buffer now, as dropping the storage would, and leaves an empty CPU
     /// storage of 0 bytes behind (a block kept for reuse by a later tensor).
     #[inline]

@@ -288,6 +288,40 @@ pub(crate) fn clear_spares() {
     drop(spares);
 }
 
+/// Tensor blocks (the tensor's and its storage's) allocated together, for the
+/// reason nodes are (see `graph::pool`): a chain's tensors then sit side by side in
+/// memory, and keep to that order as their blocks are reused.
+const TENSOR_BATCH: usize = 32;
+
+/// A tensor over `storage`, for a thread with no spare block: allocated first of
+/// [`TENSOR_BATCH`] blocks, the others kept as the thread's spares, empty, and
+/// handed out in the order they were allocated.
+#[cold]
+fn fresh_tensor(storage: Storage, shape: Shape) -> Tensor {
+    let first = Tensor::from_parts(Arc::new(storage), Layout::contiguous(shape));
+    let mut batch: Vec<Arc<TensorInner>> = (1..TENSOR_BATCH)
+        .map(|_| {
+            let storage = Arc::new(Storage::empty());
+            Arc::new(TensorInner {
+                id: TensorId::next(),
+                storage: StorageSlot::Fixed(storage),
+                layout: Layout::contiguous(Shape::scalar()),
+                autograd: Autograd::None,
+                holds_slot: false,
+            })
+        })
+        .collect();
+    batch.reverse(); // the spares are a stack: the first allocated is taken first
+    let _ = SPARE.try_with(|spare| {
+        if let Ok(mut spare) = spare.try_borrow_mut()
+            && spare.len() + batch.len() <= SPARE_MAX
+        {
+            spare.append(&mut batch);
+        }
+    });
+    first
+}
+
 /// The last handle of a tensor is going: release what it holds (its place in the
 /// graph, its buffer) exactly as dropping would, and keep the two heap blocks for
 /// reuse when the storage was its own.
@@ -351,7 +385,7 @@ impl Tensor {
             inner.id = TensorId::next();
             return Tensor(ManuallyDrop::new(arc));
         }
-        Tensor::from_parts(Arc::new(storage), Layout::contiguous(shape))
+        fresh_tensor(storage, shape)
     }
 
     /// A tensor of the given shape holding `data` in row-major order, on the CPU.
@@ -851,5 +885,37 @@ impl Tensor {
         let mut v = self.storage().to_vec::<f64>(&view)?;
         v.truncate(k);
         Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spares() -> usize {
+        SPARE.with(|s| s.borrow().len())
+    }
+
+    #[test]
+    fn a_thread_without_spares_allocates_a_batch_of_tensor_blocks() {
+        std::thread::spawn(|| -> Result<()> {
+            assert_eq!(spares(), 0);
+            let a = Tensor::from_slice(&[1.0f32, 2.0], [2])?;
+            let b = (&a + &a)?;
+            // The first tensor allocated a batch; the second took the next block.
+            assert_eq!(spares(), TENSOR_BATCH - 2);
+            assert_eq!(b.to_vec::<f32>()?, [2.0, 4.0]);
+            // A spare block is empty: it counts no bytes, and a tensor made in it
+            // has its own id, shape and values.
+            let c = (&b * &a)?;
+            assert_ne!(c.id(), b.id());
+            assert_eq!((c.dims(), c.to_vec::<f32>()?), (&[2][..], vec![2.0, 8.0]));
+            drop((a, b, c));
+            assert_eq!(spares(), TENSOR_BATCH);
+            Ok(())
+        })
+        .join()
+        .unwrap()
+        .unwrap();
     }
 }
