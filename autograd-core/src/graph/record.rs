@@ -7,7 +7,6 @@ use crate::Tensor;
 use crate::op::{BackwardContext, Differentiable, OpEntry, RecordedOp};
 use std::cell::Cell;
 use std::panic::Location;
-use std::sync::Arc;
 
 thread_local! {
     /// Calls of ops made on this thread while recording is on (whether or not they
@@ -82,16 +81,9 @@ pub(crate) fn record_node(
         None => super::pool::fresh_node(entry, location),
     };
     // Filled in place: a released node holds nothing, a fresh one is empty.
-    match Arc::get_mut(&mut node) {
-        Some(n) => n.fill(entry, op, inputs, &output, location),
-        None => {
-            // Unreachable in practice (spare and fresh nodes have one handle); build
-            // the node afresh rather than fail.
-            let mut fresh = Node::empty(entry, location);
-            fresh.fill(entry, op, inputs, &output, location);
-            node = Arc::new(fresh);
-        }
-    }
+    // SAFETY: a spare or fresh node block is its value's only handle (see
+    // `unique_mut`: `retire_node` keeps a block only after `Arc::get_mut`).
+    unsafe { crate::tensor::unique_mut(&mut node) }.fill(entry, op, inputs, &output, location);
     output.attach(node)
 }
 

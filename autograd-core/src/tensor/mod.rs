@@ -217,14 +217,41 @@ pub(crate) struct TensorInner {
 impl TensorInner {
     /// Lets go of the tensor's place in the graph, as its last handle goes.
     fn release_autograd(&mut self) {
-        match std::mem::take(&mut self.autograd) {
-            Autograd::Interior(node) => node.release(),
-            // The last leaf the user holds lets the gradient go (see GradSlot::release).
-            Autograd::Leaf(slot) if self.holds_slot => slot.release(),
-            Autograd::Leaf(_) | Autograd::None => {}
-        }
-        self.holds_slot = false;
+        release_autograd(&mut self.autograd, &mut self.holds_slot);
     }
+}
+
+/// [`TensorInner::release_autograd`] over the two fields it changes (so that a
+/// caller may hold the storage meanwhile).
+fn release_autograd(autograd: &mut Autograd, holds_slot: &mut bool) {
+    match std::mem::take(autograd) {
+        Autograd::Interior(node) => node.release(),
+        // The last leaf the user holds lets the gradient go (see GradSlot::release).
+        Autograd::Leaf(slot) if *holds_slot => slot.release(),
+        Autograd::Leaf(_) | Autograd::None => {}
+    }
+    *holds_slot = false;
+}
+
+/// `&mut` to the value behind `arc`, which the caller knows to be its only handle:
+/// no other `Arc` or `Weak` of it exists, and none can be made meanwhile (a block
+/// taken from this thread's spare tensors or nodes: each went in as the only handle
+/// of its value, checked by `Arc::get_mut`, or freshly allocated, and the spares
+/// never hand out a copy). `Arc::get_mut` without its atomic read-modify-write, a
+/// locked instruction, on every op output.
+///
+/// # Safety
+/// `arc` is the only handle of its value, as above.
+#[inline(always)]
+pub(crate) unsafe fn unique_mut<T>(arc: &mut Arc<T>) -> &mut T {
+    debug_assert!(
+        Arc::get_mut(arc).is_some(),
+        "a spare block with another handle"
+    );
+    // SAFETY: no other handle reads or writes the value (the caller's contract) and
+    // `&mut arc` excludes other uses of this one; the pointer comes from the
+    // allocation, not from a shared reference (as `Arc::get_mut` takes it).
+    unsafe { &mut *Arc::as_ptr(arc).cast_mut() }
 }
 
 impl Drop for TensorInner {
@@ -370,11 +397,16 @@ impl Tensor {
             .try_with(|spare| spare.try_borrow_mut().ok()?.pop())
             .ok()
             .flatten();
-        if let Some(mut arc) = spare
-            && let Some(inner) = Arc::get_mut(&mut arc)
-            && let StorageSlot::Fixed(block) = &mut inner.storage
-            && let Some(block) = Arc::get_mut(block)
-        {
+        if let Some(mut arc) = spare {
+            // SAFETY: a spare block is its value's only handle (see `unique_mut`).
+            let inner = unsafe { unique_mut(&mut arc) };
+            let StorageSlot::Fixed(block) = &mut inner.storage else {
+                // (Spares hold their own storage block: not reached.)
+                return fresh_tensor(storage, shape);
+            };
+            // SAFETY: as the tensor's: its storage block went in as the only handle
+            // too, and only the spare reaches it.
+            let block = unsafe { unique_mut(block) };
             // The spare's storage is empty (released): nothing to drop.
             std::mem::forget(std::mem::replace(block, storage));
             // Steps repeat shapes: the old layout is often the one wanted.
@@ -771,17 +803,20 @@ impl Tensor {
     /// to the node that produced it) and gets a new id, as the value written is a
     /// new one. `None`, changing nothing, otherwise.
     pub(crate) fn writable_storage(&mut self) -> Option<(&mut Storage, &Layout)> {
-        let inner = Arc::get_mut(&mut self.0)?;
-        let StorageSlot::Fixed(storage) = &mut inner.storage else {
+        let TensorInner {
+            id,
+            storage: StorageSlot::Fixed(storage),
+            layout,
+            autograd,
+            holds_slot,
+        } = Arc::get_mut(&mut self.0)?
+        else {
             return None;
         };
-        Arc::get_mut(storage)?;
-        inner.release_autograd();
-        inner.id = TensorId::next();
-        let StorageSlot::Fixed(storage) = &mut inner.storage else {
-            return None;
-        };
-        Some((Arc::get_mut(storage)?, &inner.layout))
+        let storage = Arc::get_mut(storage)?;
+        release_autograd(autograd, holds_slot);
+        *id = TensorId::next();
+        Some((storage, layout))
     }
 }
 
