@@ -384,50 +384,35 @@ fn run_typed<T: CpuElement>(
             folded[j] = true;
         }
     }
-    // A stored result that nothing else reads appends to its output directly; every
-    // other step computes into a block buffer of its own (stored results are then
-    // copied out of it, summed ones added up from it).
+    // The output a step's own loop writes (`own[j]`), when nothing else reads the
+    // step: a stored result is appended to its output directly, and a binary step
+    // that only a sum reads is summed in its loop, its values never stored (the
+    // block sum's lanes take them as they are computed, in the order they would
+    // read them from a buffer). Every other step computes into a block buffer of
+    // its own, stored results then copied out of it, summed ones added up from it.
     // Results larger than the caches are written past them (see `stream`): from
     // the loop of an arithmetic or unary step, which streams its values as it
     // computes them, else copied out of the block buffer.
     let stream = n * std::mem::size_of::<T>() >= STREAM_BYTES;
-    let direct: Vec<Option<usize>> = (0..steps.len())
+    let own: Vec<Option<usize>> = (0..steps.len())
         .map(|j| {
-            outputs
-                .iter()
-                .position(|&(i, sink)| i == j && sink == Sink::Store)
-                .filter(|_| {
-                    read[j] == 1
-                        && !in_pair[j]
-                        && (!stream
-                            || matches!(steps[j].op, FusedOp::Unary(_) | FusedOp::Binary(_)))
-                })
+            // (Read once: by its one output and no step.)
+            let k = outputs.iter().position(|&(i, _)| i == j)?;
+            let fits = match outputs[k].1 {
+                Sink::Store => {
+                    !stream || matches!(steps[j].op, FusedOp::Unary(_) | FusedOp::Binary(_))
+                }
+                Sink::Sum => n > reduce::LANES && matches!(steps[j].op, FusedOp::Binary(_)),
+            };
+            (read[j] == 1 && !in_pair[j] && fits).then_some(k)
         })
         .collect();
-    // A binary step that only a sum reads is summed in its own loop, its values
-    // never stored (`summed[j]` = the output): the block sum's lanes take them as
-    // they are computed, in the order they would read them from a buffer.
-    let summed: Vec<Option<usize>> = (0..steps.len())
-        .map(|j| {
-            outputs
-                .iter()
-                .position(|&(i, sink)| i == j && sink == Sink::Sum)
-                .filter(|_| {
-                    read[j] == 1
-                        && n > reduce::LANES
-                        && !in_pair[j]
-                        && matches!(steps[j].op, FusedOp::Binary(_))
-                })
-        })
-        .collect();
-    let mut bufs: Vec<Vec<T>> = direct
+    let mut bufs: Vec<Vec<T>> = own
         .iter()
         .zip(&folded)
-        .zip(&summed)
-        .map(|((d, &folded), s)| match d {
-            Some(_) => Vec::new(),
-            None if folded || s.is_some() => Vec::new(),
-            None => Vec::with_capacity(block),
+        .map(|(own, &folded)| match own {
+            None if !folded => Vec::with_capacity(block),
+            _ => Vec::new(),
         })
         .collect();
     let mut outs = outputs
@@ -483,8 +468,7 @@ fn run_typed<T: CpuElement>(
                 bd.clear();
             }
             let (done, rest) = bufs.split_at_mut(j);
-            // (`summed` and `direct` pick different outputs: sums and stores.)
-            let dest = match summed[j].or(direct[j]).map(|k| &mut outs[k]) {
+            let dest = match own[j].map(|k| &mut outs[k]) {
                 Some(Out::Sum(total, _)) => Dest::Sum(total),
                 Some(Out::Store(out)) if stream => Dest::Stream(out),
                 Some(Out::Store(out)) => Dest::Append(out),
@@ -540,10 +524,9 @@ fn run_typed<T: CpuElement>(
                 }
             }
         }
-        for (&(j, _), out) in outputs.iter().zip(&mut outs) {
+        for (k, (&(j, _), out)) in outputs.iter().zip(&mut outs).enumerate() {
             match out {
-                Out::Sum(..) if summed[j].is_some() => {} // summed in its loop
-                Out::Store(_) if direct[j].is_some() => {} // written by its loop
+                _ if own[j] == Some(k) => {} // written or summed by its loop
                 Out::Store(out) if stream => append_streaming(out, &bufs[j]),
                 Out::Store(out) => out.extend_from_slice(&bufs[j]),
                 // (A sum this short is a plain fold, as the reduction does it.)
@@ -586,6 +569,34 @@ mod tests {
         CpuStorage::F32(v)
     }
 
+    /// A binary step over two operands.
+    fn step(op: BinaryOp, a: Operand, b: Operand) -> Step {
+        Step {
+            op: FusedOp::Binary(op),
+            args: [a, b].into_iter().collect(),
+        }
+    }
+
+    const L0: Operand = Operand::Leaf(0);
+    const L1: Operand = Operand::Leaf(1);
+    const L2: Operand = Operand::Leaf(2);
+    const S0: Operand = Operand::Step(0);
+
+    /// `len` values `sin(i * seed) + shift` of `dtype`.
+    fn data(dtype: DType, seed: f64, shift: f64, len: usize) -> CpuStorage {
+        let v: Vec<f64> = (0..len).map(|i| (i as f64 * seed).sin() + shift).collect();
+        CpuStorage::F64(v)
+            .cast(&Layout::contiguous(Shape::from([len])), dtype)
+            .unwrap()
+    }
+
+    /// The bits of every value (as `f64`, exact for both dtypes).
+    fn bits(s: &CpuStorage) -> Vec<u64> {
+        let all = Layout::contiguous(Shape::from([s.len()]));
+        let v = s.to_vec::<f64>(&all).unwrap();
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
     /// An arithmetic step read once by the next computes in that step's loop
     /// (left, right, or both operands), for every pair of `+ - * /` and both dtypes,
     /// with the bits of the two steps stored one after the other: the inner step
@@ -595,24 +606,9 @@ mod tests {
         let n = 2 * BLOCK + 333;
         let l = Layout::contiguous(Shape::from([n]));
         let arith = [BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div];
-        let step = |op: BinaryOp, a: Operand, b: Operand| Step {
-            op: FusedOp::Binary(op),
-            args: [a, b].into_iter().collect(),
-        };
-        let (l0, l1, l2, s0) = (
-            Operand::Leaf(0),
-            Operand::Leaf(1),
-            Operand::Leaf(2),
-            Operand::Step(0),
-        );
         let mut compared = 0;
         for dtype in [DType::F32, DType::F64] {
-            let data = |seed: f64, len: usize| {
-                let v: Vec<f64> = (0..len).map(|i| (i as f64 * seed).sin() + 1.5).collect();
-                CpuStorage::F64(v)
-                    .cast(&Layout::contiguous(Shape::from([len])), dtype)
-                    .unwrap()
-            };
+            let data = |seed: f64, len: usize| data(dtype, seed, 1.5, len);
             // The third leaf one value repeated (a scalar broadcast).
             let (x, a, b) = (data(0.37, n), data(0.11, n), data(0.5, 1));
             let b_view = Layout::new(Shape::from([n]), &[0], 0).unwrap();
@@ -620,19 +616,14 @@ mod tests {
             for inner in arith {
                 for outer in arith {
                     for steps in [
-                        vec![step(inner, l0, l1), step(outer, s0, l2)],
-                        vec![step(inner, l0, l1), step(outer, l2, s0)],
-                        vec![step(inner, l1, l0), step(outer, s0, s0)],
+                        vec![step(inner, L0, L1), step(outer, S0, L2)],
+                        vec![step(inner, L0, L1), step(outer, L2, S0)],
+                        vec![step(inner, L1, L0), step(outer, S0, S0)],
                     ] {
                         for sink in [Sink::Store, Sink::Sum] {
                             let folded = run_many(&steps, &leaves, n, dtype, &[(1, sink)]);
                             let apart =
                                 run_many(&steps, &leaves, n, dtype, &[(1, sink), (0, Sink::Store)]);
-                            let bits = |s: &CpuStorage| -> Vec<u64> {
-                                let all = Layout::contiguous(Shape::from([s.len()]));
-                                let v = s.to_vec::<f64>(&all).unwrap();
-                                v.iter().map(|x| x.to_bits()).collect()
-                            };
                             let (folded, apart) = (folded.unwrap(), apart.unwrap());
                             let same = bits(&folded[0]) == bits(&apart[0]);
                             assert!(same, "{inner:?} {outer:?} {steps:?} {sink:?}");
@@ -651,21 +642,6 @@ mod tests {
     /// and the blocks, for both dtypes and a broadcast operand.
     #[test]
     fn a_step_summed_in_its_loop_gives_the_bits_of_summing_it_stored() {
-        let step = |op: BinaryOp, a: Operand, b: Operand| Step {
-            op: FusedOp::Binary(op),
-            args: [a, b].into_iter().collect(),
-        };
-        let (l0, l1, l2, s0) = (
-            Operand::Leaf(0),
-            Operand::Leaf(1),
-            Operand::Leaf(2),
-            Operand::Step(0),
-        );
-        let bits = |s: &CpuStorage| -> Vec<u64> {
-            let all = Layout::contiguous(Shape::from([s.len()]));
-            let v = s.to_vec::<f64>(&all).unwrap();
-            v.iter().map(|x| x.to_bits()).collect()
-        };
         let mut compared = 0;
         for dtype in [DType::F32, DType::F64] {
             for n in [
@@ -676,21 +652,16 @@ mod tests {
                 3 * BLOCK + 333,
             ] {
                 let l = Layout::contiguous(Shape::from([n]));
-                let data = |seed: f64, len: usize| {
-                    let v: Vec<f64> = (0..len).map(|i| (i as f64 * seed).sin() + 0.25).collect();
-                    CpuStorage::F64(v)
-                        .cast(&Layout::contiguous(Shape::from([len])), dtype)
-                        .unwrap()
-                };
+                let data = |seed: f64, len: usize| data(dtype, seed, 0.25, len);
                 let (x, a, b) = (data(0.37, n), data(0.11, n), data(0.5, 1));
                 let b_view = Layout::new(Shape::from([n]), &[0], 0).unwrap();
                 let leaves = [(&x, &l), (&a, &l), (&b, &b_view)];
                 for steps in [
-                    vec![step(BinaryOp::Mul, l0, l1)],
-                    vec![step(BinaryOp::Mul, l0, l0), step(BinaryOp::Add, s0, l2)],
-                    vec![step(BinaryOp::Sub, l0, l1), step(BinaryOp::Div, l2, s0)],
-                    vec![step(BinaryOp::Mul, l0, l1), step(BinaryOp::Add, s0, s0)],
-                    vec![step(BinaryOp::Gt, l0, l1)],
+                    vec![step(BinaryOp::Mul, L0, L1)],
+                    vec![step(BinaryOp::Mul, L0, L0), step(BinaryOp::Add, S0, L2)],
+                    vec![step(BinaryOp::Sub, L0, L1), step(BinaryOp::Div, L2, S0)],
+                    vec![step(BinaryOp::Mul, L0, L1), step(BinaryOp::Add, S0, S0)],
+                    vec![step(BinaryOp::Gt, L0, L1)],
                 ] {
                     let last = steps.len() - 1;
                     let summed = run_many(&steps, &leaves, n, dtype, &[(last, Sink::Sum)]);
@@ -749,18 +720,14 @@ mod tests {
         let (sx, sa) = (leaf(x), leaf(a));
         let l = Layout::contiguous(Shape::from([n]));
         let leaves = [(&sx, &l), (&sa, &l)];
-        let step = |op, args: [Operand; 2]| Step {
-            op: FusedOp::Binary(op),
-            args: args.into_iter().collect(),
-        };
         // t = x * a + x; y = t * x (summed); g = t + a (stored, reads t); -x.
         // Steps 3 and 4 stream from their own loops (nothing else reads them), 1
         // and 2 are copied out of their block buffers.
         let mut steps = vec![
-            step(BinaryOp::Mul, [Operand::Leaf(0), Operand::Leaf(1)]),
-            step(BinaryOp::Add, [Operand::Step(0), Operand::Leaf(0)]),
-            step(BinaryOp::Mul, [Operand::Step(1), Operand::Leaf(0)]),
-            step(BinaryOp::Add, [Operand::Step(1), Operand::Leaf(1)]),
+            step(BinaryOp::Mul, L0, L1),
+            step(BinaryOp::Add, S0, L0),
+            step(BinaryOp::Mul, Operand::Step(1), L0),
+            step(BinaryOp::Add, Operand::Step(1), L1),
         ];
         steps.push(Step {
             op: FusedOp::Unary(UnaryOp::Neg),
