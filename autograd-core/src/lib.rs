@@ -29,6 +29,7 @@ pub mod primitives;
 pub mod random;
 pub mod raw;
 mod registry;
+mod spare;
 mod storage;
 mod tensor;
 mod transfer;

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::op::OpEntry;
+use crate::spare;
 use std::cell::{Cell, RefCell};
 use std::panic::Location;
 use std::sync::Arc;
@@ -147,40 +148,18 @@ fn retire_node(mut node: Arc<Node>) {
     drop(rejected);
 }
 
-/// A new node block, for a thread with no spare one: allocated with
-/// [`NODE_BATCH`]` - 1` others, kept as the thread's spares and handed out in the
-/// order they were allocated.
+/// A new node block, for a thread with no spare one: the first of a batch (see
+/// `spare::BATCH`), the others kept as the thread's spares.
 pub(super) fn fresh_node(
     entry: &'static OpEntry,
     location: &'static Location<'static>,
 ) -> Arc<Node> {
-    let mut batch: Vec<Arc<Node>> = (0..NODE_BATCH)
-        .map(|_| Arc::new(Node::empty(entry, location)))
-        .collect();
-    batch.reverse(); // the spares are a stack: the first allocated is taken first
-    let first = batch
-        .pop()
-        .unwrap_or_else(|| Arc::new(Node::empty(entry, location)));
-    let _ = SPARE_NODES.try_with(|spare| {
-        if let Ok(mut spare) = spare.try_borrow_mut()
-            && spare.len() + batch.len() <= SPARE_NODES_MAX
-        {
-            spare.append(&mut batch);
-        }
+    let first = Arc::new(Node::empty(entry, location));
+    spare::stock(&SPARE_NODES, SPARE_NODES_MAX, || {
+        Arc::new(Node::empty(entry, location))
     });
     first
 }
-
-/// Node blocks allocated together. A chain recorded on a fresh thread then has its
-/// nodes side by side in memory, not between the tensor blocks and buffers
-/// allocated with them, and keeps them so (released blocks are reused in the
-/// order they were released): backward and the graph's release walk the chain
-/// through a few contiguous runs of memory instead of a cache miss per node. W1
-/// takes about 30% less time with it, the same instructions (`WORKLOADS_REPS=20
-/// cargo run --release --example workloads W1`, 8 runs of each build interleaved,
-/// 2-vCPU VM, 2026-12-02; `perf` put a quarter of W1's time on the first read of
-/// each node's block as the graph was released).
-const NODE_BATCH: usize = 32;
 
 /// A released node block of this thread's, to record the next node into.
 pub(super) fn spare_node() -> Option<Arc<Node>> {
@@ -206,9 +185,9 @@ mod tests {
             assert_eq!(spare_nodes(), 0);
             let a = Tensor::from_slice(&[2.0f32], [1])?.with_requires_grad(true);
             let y = (&a * &a)?;
-            assert_eq!(spare_nodes(), NODE_BATCH - 1);
+            assert_eq!(spare_nodes(), spare::BATCH - 1);
             let z = (&y * &a)?;
-            assert_eq!(spare_nodes(), NODE_BATCH - 2);
+            assert_eq!(spare_nodes(), spare::BATCH - 2);
             // Handed out in the order allocated: the second node's block follows the
             // first's batch-mate, not some older block.
             let node = |t: &Tensor| t.autograd().node().map(|n| n as *const Node);
@@ -220,7 +199,7 @@ mod tests {
             assert!(gap > 0 && gap < 4 * block, "{first:?} then {second:?}");
             drop((y, z));
             // Both released blocks are back.
-            assert_eq!(spare_nodes(), NODE_BATCH);
+            assert_eq!(spare_nodes(), spare::BATCH);
             Ok(())
         })
         .join()

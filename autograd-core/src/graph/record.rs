@@ -83,7 +83,7 @@ pub(crate) fn record_node(
     // Filled in place: a released node holds nothing, a fresh one is empty.
     // SAFETY: a spare or fresh node block is its value's only handle (see
     // `unique_mut`: `retire_node` keeps a block only after `Arc::get_mut`).
-    unsafe { crate::tensor::unique_mut(&mut node) }.fill(entry, op, inputs, &output, location);
+    unsafe { crate::spare::unique_mut(&mut node) }.fill(entry, op, inputs, &output, location);
     output.attach(node)
 }
 

@@ -4,6 +4,7 @@ mod slot;
 
 pub(crate) use slot::{GradHook, GradSlot, HookList};
 
+use crate::spare;
 use crate::storage::Storage;
 use crate::{DType, Device, Element, Error, Layout, Result, Shape};
 use autograd_kernels::cpu::CpuStorage;
@@ -233,27 +234,6 @@ fn release_autograd(autograd: &mut Autograd, holds_slot: &mut bool) {
     *holds_slot = false;
 }
 
-/// `&mut` to the value behind `arc`, which the caller knows to be its only handle:
-/// no other `Arc` or `Weak` of it exists, and none can be made meanwhile (a block
-/// taken from this thread's spare tensors or nodes: each went in as the only handle
-/// of its value, checked by `Arc::get_mut`, or freshly allocated, and the spares
-/// never hand out a copy). `Arc::get_mut` without its atomic read-modify-write, a
-/// locked instruction, on every op output.
-///
-/// # Safety
-/// `arc` is the only handle of its value, as above.
-#[inline(always)]
-pub(crate) unsafe fn unique_mut<T>(arc: &mut Arc<T>) -> &mut T {
-    debug_assert!(
-        Arc::get_mut(arc).is_some(),
-        "a spare block with another handle"
-    );
-    // SAFETY: no other handle reads or writes the value (the caller's contract) and
-    // `&mut arc` excludes other uses of this one; the pointer comes from the
-    // allocation, not from a shared reference (as `Arc::get_mut` takes it).
-    unsafe { &mut *Arc::as_ptr(arc).cast_mut() }
-}
-
 impl Drop for TensorInner {
     fn drop(&mut self) {
         self.release_autograd();
@@ -315,36 +295,21 @@ pub(crate) fn clear_spares() {
     drop(spares);
 }
 
-/// Tensor blocks (the tensor's and its storage's) allocated together, for the
-/// reason nodes are (see `graph::pool`): a chain's tensors then sit side by side in
-/// memory, and keep to that order as their blocks are reused.
-const TENSOR_BATCH: usize = 32;
-
-/// A tensor over `storage`, for a thread with no spare block: allocated first of
-/// [`TENSOR_BATCH`] blocks, the others kept as the thread's spares, empty, and
-/// handed out in the order they were allocated.
+/// A tensor over `storage`, for a thread with no spare block: the first of a batch
+/// of blocks (see `spare::BATCH`; the tensor's and its storage's), the others kept
+/// as the thread's spares, empty.
 #[cold]
 fn fresh_tensor(storage: Storage, shape: Shape) -> Tensor {
     let first = Tensor::from_parts(Arc::new(storage), Layout::contiguous(shape));
-    let mut batch: Vec<Arc<TensorInner>> = (1..TENSOR_BATCH)
-        .map(|_| {
-            let storage = Arc::new(Storage::empty());
-            Arc::new(TensorInner {
-                id: TensorId::next(),
-                storage: StorageSlot::Fixed(storage),
-                layout: Layout::contiguous(Shape::scalar()),
-                autograd: Autograd::None,
-                holds_slot: false,
-            })
+    spare::stock(&SPARE, SPARE_MAX, || {
+        let storage = Arc::new(Storage::empty());
+        Arc::new(TensorInner {
+            id: TensorId::next(),
+            storage: StorageSlot::Fixed(storage),
+            layout: Layout::contiguous(Shape::scalar()),
+            autograd: Autograd::None,
+            holds_slot: false,
         })
-        .collect();
-    batch.reverse(); // the spares are a stack: the first allocated is taken first
-    let _ = SPARE.try_with(|spare| {
-        if let Ok(mut spare) = spare.try_borrow_mut()
-            && spare.len() + batch.len() <= SPARE_MAX
-        {
-            spare.append(&mut batch);
-        }
     });
     first
 }
@@ -399,14 +364,14 @@ impl Tensor {
             .flatten();
         if let Some(mut arc) = spare {
             // SAFETY: a spare block is its value's only handle (see `unique_mut`).
-            let inner = unsafe { unique_mut(&mut arc) };
+            let inner = unsafe { spare::unique_mut(&mut arc) };
             let StorageSlot::Fixed(block) = &mut inner.storage else {
                 // (Spares hold their own storage block: not reached.)
                 return fresh_tensor(storage, shape);
             };
             // SAFETY: as the tensor's: its storage block went in as the only handle
             // too, and only the spare reaches it.
-            let block = unsafe { unique_mut(block) };
+            let block = unsafe { spare::unique_mut(block) };
             // The spare's storage is empty (released): nothing to drop.
             std::mem::forget(std::mem::replace(block, storage));
             // Steps repeat shapes: the old layout is often the one wanted.
@@ -936,17 +901,19 @@ mod tests {
         std::thread::spawn(|| -> Result<()> {
             assert_eq!(spares(), 0);
             let a = Tensor::from_slice(&[1.0f32, 2.0], [2])?;
+            // The spare blocks of the batch count no bytes: only `a`'s 8.
+            let live = || crate::accounting::thread_stats(Device::Cpu).live_bytes;
+            assert_eq!(live(), 8);
             let b = (&a + &a)?;
             // The first tensor allocated a batch; the second took the next block.
-            assert_eq!(spares(), TENSOR_BATCH - 2);
+            assert_eq!(spares(), spare::BATCH - 2);
             assert_eq!(b.to_vec::<f32>()?, [2.0, 4.0]);
-            // A spare block is empty: it counts no bytes, and a tensor made in it
-            // has its own id, shape and values.
+            // A tensor made in a spare block has its own id, shape and values.
             let c = (&b * &a)?;
             assert_ne!(c.id(), b.id());
             assert_eq!((c.dims(), c.to_vec::<f32>()?), (&[2][..], vec![2.0, 8.0]));
             drop((a, b, c));
-            assert_eq!(spares(), TENSOR_BATCH);
+            assert_eq!(spares(), spare::BATCH);
             Ok(())
         })
         .join()
