@@ -16,7 +16,8 @@
 //! repetitions go to stderr). W5 comes from the library's own storage accounting; its
 //! second line is the mul chain cut into k ≈ √50 segments with `autograd::checkpoint`
 //! (the segments' products recomputed in backward instead of kept). W6
-//! also times the same activation composed of standard ops (stderr), for comparison.
+//! also times the same activation composed of standard ops (stderr), for comparison,
+//! and W2 its five matrix products alone (stderr): the step's floor with `gemm`.
 //!
 //! Run with `cargo run --release --example workloads` (one thread: nothing here
 //! spawns threads, and matmul runs with `gemm::Parallelism::None`). Pass workload
@@ -83,6 +84,14 @@ fn main() -> Result<()> {
         let reps = reps(100);
         let (med, min) = time(reps, || w.step())?;
         note("W2", reps, med * 1e3, min * 1e3, "ms/step");
+        let (pmed, pmin) = time(reps, || w.products())?;
+        note(
+            "W2 matrix products alone (the step's floor)",
+            reps,
+            pmed * 1e3,
+            pmin * 1e3,
+            "ms",
+        );
         println!("W2 ms_per_step {:.3}", med * 1e3);
     }
     if runs("W3") {

@@ -175,6 +175,22 @@ impl W2 {
         Ok((loss, grads))
     }
 
+    /// The step's five matrix products alone, unrecorded, on operands of the step's
+    /// shapes (forward `X W1` and `h W2`; backward `G W2ᵀ`, `hᵀ G` and `Xᵀ G`; `X`
+    /// is a constant, so `G W1ᵀ` is not among them): the floor under a step that
+    /// does what it must with `gemm`. What the step takes beyond it is everything
+    /// else (bias, relu, loss, recording, backward's bookkeeping).
+    pub fn products(&self) -> Result<[Tensor; 5]> {
+        no_grad(|| {
+            let h = ops::matmul(&self.x, &self.w1)?;
+            let o = ops::matmul(&h, &self.w2)?;
+            let dh = ops::matmul(&o, &ops::transpose(&self.w2)?)?;
+            let dw2 = ops::matmul(&ops::transpose(&h)?, &o)?;
+            let dw1 = ops::matmul(&ops::transpose(&self.x)?, &dh)?;
+            Ok([h, o, dh, dw2, dw1])
+        })
+    }
+
     /// Loss and gradients against a float64 implementation of the same step.
     pub fn check(&self) -> Result<()> {
         let (loss, grads) = self.step()?;
