@@ -18,6 +18,8 @@
 //! (the segments' products recomputed in backward instead of kept). W6
 //! also times the same activation composed of standard ops (stderr), for comparison,
 //! and W2 its five matrix products alone (stderr): the step's floor with `gemm`.
+//! The first line on stderr says which compiled copy of the CPU loops runs
+//! (`avx512`, `avx2` or `baseline`; `AUTOGRAD_SIMD` narrows it).
 //!
 //! Run with `cargo run --release --example workloads` (one thread: nothing here
 //! spawns threads, and matmul runs with `gemm::Parallelism::None`). Pass workload
@@ -66,6 +68,12 @@ fn note(id: &str, reps: usize, median: f64, min: f64, unit: &str) {
 
 fn main() -> Result<()> {
     autograd::init()?;
+    // Which compiled copy of the CPU loops runs (`AUTOGRAD_SIMD` narrows it).
+    eprintln!(
+        "# CPU loops: {} (this CPU has {})",
+        autograd::elementwise::simd::active().name(),
+        autograd::elementwise::simd::detect().name()
+    );
     let wanted: Vec<String> = std::env::args().skip(1).map(|a| a.to_uppercase()).collect();
     let runs = |id: &str| wanted.is_empty() || wanted.iter().any(|w| w == id);
 

@@ -16,6 +16,7 @@ use autograd_kernels::cpu::fused::FusedOp;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+pub use autograd_kernels::cpu::simd;
 pub use autograd_kernels::generated::{
     CUDA_PRELUDE, ElementwiseKernel, Eval, MAX_ORDER, MAX_PARAMS, loops,
 };

@@ -304,30 +304,75 @@ impl Cursor {
 
 /// The loops generated kernels run: `out[i] = f(ins[0][i], ..)` over slices of one
 /// length. Separate functions per arity so that the compiler sees plain slices and
-/// vectorizes; on x86-64 with AVX2 and FMA (checked at run time) the loop runs in a
-/// copy compiled for them.
+/// vectorizes. Each loop is compiled three times, for the target's baseline, for
+/// AVX2 with FMA and for AVX-512 (on x86-64), and runs in the widest copy the CPU
+/// has, or the one `AUTOGRAD_SIMD` narrows it to (see [`crate::cpu::simd`]); the
+/// copies compute the same bits. The macro marks the closures it passes
+/// `#[inline(always)]`: a closure left as a call (which the compiler may choose for
+/// a large one) runs one element at a time.
 pub mod loops {
+    use crate::cpu::simd::{self, Simd};
+
+    /// Runs the copy of a loop compiled for the set `$simd` (one the CPU has), or
+    /// the baseline body for [`Simd::Baseline`] and on other targets.
+    macro_rules! by_simd {
+        ($simd:expr, $avx512:ident, $avx2:ident, $base:expr, ($($arg:expr),*)) => {{
+            #[cfg(target_arch = "x86_64")]
+            match $simd {
+                // SAFETY (both arms): the caller passes a set the CPU has.
+                Simd::Avx512 => return unsafe { $avx512($($arg),*) },
+                Simd::Avx2 => return unsafe { $avx2($($arg),*) },
+                Simd::Baseline => {}
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = $simd;
+            $base
+        }};
+    }
+
     macro_rules! map_n {
-        ($name:ident, $avx:ident, $n:literal) => {
+        ($name:ident, $within:ident, $avx2:ident, $avx512:ident, $n:literal) => {
             /// Appends `f(ins[0][i], .., ins[N-1][i])` to `out` for every `i` of the
             /// operands (slices of one length).
             #[inline(always)]
             pub fn $name<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
-                    {
-                        // SAFETY: the CPU has the features the copy is compiled for.
-                        unsafe { $avx(ins, out, f) };
-                        return;
-                    }
-                }
+                by_simd!(
+                    simd::active(),
+                    $avx512,
+                    $avx2,
+                    body::<T, F, $n>(ins, out, f),
+                    (ins, out, f)
+                )
+            }
+
+            /// This loop in the copy for `simd`, or in the widest the CPU has if
+            /// narrower (for comparing the copies; the tests use some arities).
+            #[cfg(test)]
+            #[allow(dead_code)]
+            pub(crate) fn $within<T: Copy, F: Fn([T; $n]) -> T>(
+                simd: Simd,
+                ins: &[&[T]],
+                out: &mut Vec<T>,
+                f: F,
+            ) {
+                by_simd!(
+                    simd.min(simd::detect()),
+                    $avx512,
+                    $avx2,
+                    body::<T, F, $n>(ins, out, f),
+                    (ins, out, f)
+                )
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+            fn $avx512<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
                 body::<T, F, $n>(ins, out, f)
             }
 
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
-            fn $avx<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
+            fn $avx2<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
                 body::<T, F, $n>(ins, out, f)
             }
         };
@@ -350,7 +395,7 @@ pub mod loops {
     }
 
     macro_rules! pair_n {
-        ($name:ident, $avx:ident, $n:literal) => {
+        ($name:ident, $within:ident, $avx2:ident, $avx512:ident, $n:literal) => {
             /// Appends `f(ins[0][i], .., ins[N-1][i])`, a pair of values, to `a` and
             /// `b` for every `i` of the operands (slices of one length).
             #[inline(always)]
@@ -360,21 +405,49 @@ pub mod loops {
                 b: &mut Vec<T>,
                 f: F,
             ) {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma")
-                    {
-                        // SAFETY: the CPU has the features the copy is compiled for.
-                        unsafe { $avx(ins, a, b, f) };
-                        return;
-                    }
-                }
+                by_simd!(
+                    simd::active(),
+                    $avx512,
+                    $avx2,
+                    pair_body::<T, F, $n>(ins, a, b, f),
+                    (ins, a, b, f)
+                )
+            }
+
+            /// This loop in the copy for `simd`, or in the widest the CPU has if
+            /// narrower (for comparing the copies; the tests use some arities).
+            #[cfg(test)]
+            #[allow(dead_code)]
+            pub(crate) fn $within<T: Copy, F: Fn([T; $n]) -> (T, T)>(
+                simd: Simd,
+                ins: &[&[T]],
+                a: &mut Vec<T>,
+                b: &mut Vec<T>,
+                f: F,
+            ) {
+                by_simd!(
+                    simd.min(simd::detect()),
+                    $avx512,
+                    $avx2,
+                    pair_body::<T, F, $n>(ins, a, b, f),
+                    (ins, a, b, f)
+                )
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+            fn $avx512<T: Copy, F: Fn([T; $n]) -> (T, T)>(
+                ins: &[&[T]],
+                a: &mut Vec<T>,
+                b: &mut Vec<T>,
+                f: F,
+            ) {
                 pair_body::<T, F, $n>(ins, a, b, f)
             }
 
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2,fma")]
-            fn $avx<T: Copy, F: Fn([T; $n]) -> (T, T)>(
+            fn $avx2<T: Copy, F: Fn([T; $n]) -> (T, T)>(
                 ins: &[&[T]],
                 a: &mut Vec<T>,
                 b: &mut Vec<T>,
@@ -413,16 +486,16 @@ pub mod loops {
         }
     }
 
-    pair_n!(pair2, pair2_avx2, 2);
-    pair_n!(pair3, pair3_avx2, 3);
-    pair_n!(pair4, pair4_avx2, 4);
-    pair_n!(pair5, pair5_avx2, 5);
+    pair_n!(pair2, pair2_with, pair2_avx2, pair2_avx512, 2);
+    pair_n!(pair3, pair3_with, pair3_avx2, pair3_avx512, 3);
+    pair_n!(pair4, pair4_with, pair4_avx2, pair4_avx512, 4);
+    pair_n!(pair5, pair5_with, pair5_avx2, pair5_avx512, 5);
 
-    map_n!(map1, map1_avx2, 1);
-    map_n!(map2, map2_avx2, 2);
-    map_n!(map3, map3_avx2, 3);
-    map_n!(map4, map4_avx2, 4);
-    map_n!(map5, map5_avx2, 5);
+    map_n!(map1, map1_with, map1_avx2, map1_avx512, 1);
+    map_n!(map2, map2_with, map2_avx2, map2_avx512, 2);
+    map_n!(map3, map3_with, map3_avx2, map3_avx512, 3);
+    map_n!(map4, map4_with, map4_avx2, map4_avx512, 4);
+    map_n!(map5, map5_with, map5_avx2, map5_avx512, 5);
 }
 
 #[cfg(test)]
@@ -473,6 +546,71 @@ mod tests {
             });
             true
         }
+    }
+
+    /// A user's activation as the macro writes it: `x · tanh(ln(1 + eˣ))`, which
+    /// reaches `exp`, `ln`, `tanh`, divisions and blends.
+    fn mish<R: Real>(x: R) -> R {
+        x * (R::lit(1.0) + x.exp()).ln().tanh()
+    }
+
+    /// Inputs across the range: small and large magnitudes, both signs, zeros,
+    /// subnormals, infinities and NaN, in a length that leaves a tail after any
+    /// vector width.
+    fn inputs<T: Real + CpuElement>() -> Vec<T> {
+        let mut v: Vec<T> = (0..997)
+            .map(|i| T::lit(((i as f64) * 0.731).sin() * 10f64.powi(i % 9 - 4)))
+            .collect();
+        for special in [0.0, -0.0, 1e-310, -1e-40, 88.0, -104.0, 710.0, -746.0] {
+            v.push(T::lit(special));
+        }
+        v.extend([
+            T::lit(f64::INFINITY),
+            T::lit(f64::NEG_INFINITY),
+            T::lit(f64::NAN),
+        ]);
+        v
+    }
+
+    fn same_bits_in_every_copy<T: Real + CpuElement + std::fmt::Debug>(bits: fn(T) -> u64) {
+        use crate::cpu::simd::{Simd, detect};
+        let x = inputs::<T>();
+        let g: Vec<T> = (0..x.len())
+            .map(|i| T::lit(1.0 + i as f64 * 0.01))
+            .collect();
+        let run = |simd: Simd| {
+            let mut value = Vec::new();
+            loops::map1_with(simd, &[&x], &mut value, |[x]| mish(x));
+            let mut derivative = Vec::new();
+            loops::map2_with(simd, &[&x, &g], &mut derivative, |[x, g]| {
+                g * mish(Dual::seeded(x, true)).d
+            });
+            let (mut pv, mut pd) = (vec![T::lit(5.0)], Vec::new());
+            loops::pair2_with(simd, &[&x, &g], &mut pv, &mut pd, |[x, g]| {
+                (mish(x), g * mish(Dual::seeded(x, true)).d)
+            });
+            assert_eq!(pv.remove(0), T::lit(5.0), "appended after what was there");
+            [value, derivative, pv, pd].map(|v| v.into_iter().map(bits).collect::<Vec<_>>())
+        };
+        let baseline = run(Simd::Baseline);
+        // The pair loop computes what the two loops compute apart.
+        assert_eq!((&baseline[2], &baseline[3]), (&baseline[0], &baseline[1]));
+        for simd in [Simd::Avx2, Simd::Avx512] {
+            if simd <= detect() {
+                let got = run(simd);
+                for (k, (got, want)) in got.iter().zip(&baseline).enumerate() {
+                    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+                        assert_eq!(a, b, "{simd:?} loop {k}, x = {:?}", x[i]);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_compiled_copy_of_the_loops_computes_the_same_bits() {
+        same_bits_in_every_copy::<f32>(|v| u64::from(v.to_bits()));
+        same_bits_in_every_copy::<f64>(f64::to_bits);
     }
 
     #[test]

@@ -740,24 +740,24 @@ fn kernel_items(k: &Kernel<'_>) -> (TokenStream, String) {
     // explicit backward, its gradients (and their derivatives by duals).
     let derivatives = match backward {
         None => quote! {
-            Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+            Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, #[inline(always)] |[#(#xs,)* g]| {
                 g * __elementwise(self, #(seed1(#xs, a == #ks)),*).d
             }),
-            Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+            Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, #[inline(always)] |[#(#xs,)* g]| {
                 g * __elementwise(self, #(seed2(#xs, a == #ks, b == #ks)),*).d.d
             }),
-            Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+            Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, #[inline(always)] |[#(#xs,)* g]| {
                 g * __elementwise(self, #(seed3(#xs, a == #ks, b == #ks, c == #ks)),*).d.d.d
             }),
         },
         Some(_) => quote! {
-            Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+            Eval::Derivative(&[a]) => loops::#map_deriv(ins, out, #[inline(always)] |[#(#xs,)* g]| {
                 __gradient::<T>(self, a, #(#xs,)* g)
             }),
-            Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+            Eval::Derivative(&[a, b]) => loops::#map_deriv(ins, out, #[inline(always)] |[#(#xs,)* g]| {
                 __gradient(self, a, #(seed1(#xs, b == #ks),)* Dual::constant(g)).d
             }),
-            Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, |[#(#xs,)* g]| {
+            Eval::Derivative(&[a, b, c]) => loops::#map_deriv(ins, out, #[inline(always)] |[#(#xs,)* g]| {
                 __gradient(self, a, #(seed2(#xs, b == #ks, c == #ks),)* Dual::constant(Dual::constant(g))).d.d
             }),
         },
@@ -779,7 +779,7 @@ fn kernel_items(k: &Kernel<'_>) -> (TokenStream, String) {
         ) -> bool {
             #[allow(unused_imports)]
             use #p::elementwise::{Dual, loops, seed1};
-            loops::#map_pair(ins, value, deriv, |[#(#xs,)* g]| {
+            loops::#map_pair(ins, value, deriv, #[inline(always)] |[#(#xs,)* g]| {
                 (__elementwise::<T>(self, #(#xs),*), #first)
             });
             true
@@ -794,7 +794,7 @@ fn kernel_items(k: &Kernel<'_>) -> (TokenStream, String) {
             #[allow(unused_imports)]
             use #p::elementwise::{Dual, Eval, loops, seed1, seed2, seed3};
             match what {
-                Eval::Value => loops::#map_value(ins, out, |[#(#xs),*]| __elementwise::<T>(self, #(#xs),*)),
+                Eval::Value => loops::#map_value(ins, out, #[inline(always)] |[#(#xs),*]| __elementwise::<T>(self, #(#xs),*)),
                 #derivatives
                 // Refused by the caller's check.
                 Eval::Derivative(_) => {}

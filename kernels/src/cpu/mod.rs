@@ -6,6 +6,7 @@ pub(crate) use elementwise::dense as dense_range;
 mod matmul;
 pub mod pool;
 mod reduce;
+pub mod simd;
 mod stream;
 
 use crate::check::{

@@ -38,8 +38,9 @@ pub(crate) fn map_sum_blocks_into<T: Element, const N: usize>(
     f: impl Fn([T; N]) -> T,
 ) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-        // SAFETY: the CPU has the features the copy is compiled for.
+    if super::simd::active() >= super::simd::Simd::Avx2 {
+        // SAFETY: the CPU has the features the copy is compiled for (`active` is
+        // within what it has).
         unsafe { map_sum_avx2(ins, total, f) };
         return;
     }
@@ -222,7 +223,7 @@ mod tests {
             sum_blocks_into(v, &mut got);
             assert_eq!(want.to_bits(), got.to_bits(), "{} elements", v.len());
             #[cfg(target_arch = "x86_64")]
-            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            if crate::cpu::simd::detect() >= crate::cpu::simd::Simd::Avx2 {
                 let mut avx = 0.0f64;
                 // SAFETY: the CPU has AVX2 and FMA.
                 unsafe { map_sum_avx2([v], &mut avx, |[x]| x) };

@@ -62,10 +62,10 @@ macro_rules! stream_map {
                 if matches!(std::mem::size_of::<T>(), 2 | 4 | 8)
                     && ins.iter().all(|s| s.len() == n)
                     && out.capacity() - out.len() >= n
-                    && std::is_x86_feature_detected!("avx2")
-                    && std::is_x86_feature_detected!("fma")
+                    && super::simd::active() >= super::simd::Simd::Avx2
                 {
-                    // SAFETY: the CPU has the features; `out` has room for `n` more
+                    // SAFETY: the CPU has the features (`active` is within what it
+                    // has); `out` has room for `n` more
                     // elements, every operand has `n`, and `T` is 2, 4 or 8 bytes
                     // (checked above).
                     unsafe { $avx(ins, out, f) };

@@ -1,0 +1,126 @@
+//! Which compiled copy of the vectorized CPU loops runs.
+//!
+//! The loops of generated kernels ([`crate::generated::loops`]), the streamed
+//! results and the fused sums are compiled more than once: for the baseline of the
+//! target, for AVX2 with FMA and, the generated loops, for AVX-512. Each call runs
+//! the widest copy the CPU has ([`detect`], checked once), unless the environment
+//! variable `AUTOGRAD_SIMD` narrows it for the process ([`active`]): `avx2`, or
+//! `baseline` (also `none`, `off`, `0`). Narrowing is for comparing the copies on one
+//! machine, and for CPUs that lower their clock while running AVX-512 code. Every
+//! copy computes the same values, bit for bit: Rust never contracts a product and a
+//! sum into one instruction unless the code says `mul_add`, which is one rounding at
+//! any width, and each lane computes its own elements.
+//!
+//! The generated loops gain most from AVX-512: a user-defined activation's value
+//! and derivative (`exp`, `ln`, `tanh` and their derivatives, in one loop) reload
+//! their constants and spill with AVX2's 16 vector registers; with AVX-512's 32
+//! registers and 16 lanes, W6 (a user-defined mish) took 13.2–14.2 ms a step
+//! instead of 22.6–23.4 with AVX2 and 43.4–46.2 with the baseline
+//! (`AUTOGRAD_SIMD=<set> WORKLOADS_REPS=10 cargo run --release --example workloads W6`,
+//! the three alternating, four runs each, 2-vCPU AMD EPYC VM). The streamed
+//! results and the fused sums, bound by memory, have no AVX-512 copy.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// A set of vector instructions the CPU loops have a compiled copy for, narrowest
+/// first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Simd {
+    /// The target's baseline (SSE2 on x86-64): what every CPU of the target runs.
+    Baseline,
+    /// AVX2 with FMA (x86-64).
+    Avx2,
+    /// AVX-512: the F, VL, DQ and BW subsets, with AVX2 and FMA (x86-64).
+    Avx512,
+}
+
+impl Simd {
+    /// The name `AUTOGRAD_SIMD` takes for it: `baseline`, `avx2` or `avx512`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Baseline => "baseline",
+            Simd::Avx2 => "avx2",
+            Simd::Avx512 => "avx512",
+        }
+    }
+
+    /// The set `AUTOGRAD_SIMD=value` asks for (case and surrounding spaces
+    /// ignored); `None` for any other value, which leaves the widest set.
+    pub fn parse(value: &str) -> Option<Simd> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "avx512" | "avx-512" => Some(Simd::Avx512),
+            "avx2" => Some(Simd::Avx2),
+            "baseline" | "none" | "off" | "0" => Some(Simd::Baseline),
+            _ => None,
+        }
+    }
+}
+
+/// The widest set this CPU has (of those the loops are compiled for), whatever
+/// `AUTOGRAD_SIMD` says.
+pub fn detect() -> Simd {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::is_x86_feature_detected as has;
+        if has!("avx2") && has!("fma") {
+            if has!("avx512f") && has!("avx512vl") && has!("avx512dq") && has!("avx512bw") {
+                return Simd::Avx512;
+            }
+            return Simd::Avx2;
+        }
+    }
+    Simd::Baseline
+}
+
+/// `AUTOGRAD_SIMD`'s value, read once; 0 before.
+static ACTIVE: AtomicU8 = AtomicU8::new(0);
+
+/// The set the CPU loops run with: [`detect`]'s, or a narrower one that
+/// `AUTOGRAD_SIMD` names (a wider one than the CPU has is not taken). Decided at
+/// the first call, for the process.
+#[inline]
+pub fn active() -> Simd {
+    match ACTIVE.load(Ordering::Relaxed) {
+        1 => Simd::Baseline,
+        2 => Simd::Avx2,
+        3 => Simd::Avx512,
+        _ => decide(),
+    }
+}
+
+#[cold]
+fn decide() -> Simd {
+    let wanted = std::env::var("AUTOGRAD_SIMD")
+        .ok()
+        .and_then(|v| Simd::parse(&v));
+    let simd = narrowed(detect(), wanted);
+    ACTIVE.store(simd as u8 + 1, Ordering::Relaxed);
+    simd
+}
+
+/// What runs on a CPU with `cpu` when `wanted` is asked for.
+fn narrowed(cpu: Simd, wanted: Option<Simd>) -> Simd {
+    wanted.map_or(cpu, |w| w.min(cpu))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_narrows_the_set_and_never_widens_it() {
+        assert_eq!(Simd::parse(" AVX2 "), Some(Simd::Avx2));
+        assert_eq!(Simd::parse("avx512"), Some(Simd::Avx512));
+        assert_eq!(Simd::parse("off"), Some(Simd::Baseline));
+        assert_eq!(Simd::parse("sse9"), None);
+        for s in [Simd::Baseline, Simd::Avx2, Simd::Avx512] {
+            assert_eq!(Simd::parse(s.name()), Some(s));
+        }
+        assert_eq!(narrowed(Simd::Avx512, Some(Simd::Avx2)), Simd::Avx2);
+        assert_eq!(narrowed(Simd::Avx2, Some(Simd::Avx512)), Simd::Avx2);
+        assert_eq!(narrowed(Simd::Avx2, None), Simd::Avx2);
+        // The process's choice is within what the CPU has, and stays.
+        assert!(active() <= detect());
+        assert_eq!(active(), active());
+    }
+}
