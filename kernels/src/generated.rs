@@ -313,13 +313,13 @@ impl Cursor {
 pub mod loops {
     use crate::cpu::simd::{self, Simd};
 
-    /// Runs the copy of a loop compiled for the set `$simd` (one the CPU has), or
-    /// the baseline body for [`Simd::Baseline`] and on other targets.
+    /// Runs the copy of a loop compiled for the set `$simd` (narrowed to what the
+    /// CPU has), or the baseline body for [`Simd::Baseline`] and on other targets.
     macro_rules! by_simd {
         ($simd:expr, $avx512:ident, $avx2:ident, $base:expr, ($($arg:expr),*)) => {{
             #[cfg(target_arch = "x86_64")]
-            match $simd {
-                // SAFETY (both arms): the caller passes a set the CPU has.
+            match $simd.min(simd::detect()) {
+                // SAFETY (both arms): the CPU has the set (`detect`).
                 Simd::Avx512 => return unsafe { $avx512($($arg),*) },
                 Simd::Avx2 => return unsafe { $avx2($($arg),*) },
                 Simd::Baseline => {}
@@ -336,19 +336,12 @@ pub mod loops {
             /// operands (slices of one length).
             #[inline(always)]
             pub fn $name<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
-                by_simd!(
-                    simd::active(),
-                    $avx512,
-                    $avx2,
-                    body::<T, F, $n>(ins, out, f),
-                    (ins, out, f)
-                )
+                $within(simd::active(), ins, out, f)
             }
 
             /// This loop in the copy for `simd`, or in the widest the CPU has if
-            /// narrower (for comparing the copies; the tests use some arities).
-            #[cfg(test)]
-            #[allow(dead_code)]
+            /// narrower (the tests compare the copies).
+            #[inline(always)]
             pub(crate) fn $within<T: Copy, F: Fn([T; $n]) -> T>(
                 simd: Simd,
                 ins: &[&[T]],
@@ -356,7 +349,7 @@ pub mod loops {
                 f: F,
             ) {
                 by_simd!(
-                    simd.min(simd::detect()),
+                    simd,
                     $avx512,
                     $avx2,
                     body::<T, F, $n>(ins, out, f),
@@ -405,19 +398,12 @@ pub mod loops {
                 b: &mut Vec<T>,
                 f: F,
             ) {
-                by_simd!(
-                    simd::active(),
-                    $avx512,
-                    $avx2,
-                    pair_body::<T, F, $n>(ins, a, b, f),
-                    (ins, a, b, f)
-                )
+                $within(simd::active(), ins, a, b, f)
             }
 
             /// This loop in the copy for `simd`, or in the widest the CPU has if
-            /// narrower (for comparing the copies; the tests use some arities).
-            #[cfg(test)]
-            #[allow(dead_code)]
+            /// narrower (the tests compare the copies).
+            #[inline(always)]
             pub(crate) fn $within<T: Copy, F: Fn([T; $n]) -> (T, T)>(
                 simd: Simd,
                 ins: &[&[T]],
@@ -426,7 +412,7 @@ pub mod loops {
                 f: F,
             ) {
                 by_simd!(
-                    simd.min(simd::detect()),
+                    simd,
                     $avx512,
                     $avx2,
                     pair_body::<T, F, $n>(ins, a, b, f),
