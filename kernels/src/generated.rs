@@ -534,10 +534,32 @@ mod tests {
         }
     }
 
-    /// A user's activation as the macro writes it: `x · tanh(ln(1 + eˣ))`, which
-    /// reaches `exp`, `ln`, `tanh`, divisions and blends.
-    fn mish<R: Real>(x: R) -> R {
-        x * (R::lit(1.0) + x.exp()).ln().tanh()
+    /// A function of one input as the macro writes it (generic over [`Real`]).
+    trait OneInput {
+        fn at<R: Real>(x: R) -> R;
+    }
+
+    /// Kernels that reach every function of [`Real`] (and the blends of `select`).
+    macro_rules! one_input {
+        ($($name:ident: $x:ident => $body:expr;)*) => {
+            $(
+                struct $name;
+                impl OneInput for $name {
+                    fn at<R: Real>($x: R) -> R {
+                        $body
+                    }
+                }
+            )*
+        };
+    }
+
+    one_input! {
+        // A user's activation: `x · tanh(ln(1 + eˣ))`.
+        Mish: x => x * (R::lit(1.0) + x.exp()).ln().tanh();
+        Smooth: x => x.exp_m1() + x.abs().ln_1p() - x.sin() * x.cos();
+        Roots: x => x.abs().sqrt() + x.abs().powf(R::lit(1.7)) + x.powi(3);
+        Special: x => x.erf() + (x * x + R::lit(1.0)).recip();
+        Blends: x => R::select(x.gt(R::lit(0.0)), x, x * R::lit(0.1)).max(x.min(R::lit(0.5)));
     }
 
     /// Inputs across the range: small and large magnitudes, both signs, zeros,
@@ -558,7 +580,11 @@ mod tests {
         v
     }
 
-    fn same_bits_in_every_copy<T: Real + CpuElement + std::fmt::Debug>(bits: fn(T) -> u64) {
+    /// `K`'s value, derivative (by duals) and the two in one loop, in every copy of
+    /// the loops the CPU has, against the baseline's bits.
+    fn same_bits_in_every_copy<T: Real + CpuElement + std::fmt::Debug, K: OneInput>(
+        bits: fn(T) -> u64,
+    ) {
         use crate::cpu::simd::{Simd, detect};
         let x = inputs::<T>();
         let g: Vec<T> = (0..x.len())
@@ -566,27 +592,32 @@ mod tests {
             .collect();
         let run = |simd: Simd| {
             let mut value = Vec::new();
-            loops::map1_with(simd, &[&x], &mut value, |[x]| mish(x));
+            loops::map1_with(simd, &[&x], &mut value, |[x]| K::at(x));
             let mut derivative = Vec::new();
             loops::map2_with(simd, &[&x, &g], &mut derivative, |[x, g]| {
-                g * mish(Dual::seeded(x, true)).d
+                g * K::at(Dual::seeded(x, true)).d
             });
             let (mut pv, mut pd) = (vec![T::lit(5.0)], Vec::new());
             loops::pair2_with(simd, &[&x, &g], &mut pv, &mut pd, |[x, g]| {
-                (mish(x), g * mish(Dual::seeded(x, true)).d)
+                (K::at(x), g * K::at(Dual::seeded(x, true)).d)
             });
             assert_eq!(pv.remove(0), T::lit(5.0), "appended after what was there");
             [value, derivative, pv, pd].map(|v| v.into_iter().map(bits).collect::<Vec<_>>())
         };
         let baseline = run(Simd::Baseline);
+        let name = std::any::type_name::<K>();
         // The pair loop computes what the two loops compute apart.
-        assert_eq!((&baseline[2], &baseline[3]), (&baseline[0], &baseline[1]));
+        assert_eq!(
+            (&baseline[2], &baseline[3]),
+            (&baseline[0], &baseline[1]),
+            "{name}"
+        );
         for simd in [Simd::Avx2, Simd::Avx512] {
             if simd <= detect() {
                 let got = run(simd);
                 for (k, (got, want)) in got.iter().zip(&baseline).enumerate() {
                     for (i, (a, b)) in got.iter().zip(want).enumerate() {
-                        assert_eq!(a, b, "{simd:?} loop {k}, x = {:?}", x[i]);
+                        assert_eq!(a, b, "{name}, {simd:?} loop {k}, x = {:?}", x[i]);
                     }
                 }
             }
@@ -595,8 +626,15 @@ mod tests {
 
     #[test]
     fn every_compiled_copy_of_the_loops_computes_the_same_bits() {
-        same_bits_in_every_copy::<f32>(|v| u64::from(v.to_bits()));
-        same_bits_in_every_copy::<f64>(f64::to_bits);
+        fn each<K: OneInput>() {
+            same_bits_in_every_copy::<f32, K>(|v| u64::from(v.to_bits()));
+            same_bits_in_every_copy::<f64, K>(f64::to_bits);
+        }
+        each::<Mish>();
+        each::<Smooth>();
+        each::<Roots>();
+        each::<Special>();
+        each::<Blends>();
     }
 
     #[test]
