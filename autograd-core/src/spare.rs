@@ -39,6 +39,19 @@ pub(crate) fn stock<T>(
     });
 }
 
+/// How many spare blocks this thread holds in `spares` (for tests).
+#[cfg(test)]
+pub(crate) fn count<T>(spares: &'static LocalKey<RefCell<Vec<Arc<T>>>>) -> usize {
+    spares.with(|s| s.borrow().len())
+}
+
+/// Runs `test` on a new thread, which holds no spare blocks yet, and fails if it
+/// fails (for tests).
+#[cfg(test)]
+pub(crate) fn on_fresh_thread(test: impl FnOnce() -> crate::Result<()> + Send + 'static) {
+    std::thread::spawn(test).join().unwrap().unwrap();
+}
+
 /// `&mut` to the value behind `arc`, which the caller knows to be its only handle:
 /// no other `Arc` or `Weak` of it exists, and none can be made meanwhile (a block
 /// taken from this thread's spare tensors or nodes: each went in as the only handle

@@ -175,13 +175,12 @@ mod tests {
     use crate::Tensor;
 
     fn spare_nodes() -> usize {
-        SPARE_NODES.with(|s| s.borrow().len())
+        spare::count(&SPARE_NODES)
     }
 
     #[test]
     fn a_thread_without_spares_allocates_a_batch_and_records_into_it_in_order() {
-        // A fresh thread: no spare node blocks yet.
-        std::thread::spawn(|| -> crate::Result<()> {
+        spare::on_fresh_thread(|| {
             assert_eq!(spare_nodes(), 0);
             let a = Tensor::from_slice(&[2.0f32], [1])?.with_requires_grad(true);
             let y = (&a * &a)?;
@@ -201,9 +200,6 @@ mod tests {
             // Both released blocks are back.
             assert_eq!(spare_nodes(), spare::BATCH);
             Ok(())
-        })
-        .join()
-        .unwrap()
-        .unwrap();
+        });
     }
 }

@@ -893,12 +893,12 @@ mod tests {
     use super::*;
 
     fn spares() -> usize {
-        SPARE.with(|s| s.borrow().len())
+        spare::count(&SPARE)
     }
 
     #[test]
     fn a_thread_without_spares_allocates_a_batch_of_tensor_blocks() {
-        std::thread::spawn(|| -> Result<()> {
+        spare::on_fresh_thread(|| {
             assert_eq!(spares(), 0);
             let a = Tensor::from_slice(&[1.0f32, 2.0], [2])?;
             // The spare blocks of the batch count no bytes: only `a`'s 8.
@@ -915,9 +915,6 @@ mod tests {
             drop((a, b, c));
             assert_eq!(spares(), spare::BATCH);
             Ok(())
-        })
-        .join()
-        .unwrap()
-        .unwrap();
+        });
     }
 }

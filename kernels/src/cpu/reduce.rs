@@ -47,9 +47,9 @@ pub(crate) fn map_sum_blocks_into<T: Element, const N: usize>(
     map_sum(ins, total, f)
 }
 
-/// [`map_sum`] compiled for AVX2 (and FMA, as the generated loops are, which Rust
-/// never contracts into): each lane adds the same values in the same order at any
-/// vector width, so the bits are the same.
+/// [`map_sum`] compiled for AVX2 and FMA (which Rust never contracts into): each
+/// lane adds the same values in the same order at any vector width, so the bits
+/// are the same.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn map_sum_avx2<T: Element, const N: usize>(

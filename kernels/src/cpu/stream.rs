@@ -41,9 +41,9 @@ macro_rules! stream_map {
         /// Appends `f(ins[0][i], ..)` for every `i` of the operands (slices of one
         /// length) to `out`, which has the capacity, with streaming stores from the
         /// loop that computes the values: they never go through a buffer. On x86-64
-        /// with AVX2 and FMA (the features of the generated loops, checked at run
-        /// time), for elements of 2, 4 or 8 bytes; `false`, nothing written,
-        /// elsewhere.
+        /// with AVX2 and FMA (unless `AUTOGRAD_SIMD` narrows the loops below it: see
+        /// `simd::active`), for elements of 2, 4 or 8 bytes; `false`, nothing
+        /// written, elsewhere.
         ///
         /// Sixteen values at a time are computed into registers and written out in
         /// whole cache lines. A copy out of a block buffer instead (one loop
@@ -76,8 +76,8 @@ macro_rules! stream_map {
             false
         }
 
-        /// [`$name`] compiled for AVX2 and FMA (what the generated loops use, so
-        /// the values are computed by the same instructions).
+        /// [`$name`] compiled for AVX2 and FMA: the values are the bits of any other
+        /// copy of the loops (see `simd`).
         ///
         /// # Safety
         /// The CPU has AVX2 and FMA; every operand has `n` elements and `out` room
