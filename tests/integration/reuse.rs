@@ -220,6 +220,37 @@ fn an_owned_operand_others_can_see_is_never_written() -> Result<()> {
     Ok(())
 }
 
+/// Bytes the thread's peak of live storage rose by while `f` ran.
+fn peak_rise(f: impl FnOnce() -> Result<Tensor>) -> Result<(Tensor, isize)> {
+    let before = memory::thread_stats(Device::Cpu).live_bytes;
+    memory::reset_thread_peak(Device::Cpu);
+    let t = f()?;
+    Ok((t, memory::thread_stats(Device::Cpu).peak_bytes - before))
+}
+
+#[test]
+fn a_tensor_is_written_in_place_again_once_its_weak_handles_are_gone() -> Result<()> {
+    crate::init();
+    let b = Tensor::from_slice(&[2.0f64, 3.0, 4.0, 5.0], [2, 2])?;
+    let fresh = || Tensor::from_slice(&[1.0f64, 1.0, 1.0, 1.0], [2, 2]);
+    // Never downgraded: the product takes `a`'s buffer, no new one.
+    let a = fresh()?;
+    let (c, rise) = peak_rise(|| a * &b)?;
+    assert_eq!((values(&c), rise), (vec![2.0, 3.0, 4.0, 5.0], 0));
+    // A weak handle that is gone no longer counts.
+    let a = fresh()?;
+    drop(a.downgrade());
+    let (c, rise) = peak_rise(|| a * &b)?;
+    assert_eq!((values(&c), rise), (vec![2.0, 3.0, 4.0, 5.0], 0));
+    // One made on another thread and still held does: a new buffer.
+    let a = fresh()?;
+    let weak = std::thread::scope(|s| s.spawn(|| a.downgrade()).join().unwrap());
+    let (c, rise) = peak_rise(|| a * &b)?;
+    assert_eq!((values(&c), rise), (vec![2.0, 3.0, 4.0, 5.0], 32));
+    assert!(!weak.is_alive());
+    Ok(())
+}
+
 #[test]
 fn backward_writes_into_buffers_only_it_holds() -> Result<()> {
     crate::init();
