@@ -35,6 +35,10 @@ fn w2(c: &mut Criterion) {
     g.bench_function(BenchmarkId::new("cpu", 64), |b| {
         b.iter(|| black_box(ok(w.step())))
     });
+    // The step's five matrix products alone: its floor with `gemm`.
+    g.bench_function(BenchmarkId::new("cpu products alone", 64), |b| {
+        b.iter(|| black_box(ok(w.products())))
+    });
     g.finish();
 }
 

@@ -17,7 +17,9 @@
 //! second line is the mul chain cut into k ≈ √50 segments with `autograd::checkpoint`
 //! (the segments' products recomputed in backward instead of kept). W6
 //! also times the same activation composed of standard ops (stderr), for comparison,
-//! and W2 its five matrix products alone (stderr): the step's floor with `gemm`.
+//! and W2 its five matrix products alone (stderr): the step's floor with `gemm`,
+//! timed in pairs with the step (step, then products, each repetition), and the
+//! median of the pairs' ratios (how far the step is above its floor).
 //! The first line on stderr says which compiled copy of the CPU loops runs
 //! (`avx512`, `avx2` or `baseline`; `AUTOGRAD_SIMD` narrows it).
 //!
@@ -50,6 +52,49 @@ fn time<T>(reps: usize, mut f: impl FnMut() -> Result<T>) -> Result<(f64, f64)> 
     }
     secs.sort_by(f64::total_cmp);
     Ok((secs[reps / 2], secs[0]))
+}
+
+/// `reps` timed pairs, each `f` then `g` back to back, after the warm-ups: the
+/// times of each in the order they ran. Paired, a repetition that the machine slowed
+/// down slows both, and their ratio stays honest on a noisy machine.
+fn time_pairs<T, U>(
+    reps: usize,
+    mut f: impl FnMut() -> Result<T>,
+    mut g: impl FnMut() -> Result<U>,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    for _ in 0..WARMUPS {
+        black_box(f()?);
+        black_box(g()?);
+    }
+    let (mut fs, mut gs) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        let start = Instant::now();
+        let out = f()?;
+        fs.push(start.elapsed().as_secs_f64());
+        drop(black_box(out));
+        let start = Instant::now();
+        let out = g()?;
+        gs.push(start.elapsed().as_secs_f64());
+        drop(black_box(out));
+    }
+    Ok((fs, gs))
+}
+
+/// The median of `xs` (the upper one of an even count, as `time` takes).
+fn median(xs: &[f64]) -> f64 {
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn minimum(xs: &[f64]) -> f64 {
+    xs.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+/// The median over repetitions of `a[i] / b[i]`.
+fn median_ratio(a: &[f64], b: &[f64]) -> f64 {
+    let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    median(&ratios)
 }
 
 /// `default` timed repetitions, unless `WORKLOADS_REPS` says otherwise.
@@ -90,15 +135,19 @@ fn main() -> Result<()> {
         let w = W2::new()?;
         w.check()?;
         let reps = reps(100);
-        let (med, min) = time(reps, || w.step())?;
+        let (steps, products) = time_pairs(reps, || w.step(), || w.products())?;
+        let (med, min) = (median(&steps), minimum(&steps));
         note("W2", reps, med * 1e3, min * 1e3, "ms/step");
-        let (pmed, pmin) = time(reps, || w.products())?;
         note(
             "W2 matrix products alone (the step's floor)",
             reps,
-            pmed * 1e3,
-            pmin * 1e3,
+            median(&products) * 1e3,
+            minimum(&products) * 1e3,
             "ms",
+        );
+        eprintln!(
+            "# W2: step / its products, each repetition's pair: median {:.3}",
+            median_ratio(&steps, &products)
         );
         println!("W2 ms_per_step {:.3}", med * 1e3);
     }
