@@ -1,6 +1,8 @@
 //! Reliability: memory is reclaimed on every path, threads are safe, bad input gives
 //! a typed error and never a panic (property tests against naive references, random
-//! op programs, the fuzzer's regressions), and anomaly mode reports NaN gradients.
+//! op programs, the fuzzer's regressions), fused chains observe what ops run one by
+//! one observe (the random programs again, fused and not), and anomaly mode reports
+//! NaN gradients.
 
 mod anomaly;
 mod memory;

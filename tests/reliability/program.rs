@@ -30,9 +30,17 @@
 //! ends and its tensors are dropped, the storage bytes this thread allocated are
 //! all freed (no leak on any path the program took).
 //!
+//! [`fused_matches_unfused`] runs a program twice, every elementwise op deferred
+//! into fused chains and fusion off, and checks that the two runs observe the same:
+//! each op's shape, dtype or error, each backward's outcome, and the values of
+//! every result and gradient, read only when the program ends (so that chains grow
+//! across the whole program, through backward passes and in-place updates), bit
+//! for bit (every NaN counting as one: their signs are not compared).
+//!
 //! With `PROGRAM_TRACE` set, each instruction, its outcome and the pool are printed
 //! to stderr (to read a crash the fuzzer found).
 
+use autograd::fusion::{FusionConfig, with_config};
 use autograd::memory::thread_stats;
 use autograd::optim::{Optimizer, Sgd};
 use autograd::prelude::*;
@@ -76,6 +84,9 @@ pub struct Report {
     pub ops_rejected: usize,
     pub backward_ok: usize,
     pub backward_failed: usize,
+    /// Results and gradients still deferred when the program ended and read them
+    /// (a logged run with fusion on).
+    pub read_deferred: usize,
 }
 
 struct Reader<'a> {
@@ -123,6 +134,10 @@ struct Machine {
     report: Report,
     /// `PROGRAM_TRACE` set: print each instruction and its outcome.
     trace: bool,
+    /// Set for [`fused_matches_unfused`]: what the program observed, a line each.
+    log: Option<Vec<String>>,
+    /// With `log`: the results and gradients, read when the program ends.
+    held: Vec<(String, Tensor)>,
 }
 
 impl Machine {
@@ -140,6 +155,27 @@ impl Machine {
         self.pool.push(t);
     }
 
+    /// Adds a line to the log, when there is one.
+    fn note(&mut self, line: impl FnOnce() -> String) {
+        if let Some(log) = &mut self.log {
+            log.push(line());
+        }
+    }
+
+    /// With a log: holds the leaves' gradients as they are now, to be read when the
+    /// program ends.
+    fn hold_grads(&mut self, what: &str) {
+        if self.log.is_none() {
+            return;
+        }
+        for (i, x) in self.pool.iter().enumerate() {
+            if let Some(g) = x.grad() {
+                self.held
+                    .push((format!("{what}: gradient of pool tensor {i}"), g));
+            }
+        }
+    }
+
     /// Checks a result or an error, and keeps the result.
     fn outcome(&mut self, what: &str, result: Result<Tensor>) {
         if self.trace {
@@ -150,7 +186,13 @@ impl Machine {
                 self.report.ops_ok += 1;
                 let numel: usize = t.dims().iter().product();
                 assert_eq!(numel, t.numel(), "{what}: element count of {}", t.shape());
-                if numel <= MAX_NUMEL {
+                if let Some(log) = &mut self.log {
+                    let line = format!("{what}: {} {}", t.shape(), t.dtype());
+                    if numel <= MAX_NUMEL {
+                        self.held.push((format!("{} {line}", log.len()), t.clone()));
+                    }
+                    log.push(line);
+                } else if numel <= MAX_NUMEL {
                     let values = t.to_vec::<f64>().expect("a result can be read");
                     assert_eq!(values.len(), numel, "{what}: {} values", values.len());
                 }
@@ -162,6 +204,7 @@ impl Machine {
                     !e.to_string().is_empty(),
                     "{what}: an error without a message"
                 );
+                self.note(|| format!("{what}: {e}"));
             }
         }
     }
@@ -207,7 +250,7 @@ impl Machine {
             let inputs: Vec<&Tensor> = self.pool.iter().collect();
             let opts = opts.allow_unused(flags & 16 == 0);
             grad(&root, &inputs, opts).map(|grads| {
-                for (g, x) in grads.iter().zip(&self.pool) {
+                for (i, (g, x)) in grads.iter().zip(&self.pool).enumerate() {
                     if let Some(g) = g {
                         assert_eq!(
                             g.shape(),
@@ -216,19 +259,31 @@ impl Machine {
                             x.shape(),
                             g.shape()
                         );
+                        if self.log.is_some() {
+                            self.held
+                                .push((format!("grad() for pool tensor {i}"), g.clone()));
+                        }
                     }
                 }
             })
         } else {
             root.backward_with(opts)
         };
-        match result {
+        match &result {
             Ok(()) => self.report.backward_ok += 1,
             Err(e) => {
                 self.report.backward_failed += 1;
                 assert!(!e.to_string().is_empty());
             }
         }
+        let n = self.log.as_ref().map_or(0, Vec::len);
+        self.note(|| {
+            format!(
+                "backward {flags:#04x}: {:?}",
+                result.map_err(|e| e.to_string())
+            )
+        });
+        self.hold_grads(&format!("{n} backward"));
         for x in &self.pool {
             if let Some(g) = x.grad() {
                 assert_eq!(
@@ -259,10 +314,12 @@ impl Machine {
                     );
                 }
                 self.report.ops_ok += 1;
+                self.note(|| "set_data: ok".into());
             }
             Err(e) => {
                 self.report.ops_rejected += 1;
                 assert!(!e.to_string().is_empty());
+                self.note(|| format!("set_data: {e}"));
             }
         }
     }
@@ -290,6 +347,12 @@ impl Machine {
     fn thread_exit_with_a_deep_graph(&mut self, r: &mut Reader) {
         let (b, depth) = (r.byte(), r.byte());
         let Some(x) = self.slot(b) else { return };
+        // Computed here if deferred: a deferred value computed on the other thread
+        // counts its bytes there, and this thread's count would end below zero
+        // when it frees them (thread counters count where the bytes were made).
+        if x.realize().is_err() {
+            return;
+        }
         let depth = 600 + 4 * depth as usize; // a recursive drop overflows 64 KiB
         let handle = std::thread::Builder::new()
             .stack_size(64 * 1024)
@@ -335,10 +398,12 @@ impl Machine {
                         );
                     }
                 }
+                self.note(|| "optimizer step: ok".into());
             }
             Err(e) => {
                 self.report.ops_rejected += 1;
                 assert!(!e.to_string().is_empty());
+                self.note(|| format!("optimizer step: {e}"));
             }
         }
     }
@@ -581,6 +646,35 @@ mod panics_on_drop {
 
 /// Runs a program; panics if an invariant of the module documentation breaks.
 pub fn execute(bytes: &[u8]) -> Report {
+    run(bytes, false).0
+}
+
+/// Every elementwise op deferred, whatever its size.
+const FUSE_ALL: FusionConfig = FusionConfig {
+    enabled: true,
+    min_elements: 1,
+};
+
+/// Runs a program with every elementwise op deferred into fused chains and again
+/// with fusion off, reading its results and gradients only when it ends; panics
+/// where the two runs observe something different (or an invariant breaks).
+pub fn fused_matches_unfused(bytes: &[u8]) -> Report {
+    let (report, fused) = with_config(FUSE_ALL, || run(bytes, true));
+    let (_, unfused) = with_config(FusionConfig::OFF, || run(bytes, true));
+    if let Some(i) = (0..fused.len().max(unfused.len())).find(|&i| fused.get(i) != unfused.get(i)) {
+        panic!(
+            "fused and unfused runs differ at line {i} of {}:\n  fused:   {:?}\n  unfused: {:?}\nfused run:\n{}\nprogram: {bytes:?}",
+            fused.len(),
+            fused.get(i),
+            unfused.get(i),
+            fused[..i.min(fused.len())].join("\n")
+        );
+    }
+    report
+}
+
+/// Runs a program; with `logged`, also what it observed, a line each.
+fn run(bytes: &[u8], logged: bool) -> (Report, Vec<String>) {
     autograd::init().expect("op registry");
     let baseline = thread_stats(Device::Cpu).live_bytes;
     let mut r = Reader { bytes, at: 0 };
@@ -594,6 +688,8 @@ pub fn execute(bytes: &[u8]) -> Report {
         dtype,
         report: Report::default(),
         trace: std::env::var_os("PROGRAM_TRACE").is_some(),
+        log: logged.then(Vec::new),
+        held: Vec::new(),
     };
     for _ in 0..MAX_STEPS {
         if r.done() {
@@ -619,12 +715,27 @@ pub fn execute(bytes: &[u8]) -> Report {
             );
         }
     }
-    let report = m.report;
+    let mut report = m.report;
+    let mut log = m.log.take().unwrap_or_default();
+    for (what, t) in std::mem::take(&mut m.held) {
+        report.read_deferred += usize::from(t.is_deferred());
+        let values = t.to_vec::<f64>().map(|v| {
+            assert_eq!(v.len(), t.numel(), "{what}: {} values", v.len());
+            // (Every NaN as one: IEEE 754 leaves a NaN's sign and payload open, and
+            // the two paths may make a NaN in different ways: random program 8544
+            // read a gradient's NaNs with the opposite sign fused.)
+            let canonical = |x: f64| if x.is_nan() { f64::NAN } else { x };
+            v.into_iter()
+                .map(|x| canonical(x).to_bits())
+                .collect::<Vec<_>>()
+        });
+        log.push(format!("{what}: {:x?}", values.map_err(|e| e.to_string())));
+    }
     drop(m);
     let leaked = thread_stats(Device::Cpu).live_bytes - baseline;
     assert_eq!(
         leaked, 0,
         "the program leaked {leaked} bytes of tensor storage"
     );
-    report
+    (report, log)
 }

@@ -1,7 +1,7 @@
 //! Random op programs (the fuzz target's format, see `program.rs`) run as a normal
 //! test, and every crash the fuzzer found, replayed as a regression test.
 
-use crate::program::{Report, execute};
+use crate::program::{Report, execute, fused_matches_unfused};
 
 /// A deterministic xorshift stream, so the run is the same everywhere.
 struct Bytes(u64);
@@ -23,32 +23,59 @@ fn programs() -> u64 {
         .unwrap_or(1500)
 }
 
-#[test]
-fn random_programs_never_panic_or_leak() {
-    crate::init();
+/// Random program `seed`: two leaves that require grad ([2, 3] and [3], values
+/// from the table), then random instructions. A leaf's flags byte gives its rank
+/// (flags % 5), its view (flags / 8 % 3; 0: contiguous) and requires_grad (0x20 or
+/// 0x40).
+fn random_program(seed: u64) -> Vec<u8> {
+    let mut bytes = Bytes(0x9e37_79b9_7f4a_7c15 ^ (seed + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
+    let mut program = vec![bytes.next(), 0, 0x34, 2, 3];
+    program.extend((0..6).map(|_| bytes.next()));
+    program.extend([0, 0x33, 3]);
+    program.extend((0..3).map(|_| bytes.next()));
+    let len = 8 + bytes.next() as usize % 120;
+    program.extend((0..len).map(|_| bytes.next()));
+    program
+}
+
+/// Runs `run` on programs `0..n`, adding up their reports.
+fn run_programs(n: u64, run: impl Fn(&[u8]) -> Report + std::panic::RefUnwindSafe) -> Report {
     let mut total = Report::default();
-    let n = programs();
     for seed in 0..n {
-        let mut bytes =
-            Bytes(0x9e37_79b9_7f4a_7c15 ^ (seed + 1).wrapping_mul(0x2545_f491_4f6c_dd1d));
-        // Two leaves that require grad ([2, 3] and [3], values from the table),
-        // then random instructions. A leaf's flags byte gives its rank (flags % 5),
-        // its view (flags / 8 % 3; 0: contiguous) and requires_grad (0x20 or 0x40).
-        let mut program = vec![bytes.next(), 0, 0x34, 2, 3];
-        program.extend((0..6).map(|_| bytes.next()));
-        program.extend([0, 0x33, 3]);
-        program.extend((0..3).map(|_| bytes.next()));
-        let len = 8 + bytes.next() as usize % 120;
-        program.extend((0..len).map(|_| bytes.next()));
-        let r = std::panic::catch_unwind(|| execute(&program))
+        let program = random_program(seed);
+        let r = std::panic::catch_unwind(|| run(&program))
             .unwrap_or_else(|_| panic!("program {seed} failed: {program:?}"));
         total.ops_ok += r.ops_ok;
         total.ops_rejected += r.ops_rejected;
         total.backward_ok += r.backward_ok;
         total.backward_failed += r.backward_failed;
+        total.read_deferred += r.read_deferred;
     }
+    total
+}
+
+#[test]
+fn random_programs_never_panic_or_leak() {
+    crate::init();
+    let n = programs();
+    let total = run_programs(n, execute);
     eprintln!("{n} random programs, each leaving 0 bytes: {total:?}");
     assert!(total.ops_ok > 0 && total.ops_rejected > 0 && total.backward_ok > 0);
+}
+
+/// The same programs with every elementwise op deferred (chains fused across the
+/// whole program: through backward passes, in-place updates, views and misuse)
+/// observe what they observe with fusion off, bit for bit: every shape, error,
+/// value and gradient.
+#[test]
+fn random_programs_observe_the_same_fused_and_unfused() {
+    crate::init();
+    let n = programs();
+    let total = run_programs(n, fused_matches_unfused);
+    eprintln!("{n} random programs, the same fused and unfused: {total:?}");
+    assert!(total.ops_ok > 0 && total.ops_rejected > 0 && total.backward_ok > 0);
+    // Fused chains were there to compare: read deferred when the programs ended.
+    assert!(total.read_deferred > n as usize, "{total:?}");
 }
 
 /// Programs that crashed before the fix named with each, found by the fuzzer or by
