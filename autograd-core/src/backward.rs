@@ -709,13 +709,16 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
         needs_vec = node.inputs.iter().map(|i| i.edge.needs_grad()).collect();
         &needs_vec
     };
-    // Under create_graph, a backward that read tensors requiring grad but called no
-    // recorded op computed its new gradients outside the graph: their second
-    // derivative would silently be zero. Such gradients get a node that fails the
-    // next backward through them, naming the op. (A backward that calls recorded ops
-    // whose inputs happen not to require grad, like relu's `grad * mask` with a
-    // constant seed, has a true second derivative of zero, and is left alone.) The
-    // candidate is picked before backward runs, as backward may take the tensors.
+    // Under create_graph, a backward that was given tensors requiring grad may
+    // still return gradients that do not: their second derivative is then zero.
+    // That is true when they were computed in the graph from constants (relu's
+    // `grad * mask` or div's `grad / c` with a constant seed, written in place or
+    // not), and false when the backward left the graph: it called an op with
+    // recording off on a tensor that requires grad (`no_grad(|| x * x)`), or called
+    // no op with recording on at all (raw kernels, `compute`, host values). Such
+    // gradients get a node that fails the next backward through them, naming the
+    // op. The candidate anchor is picked before backward runs, as backward may take
+    // the tensors.
     let anchor = if opts.create_graph {
         std::iter::once(&grad_out)
             .chain(saved.iter().flatten())
@@ -741,7 +744,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
         taken: 0,
         output_taken: false,
     };
-    let recorded_before = crate::graph::recorded_calls();
+    let before = anchor.as_ref().map(|_| crate::graph::graph_use());
     let result = node.op.backward(&mut ctx);
     drop(ctx);
     drop(saved);
@@ -749,7 +752,11 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
         Error::NotDifferentiable { .. } => e,
         e => e.in_op(name),
     })?;
-    let anchor = anchor.filter(|_| crate::graph::recorded_calls() == recorded_before);
+    let anchor = anchor.zip(before).and_then(|(anchor, before)| {
+        let after = crate::graph::graph_use();
+        let left = after.escaped != before.escaped || after.recorded == before.recorded;
+        left.then_some(anchor)
+    });
     if let Some(anchor) = anchor {
         // (A backward may pass its incoming gradient through unchanged: the identity
         // has no second derivative to lose.)

@@ -7,15 +7,23 @@ use std::marker::PhantomData;
 /// [`no_grad`] and the engine), and every live [`NoGradGuard`] counts in `guards`.
 /// Recording is on when `base` is and no guard is live. Counting (rather than each
 /// guard restoring what it saw) makes guards correct whatever order they are
-/// dropped in.
+/// dropped in. `forwards` counts the live [`ForwardGuard`]s among the guards: the
+/// forwards of op calls that are being recorded as one node.
 #[derive(Clone, Copy)]
 struct Mode {
     base: bool,
     guards: u32,
+    forwards: u32,
 }
 
 thread_local! {
-    static MODE: Cell<Mode> = const { Cell::new(Mode { base: true, guards: 0 }) };
+    static MODE: Cell<Mode> = const {
+        Cell::new(Mode {
+            base: true,
+            guards: 0,
+            forwards: 0,
+        })
+    };
 }
 
 /// True when ops called on this thread now are recorded for backward.
@@ -67,6 +75,41 @@ impl Drop for NoGradGuard {
     }
 }
 
+/// Recording off while an op's forward runs (`apply`): the op call is recorded as
+/// one node afterwards, so what its forward computes from tensors that require
+/// grad has not left the graph (see [`in_op_forward`]).
+pub(crate) struct ForwardGuard {
+    _off: NoGradGuard,
+}
+
+impl ForwardGuard {
+    pub(crate) fn new() -> ForwardGuard {
+        let off = NoGradGuard::new();
+        MODE.with(|m| {
+            let mut mode = m.get();
+            mode.forwards = mode.forwards.saturating_add(1);
+            m.set(mode);
+        });
+        ForwardGuard { _off: off }
+    }
+}
+
+impl Drop for ForwardGuard {
+    fn drop(&mut self) {
+        let _ = MODE.try_with(|m| {
+            let mut mode = m.get();
+            mode.forwards = mode.forwards.saturating_sub(1);
+            m.set(mode);
+        });
+    }
+}
+
+/// True inside the forward of an op call made through `apply` (which records the
+/// call as one node): ops called there with recording off are parts of that node.
+pub(crate) fn in_op_forward() -> bool {
+    MODE.try_with(|m| m.get().forwards > 0).unwrap_or(false)
+}
+
 /// Runs `f` with recording off: nothing computed inside is part of any graph.
 /// Scoped: the mode is back as it was when `f` returns.
 ///
@@ -88,10 +131,14 @@ pub fn enable_grad<R>(f: impl FnOnce() -> R) -> R {
 /// Runs `f` with recording set to `enabled` (whatever guards are live outside),
 /// restoring the previous mode after.
 pub(crate) fn with_grad_mode<R>(enabled: bool, f: impl FnOnce() -> R) -> R {
+    // The forwards stay counted: `no_grad` inside an op's forward is still part of
+    // that op's node.
     let previous = MODE.with(|m| {
+        let forwards = m.get().forwards;
         m.replace(Mode {
             base: enabled,
             guards: 0,
+            forwards,
         })
     });
     struct Restore(Mode);

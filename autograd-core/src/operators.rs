@@ -135,6 +135,9 @@ fn in_place(
     if crate::graph::records(entry, &[&lhs, rhs]) {
         return Err(lhs);
     }
+    // A call all the same: counted as the recorded path counts it (what a backward
+    // under `create_graph` asks about its calls; see `graph::count_call`).
+    crate::graph::count_call(entry, &[&lhs, rhs], crate::is_grad_enabled());
     crate::compute::binary_in_place(lhs, rhs, op)
 }
 

@@ -1,7 +1,7 @@
 //! Reductions. Each takes one `axis` (negative counts from the end) and `keepdim`
 //! (keep the reduced axis with size 1); `sum_all` and `mean_all` reduce everything.
 
-use crate::{broadcast_to, exp, mul, mul_scalar, reshape, sub};
+use crate::{add, broadcast_to, exp, mul, mul_scalar, reshape, sub};
 use autograd_core::cases;
 use autograd_core::{
     BinaryOp, CheckCase, DType, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
@@ -577,8 +577,9 @@ pub mod var {
 }
 
 /// The standard deviation along `axis`: the square root of [`var`](mod@var), with
-/// the same `correction` (`torch.std(x, axis, correction=.., keepdim=..)`). Its
-/// gradient is NaN where it is 0 (all elements equal), as in PyTorch.
+/// the same `correction` (`torch.std(x, axis, correction=.., keepdim=..)`). Where
+/// it is 0 (all elements along the axis equal) its gradient is 0, as PyTorch's
+/// (`std_backward` masks those entries), not the `0 / 0` of the formula.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod std_dev {
     use super::*;
@@ -601,12 +602,19 @@ pub mod std_dev {
     }
 
     /// `(x - x̄) / ((n - correction) σ)` times the spread gradient, from `x` and the
-    /// saved output `σ`; recorded, so twice differentiable.
+    /// saved output `σ`, and 0 where `σ` is 0 (as PyTorch: there `x - x̄` is 0 or
+    /// a rounding error, and the quotient would be NaN or huge); recorded, so twice
+    /// differentiable (the mask of zeros is a constant).
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         let (axis, d) = centered("std_dev", x, self.axis)?;
         let n = divisor(x.dims()[axis], self.correction);
-        let sigma = mul_scalar(&spread(output, x.shape(), axis)?, n)?;
-        crate::div(&mul(&spread(grad, x.shape(), axis)?, &d)?, &sigma)
+        // Constants: 1 where σ is 0, and 1 where it is not.
+        let zero = compute::binary(output, &output.zeros_like()?, BinaryOp::Eq)?;
+        let nonzero = crate::compare::complement(&zero)?;
+        // σ with its zeros replaced by 1, and the gradient with those entries 0.
+        let sigma = mul_scalar(&spread(&add(output, &zero)?, x.shape(), axis)?, n)?;
+        let grad = spread(&mul(grad, &nonzero)?, x.shape(), axis)?;
+        crate::div(&mul(&grad, &d)?, &sigma)
     }
 
     /// Gradcheck inputs: a `[2, 3, 4]` tensor, along the last axis (unbiased) and

@@ -11,6 +11,7 @@ mod programs;
 mod props;
 mod reference;
 mod round2;
+mod round3;
 mod threads;
 
 /// Every test calls this first: links the op library and checks the registry.

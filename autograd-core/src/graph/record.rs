@@ -9,25 +9,67 @@ use std::cell::Cell;
 use std::panic::Location;
 
 thread_local! {
-    /// Calls of ops made on this thread while recording is on (whether or not they
-    /// recorded a node): tells whether an op's backward computed with recorded ops
-    /// at all.
-    static RECORDED_CALLS: Cell<u64> = const { Cell::new(0) };
+    /// What this thread's op calls did with the graph, as counters a backward run
+    /// under `create_graph` reads before and after (see [`GraphUse`]).
+    static CALLS: Cell<GraphUse> = const { Cell::new(GraphUse { recorded: 0, escaped: 0 }) };
 }
 
-/// How many recorded-op calls this thread has made (see `RECORDED_CALLS`).
-pub(crate) fn recorded_calls() -> u64 {
-    RECORDED_CALLS.try_with(Cell::get).unwrap_or(0)
+/// Counts of this thread's op calls (see [`graph_use`]).
+///
+/// - `recorded`: calls made while recording is on, whether or not they recorded a
+///   node (an operator that wrote its result into an operand's buffer because
+///   neither operand requires grad counts too: it is a graph computation whose
+///   result is a constant).
+/// - `escaped`: calls made while recording is off, outside the forward of an op
+///   being recorded, on a differentiable input that requires grad: a value computed
+///   from such a tensor outside the graph (`no_grad(|| x * x)` in a backward, or the
+///   ops a backward run without `create_graph` calls).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GraphUse {
+    pub(crate) recorded: u64,
+    pub(crate) escaped: u64,
 }
 
-/// Runs `f` without its recorded-op calls counting in [`recorded_calls`]: for a
+/// This thread's counts so far.
+pub(crate) fn graph_use() -> GraphUse {
+    CALLS.try_with(Cell::get).unwrap_or(GraphUse {
+        recorded: 0,
+        escaped: 0,
+    })
+}
+
+/// Counts a call of the op `entry` on `inputs` in [`graph_use`]: recorded when
+/// recording is on, escaped when it is off and the call reads a tensor that
+/// requires grad from outside any op's forward.
+#[inline]
+pub(crate) fn count_call(entry: &OpEntry, inputs: &[&Tensor], enabled: bool) {
+    if enabled {
+        let _ = CALLS.try_with(|c| {
+            let mut u = c.get();
+            u.recorded += 1;
+            c.set(u);
+        });
+    } else if wants_grad(entry, inputs) && !crate::grad_mode::in_op_forward() {
+        let _ = CALLS.try_with(|c| {
+            let mut u = c.get();
+            u.escaped += 1;
+            c.set(u);
+        });
+    }
+}
+
+/// Runs `f` without its recorded-op calls counting in [`graph_use`]: for a
 /// backward that records ops of its own (a checkpoint's recomputation) but whose
 /// gradients are computed outside the graph being differentiated, so that the
 /// engine marks them as not differentiable under `create_graph`.
 pub(crate) fn uncounted<R>(f: impl FnOnce() -> R) -> R {
-    let before = recorded_calls();
+    let before = graph_use().recorded;
     let result = f();
-    let _ = RECORDED_CALLS.try_with(|c| c.set(before));
+    let _ = CALLS.try_with(|c| {
+        let mut u = c.get();
+        u.recorded = before;
+        c.set(u);
+    });
     result
 }
 
@@ -125,7 +167,7 @@ pub fn apply<O: Differentiable>(op: O, inputs: &[&Tensor]) -> crate::Result<Tens
     let entry = O::ENTRY;
     check_arity(entry, inputs)?;
     let output = {
-        let _off = crate::grad_mode::NoGradGuard::new();
+        let _off = crate::grad_mode::ForwardGuard::new();
         op.forward(inputs).map_err(|e| e.in_op(entry.name))?
     };
     Ok(ComputationGraph::record_at(op, inputs, output, location))
@@ -161,11 +203,7 @@ impl ComputationGraph {
     ) -> Tensor {
         let entry = O::ENTRY;
         let enabled = crate::is_grad_enabled();
-        if enabled {
-            // Only calls made while recording is on can record anything: those are
-            // what `recorded_calls` is asked about (a backward under create_graph).
-            let _ = RECORDED_CALLS.try_with(|c| c.set(c.get() + 1));
-        }
+        count_call(entry, inputs, enabled);
         let needed = enabled && wants_grad(entry, inputs);
         if !needed {
             // Dropped here, not after the return value is made: a parameter whose
