@@ -9,7 +9,9 @@
 //! per-parameter state (momentum, Adam's moments) is keyed by [`TensorId`], which
 //! `set_data` preserves, and goes with the parameter: the state of a parameter whose
 //! last handle was dropped is freed at the next step (or at once with `remove`).
-//! State is always detached from any graph, even after a `create_graph` backward.
+//! State is always detached from any graph, even after a `create_graph` backward,
+//! and computed at each step (with fusion on, together with the new parameter
+//! values in one pass), so it never holds the gradients it was computed from.
 //! A parameter listed more than once in one `step` is updated once.
 //!
 //! One training step:
@@ -163,6 +165,11 @@ impl Optimizer for Sgd {
                     direction
                 };
                 let new = sub(p, &scale(&direction, self.lr)?)?;
+                // Computed now, together (one pass when fused): a deferred buffer
+                // would hold the gradients and buffers it is computed from.
+                if let Some((_, buf)) = self.buffers.get(&p.id()) {
+                    crate::fusion::realize_all(&[&new, buf])?;
+                }
                 p.set_data(&new)?;
             }
             Ok(())
@@ -301,7 +308,11 @@ impl Optimizer for Adam {
                     &denom,
                     BinaryOp::Div,
                 )?;
-                p.set_data(&sub(p, &update)?)?;
+                let new = sub(p, &update)?;
+                // Computed now, together (one pass when fused): deferred moments
+                // would hold the gradients and moments they are computed from.
+                crate::fusion::realize_all(&[&new, &state.m, &state.v])?;
+                p.set_data(&new)?;
                 self.moments.insert(p.id(), state);
             }
             Ok(())

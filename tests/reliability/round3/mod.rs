@@ -14,3 +14,4 @@
 //!   UI cases in `tests/ui/fail`.)
 
 mod gradients;
+mod optim;
