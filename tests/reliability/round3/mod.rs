@@ -14,4 +14,5 @@
 //!   UI cases in `tests/ui/fail`.)
 
 mod gradients;
+mod io;
 mod optim;
