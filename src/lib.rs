@@ -332,12 +332,13 @@ pub use io::{load, load_into, save};
 // The crate root shows what a user needs; the ops are under `ops`, and the machinery
 // the macro's generated code refers to under the hidden `__private`.
 pub use autograd_core::{
-    BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, ComputationGraph, DType,
-    Device, Differentiable, Element, Error, GradcheckOptions, GradcheckReport, Grads, HookHandle,
-    InputSpec, Layout, MAX_CHECKPOINT_INPUTS, NoGradGuard, NodeInputRef, NodeRef, OpEntry,
-    OpRegistry, ReduceOp, Result, Scalar, Shape, Storage, StorageRef, Tensor, TensorId, UnaryOp,
-    WeakTensor, backward, backward_many, checkpoint, enable_grad, grad, grad_if, grad_many,
-    gradcheck, gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
+    BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, CheckpointOptions,
+    ComputationGraph, DType, Device, Differentiable, Element, Error, GradcheckOptions,
+    GradcheckReport, Grads, HookHandle, InputSpec, Layout, MAX_CHECKPOINT_INPUTS, NoGradGuard,
+    NodeInputRef, NodeRef, OpEntry, OpRegistry, ReduceOp, Result, Scalar, Shape, Storage,
+    StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, backward_many, checkpoint,
+    checkpoint_with, enable_grad, grad, grad_if, grad_many, gradcheck, gradgradcheck,
+    is_grad_enabled, no_grad, registry, zero_grad,
 };
 pub use autograd_core::{anomaly, cases, compute, elementwise, fusion, random, raw};
 

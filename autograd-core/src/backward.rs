@@ -16,7 +16,7 @@ use crate::tensor::{Autograd, GradSlot, HookList};
 use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
 use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
@@ -493,7 +493,11 @@ fn seeded<'a>(
 /// An input `output` does not depend on (it does not require grad, or `output` was
 /// not computed from it) is an error ([`Error::UnusedInput`]), as in PyTorch: it is
 /// usually a mistake. With [`BackwardOptions::allow_unused`] such an input gets
-/// `None` instead, with [`BackwardOptions::materialize_grads`] zeros.
+/// `None` instead, with [`BackwardOptions::materialize_grads`] zeros. The error
+/// comes before any gradient is computed (the recorded graph is walked, not run),
+/// so the graph is left as it was for a retry with `allow_unused`. (An input the
+/// graph does reach but that gets no gradient, because an op's backward gives
+/// its path none, is only found by running the pass, and is refused after it.)
 ///
 /// With [`BackwardOptions::create_graph`] the gradients are themselves recorded, so
 /// they can be differentiated again:
@@ -528,7 +532,7 @@ fn capture(
     inputs: &[&Tensor],
     opts: &BackwardOptions,
 ) -> Result<Vec<Option<Tensor>>> {
-    let targets = inputs
+    let targets: Vec<(Target, Option<Tensor>)> = inputs
         .iter()
         .map(|t| {
             let target = match t.autograd() {
@@ -538,6 +542,24 @@ fn capture(
             (target, None)
         })
         .collect();
+    if !opts.allow_unused && !opts.materialize_grads {
+        // Refused before the pass runs: a pass would consume the graph that the
+        // retry the error advises needs.
+        if roots.iter().any(|(root, _)| !root.requires_grad()) {
+            return Err(Error::NoGradRoot);
+        }
+        let reached = reached(roots, &targets);
+        if let Some(index) = reached.iter().position(|r| !r) {
+            return Err(Error::UnusedInput {
+                index,
+                shape: inputs[index].shape().clone(),
+                why: match targets[index].0 {
+                    Target::Unreachable => "does not require grad",
+                    _ => "is not among the tensors the output was computed from",
+                },
+            });
+        }
+    }
     let mut sink = Capture { targets };
     run(roots, opts, &mut sink)?;
     sink.targets
@@ -552,11 +574,73 @@ fn capture(
                 shape: inputs[index].shape().clone(),
                 why: match target {
                     Target::Unreachable => "does not require grad",
-                    _ => "is not among the tensors the output was computed from",
+                    // (Reached by the graph: refused only now, see `grad`.)
+                    _ => "gets no gradient from the ops between the output and it",
                 },
             }),
         })
         .collect()
+}
+
+/// Which of `targets` a pass from `roots` would reach, found by walking the
+/// recorded graph from the roots (no backward runs, nothing is consumed).
+fn reached(roots: &[(&Tensor, Tensor)], targets: &[(Target, Option<Tensor>)]) -> Vec<bool> {
+    let mut reached = vec![false; targets.len()];
+    let mut left = targets.len();
+    let mut mark = |reached: &mut [bool], hit: &dyn Fn(&Target) -> bool| {
+        for ((target, _), r) in targets.iter().zip(reached.iter_mut()) {
+            if !*r && hit(target) {
+                *r = true;
+                left -= 1;
+            }
+        }
+        left == 0
+    };
+    let leaf = |slot: &Arc<GradSlot>| {
+        let slot = Arc::as_ptr(slot);
+        move |t: &Target| matches!(t, Target::Leaf(s) if Arc::as_ptr(s) == slot)
+    };
+    let mut seen: HashSet<*const Node> = HashSet::new();
+    let mut stack: Vec<&Node> = Vec::new();
+    for (root, _) in roots {
+        match root.autograd() {
+            Autograd::Leaf(slot) => {
+                mark(&mut reached, &leaf(slot));
+            }
+            a => {
+                if let Some(node) = a.node()
+                    && seen.insert(node)
+                {
+                    stack.push(node);
+                }
+            }
+        }
+    }
+    while let Some(node) = stack.pop() {
+        let this: *const Node = node;
+        if mark(
+            &mut reached,
+            &|t| matches!(t, Target::Node(n) if Arc::as_ptr(n) == this),
+        ) {
+            break;
+        }
+        for input in &node.inputs {
+            match &input.edge {
+                Edge::None => {}
+                Edge::Leaf(slot) => {
+                    if mark(&mut reached, &leaf(slot)) {
+                        return reached;
+                    }
+                }
+                Edge::Node(next) => {
+                    if seen.insert(Arc::as_ptr(next)) {
+                        stack.push(next);
+                    }
+                }
+            }
+        }
+    }
+    reached
 }
 
 fn run(roots: &[(&Tensor, Tensor)], opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {

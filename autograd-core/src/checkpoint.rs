@@ -3,6 +3,7 @@
 
 use crate::graph::{record_node, uncounted};
 use crate::op::{BackwardContext, Grads, InputSpec, OpEntry, RecordedOp};
+use crate::random::replay::{self, DrawLog};
 use crate::{BackwardOptions, Error, Result, Tensor};
 use std::panic::Location;
 use std::sync::Arc;
@@ -44,9 +45,37 @@ static ENTRIES: [OpEntry; MAX_CHECKPOINT_INPUTS + 1] = {
 
 type SegmentFn = dyn Fn(&[Tensor]) -> Result<Tensor> + Send + Sync;
 
-/// The recorded node of a checkpointed segment: the function, to run again.
+/// The recorded node of a checkpointed segment: the function, to run again, and
+/// (with `preserve_rng_state`) the states of the generators its forward drew from.
 struct Checkpoint {
     f: Arc<SegmentFn>,
+    draws: Option<DrawLog>,
+}
+
+/// How [`checkpoint_with`] runs a segment.
+#[derive(Clone, Debug)]
+pub struct CheckpointOptions {
+    /// Recompute with the random numbers the forward drew (as PyTorch's
+    /// `preserve_rng_state`, also on by default): see [`checkpoint`].
+    pub preserve_rng_state: bool,
+}
+
+impl Default for CheckpointOptions {
+    fn default() -> Self {
+        CheckpointOptions {
+            preserve_rng_state: true,
+        }
+    }
+}
+
+impl CheckpointOptions {
+    /// Sets [`preserve_rng_state`](CheckpointOptions::preserve_rng_state). Off, the
+    /// recomputation draws afresh from the generators (and moves them on): only for
+    /// segments that draw no random numbers, or whose gradients may use other ones.
+    pub fn preserve_rng_state(mut self, preserve: bool) -> Self {
+        self.preserve_rng_state = preserve;
+        self
+    }
 }
 
 impl RecordedOp for Checkpoint {
@@ -61,7 +90,10 @@ impl RecordedOp for Checkpoint {
             let leaves = (0..n)
                 .map(|i| Ok(ctx.input(i)?.detach().with_requires_grad(ctx.needs(i))))
                 .collect::<Result<Vec<Tensor>>>()?;
-            let output = crate::enable_grad(|| (self.f)(&leaves))?;
+            let output = crate::enable_grad(|| match &self.draws {
+                Some(draws) => replay::replay(draws, || (self.f)(&leaves)),
+                None => (self.f)(&leaves),
+            })?;
             let grad = ctx.grad()?;
             if output.shape() != grad.shape() || output.dtype() != grad.dtype() {
                 return Err(Error::InvalidArgument {
@@ -69,7 +101,7 @@ impl RecordedOp for Checkpoint {
                     msg: format!(
                         "recomputing the segment gave shape {} ({}), but its forward gave {} \
                          ({}); the function must compute the same thing every time it is called \
-                         (no randomness or state of its own)",
+                         (no state of its own; random numbers from `Rng`s, drawn on this thread)",
                         output.shape(),
                         output.dtype(),
                         grad.shape(),
@@ -123,15 +155,33 @@ impl RecordedOp for Checkpoint {
 ///
 /// # What `f` must be
 ///
-/// - **Deterministic**: it runs twice and must compute the same thing both times
-///   (draw random numbers outside it and pass them in). A recomputation of another
-///   shape or dtype is an error.
+/// - **Deterministic**: it runs twice and must compute the same thing both times.
+///   A recomputation of another shape or dtype is an error. Random numbers are
+///   fine when they come from [`Rng`](crate::random::Rng)s drawn on the calling
+///   thread (dropout, say): see below.
 /// - **Its tensors through `inputs`**: the output requires grad only when some
 ///   input does, and gradients reach the inputs. A leaf parameter that `f` captures
 ///   instead still gets its gradient accumulated into `.grad()` by the inner pass
 ///   (with [`grad`](crate::grad), which must leave `.grad()` alone, pass it in
 ///   `inputs`); a captured op output that requires grad would let the inner pass
 ///   run into the outer graph, which is an error when the two passes meet.
+///
+/// # Random numbers
+///
+/// The recomputation draws the random numbers the forward drew, so that dropout in
+/// a segment gets the plain computation's gradients, bit for bit (PyTorch's
+/// `preserve_rng_state`, on by default). PyTorch stashes its global generator's
+/// state in forward and restores it to recompute; here generators are values the
+/// user owns, so the forward notes the state of each [`Rng`](crate::random::Rng)
+/// that `f` draws from, just before its first draw, in the order they are first
+/// drawn from, and the recomputation gives the `k`-th generator it draws from the
+/// `k`-th noted state. It draws from copies: no generator moves, so after backward
+/// every generator is where it would be without the checkpoint (as PyTorch
+/// restores its generators after recomputing). Matched by order, a generator
+/// cloned afresh in `f`, or replaced between forward and backward, is replayed
+/// too; draws that `f` makes on other threads are not. [`checkpoint_with`] and
+/// [`CheckpointOptions::preserve_rng_state()`]`(false)` turn this off: the
+/// recomputation then draws afresh and moves the generators on.
 ///
 /// # Higher order
 ///
@@ -151,6 +201,20 @@ pub fn checkpoint<F>(f: F, inputs: &[Tensor]) -> Result<Tensor>
 where
     F: Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
 {
+    checkpoint_with(f, inputs, CheckpointOptions::default())
+}
+
+/// [`checkpoint`] with options: whether the recomputation draws the random numbers
+/// the forward drew ([`CheckpointOptions::preserve_rng_state()`], on by default).
+///
+/// # Errors
+///
+/// As [`checkpoint`].
+#[track_caller]
+pub fn checkpoint_with<F>(f: F, inputs: &[Tensor], opts: CheckpointOptions) -> Result<Tensor>
+where
+    F: Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
+{
     let location = Location::caller();
     if inputs.is_empty() || inputs.len() > MAX_CHECKPOINT_INPUTS {
         return Err(Error::InvalidArgument {
@@ -162,12 +226,21 @@ where
             ),
         });
     }
-    let output = crate::no_grad(|| f(inputs))?;
     if !crate::is_grad_enabled() || !inputs.iter().any(Tensor::requires_grad) {
-        return Ok(output);
+        return crate::no_grad(|| f(inputs));
     }
+    let forward = || crate::no_grad(|| f(inputs));
+    let (output, draws) = if opts.preserve_rng_state {
+        let (output, draws) = replay::record(forward);
+        (output?, Some(draws))
+    } else {
+        (forward()?, None)
+    };
     let refs: Vec<&Tensor> = inputs.iter().collect();
-    let op = Box::new(Checkpoint { f: Arc::new(f) });
+    let op = Box::new(Checkpoint {
+        f: Arc::new(f),
+        draws,
+    });
     Ok(record_node(
         &ENTRIES[inputs.len()],
         op,

@@ -57,7 +57,7 @@ pub mod memory {
 pub use autograd_kernels::cpu::CpuElement as Element;
 pub use autograd_kernels::{BinaryOp, DType, Layout, ReduceOp, Shape, UnaryOp};
 pub use backward::{BackwardOptions, backward, backward_many, grad, grad_many, zero_grad};
-pub use checkpoint::{MAX_CHECKPOINT_INPUTS, checkpoint};
+pub use checkpoint::{CheckpointOptions, MAX_CHECKPOINT_INPUTS, checkpoint, checkpoint_with};
 pub use device::Device;
 pub use error::{Error, Result};
 pub use grad_mode::{NoGradGuard, enable_grad, is_grad_enabled, no_grad};

@@ -13,6 +13,7 @@
 //! - `messages`: `pow` with a scalar exponent (11). (Item 10's compile errors are
 //!   UI cases in `tests/ui/fail`.)
 
+mod engine;
 mod gradients;
 mod io;
 mod optim;
