@@ -71,8 +71,10 @@ template <typename T> __device__ __forceinline__ Dual<T> ew_abs(Dual<T> x) {
 template <typename T> __device__ __forceinline__ Dual<T> ew_recip(Dual<T> x) { T r = ew_recip(x.v); return ew_chain(x, r, -(r * r)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_powf(Dual<T> x, Dual<T> y) {
     T p = ew_powf(x.v, y.v);
-    T by_x = x.d == T(0.0) ? T(0.0) : y.v * ew_powf(x.v, y.v - T(1.0)) * x.d;
-    T by_y = y.d == T(0.0) ? T(0.0) : p * ew_ln(x.v) * y.d;
+    // PyTorch's convention at the kinks, as the CPU's Dual::powf: no x-term where
+    // y = 0, no y-term where x = 0 and y >= 0.
+    T by_x = (x.d == T(0.0) || y.v == T(0.0)) ? T(0.0) : y.v * ew_powf(x.v, y.v - T(1.0)) * x.d;
+    T by_y = (y.d == T(0.0) || (x.v == T(0.0) && y.v >= T(0.0))) ? T(0.0) : p * ew_ln(x.v) * y.d;
     return Dual<T>(p, by_x + by_y);
 }
 template <typename T> __device__ __forceinline__ Dual<T> ew_powi(Dual<T> x, int n) {

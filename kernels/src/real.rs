@@ -76,7 +76,8 @@ pub trait Real:
     fn abs(self) -> Self;
     /// `1 / x`.
     fn recip(self) -> Self;
-    /// `x^y`.
+    /// `x^y`. Its derivatives follow PyTorch's at the kinks: with respect to `x`, 0
+    /// where `y = 0`; with respect to `y`, 0 where `x = 0` and `y >= 0`.
     fn powf(self, y: Self) -> Self;
     /// `x^n`.
     fn powi(self, n: i32) -> Self;
@@ -382,13 +383,20 @@ impl<T: Real> Real for Dual<T> {
         let zero = T::lit(0.0);
         // d(x^y) = y x^(y-1) dx + x^y ln(x) dy; each term only where its input
         // varies, so that a constant exponent (dy = 0) of a negative base gives no
-        // NaN from ln(x), nor a constant base 0 from y x^(y-1).
+        // NaN from ln(x), nor a constant base 0 from y x^(y-1). At the kinks,
+        // PyTorch's convention (pow_backward_self, pow_backward_exponent): the
+        // first term is 0 where y = 0 (not 0 * 0^-1 = NaN at x = 0), the second 0
+        // where x = 0 and y >= 0 (not 0 * ln 0 = NaN, nor 1 * ln 0 = -inf).
         let by_x = T::select(
-            self.d.eq(zero),
+            self.d.eq(zero).or(y.v.eq(zero)),
             zero,
             y.v * self.v.powf(y.v - T::lit(1.0)) * self.d,
         );
-        let by_y = T::select(y.d.eq(zero), zero, p * self.v.ln() * y.d);
+        let by_y = T::select(
+            y.d.eq(zero).or(self.v.eq(zero).and(y.v.ge(zero))),
+            zero,
+            p * self.v.ln() * y.d,
+        );
         Dual {
             v: p,
             d: by_x + by_y,

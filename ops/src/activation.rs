@@ -195,7 +195,10 @@ pub mod recip {
     }
 }
 
-/// `x` limited to `[min, max]`.
+/// `x` limited to `[min, max]` (`torch.clamp(x, min, max)`).
+///
+/// The gradient is 1 where `min <= x <= max`, on the bounds too, as PyTorch's
+/// (whereas [`hardtanh`](mod@hardtanh) stops it on its bounds, as PyTorch's does).
 #[differentiable(crate = ::autograd_core, method)]
 pub mod clamp {
     use super::*;
@@ -209,10 +212,23 @@ pub mod clamp {
         pub max: f64,
     }
 
-    /// `min(max(x, min), max)`; the gradient is 1 inside, 0 outside, ½ on a bound.
+    /// `min(max(x, min), max)`.
     #[elementwise]
     pub fn forward(&self, x: f32) -> f32 {
         x.clamp(self.min, self.max)
+    }
+
+    /// The gradient passes where `min <= x <= max`, bounds included, and is 0
+    /// elsewhere and at a NaN `x`: PyTorch's `clamp_backward`,
+    /// `where((x >= min) & (x <= max), grad, 0)`. A NaN bound, which the forward
+    /// ignores, stops nothing. The mask is a constant, so the second derivative is 0.
+    #[elementwise]
+    pub fn backward(&self, x: f32, grad: f32) -> f32 {
+        if x < self.min || x > self.max || x != x {
+            0.0
+        } else {
+            grad
+        }
     }
 
     /// Gradcheck input: inside and outside `[-1, 1]`, none on a bound.
@@ -223,7 +239,10 @@ pub mod clamp {
     }
 }
 
-/// `x` limited to `[-1, 1]`.
+/// `x` limited to `[-1, 1]` (`torch.nn.functional.hardtanh(x)`).
+///
+/// The gradient is 1 where `-1 < x < 1` and 0 on the bounds, as PyTorch's (whereas
+/// [`clamp`](mod@clamp) passes it on its bounds, as PyTorch's does).
 #[differentiable(crate = ::autograd_core, method)]
 pub mod hardtanh {
     use super::*;
@@ -232,6 +251,14 @@ pub mod hardtanh {
     #[elementwise]
     pub fn forward(x: f32) -> f32 {
         x.clamp(-1.0, 1.0)
+    }
+
+    /// The gradient passes where `-1 < x < 1`, bounds excluded, and is 0 elsewhere
+    /// (NaN included): PyTorch's `hardtanh_backward`. The mask is a constant, so the
+    /// second derivative is 0.
+    #[elementwise]
+    pub fn backward(x: f32, grad: f32) -> f32 {
+        if x > -1.0 && x < 1.0 { grad } else { 0.0 }
     }
 
     /// Gradcheck input: inside and outside `[-1, 1]`, none on a bound.

@@ -9,8 +9,13 @@ use autograd_macros::differentiable;
 /// `a^b` elementwise, the exponent a tensor too.
 ///
 /// d/da = b·a^(b-1); d/db = a^b·ln a, which is defined for `a > 0` only (NaN for a
-/// negative base, `-inf·0` at 0), as with a real logarithm. Differentiate with
-/// respect to the exponent only where the base is positive.
+/// negative base), as with a real logarithm. Differentiate with respect to the
+/// exponent only where the base is not negative.
+///
+/// At the kinks, PyTorch's gradients (`pow_backward_self`, `pow_backward_exponent`):
+/// d/da is 0 where `b == 0` (not `0·0^-1`, NaN, at `a = 0`), and d/db is 0 where
+/// `a == 0 && b >= 0` (not `0·ln 0`, NaN, or `1·ln 0`, `-inf`). These are the
+/// derivatives of `powf` on dual numbers, so they hold at every order.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod pow {
     use super::*;

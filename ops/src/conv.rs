@@ -793,14 +793,59 @@ fn pool_fold(d: &Tensor, g: &Geometry) -> Result<Tensor> {
     )
 }
 
+/// Where each window of a max pool sends its gradient, as PyTorch's kernels choose
+/// the index they return: they scan the window in row-major order (`kh`, then `kw`)
+/// from its first pixel inside the image, keeping `val` where `val > max ||
+/// isnan(val)`. So the whole gradient goes to the first element equal to the max,
+/// or, where the max is NaN, to the last NaN; never to the padding. `cols` is
+/// `[N, C, K, L]` (padding `-inf`), `m` the max `[N, C, 1, L]`; the result is a
+/// constant of 0 and 1 of `cols`' shape, one 1 per window.
+fn max_pool_mask(x: &Tensor, g: &Geometry, cols: &Tensor, m: &Tensor) -> Result<Tensor> {
+    let k = g.window();
+    let on = |t: &Tensor| compute::to_device(t, x.device());
+    let mut hit = compute::binary(cols, m, BinaryOp::Eq)?;
+    if g.p != (0, 0) {
+        // Not on the padding (a tie where the window's input is all -inf): 1 at the
+        // positions of the windows inside the image, [1, 1, K, L], from one channel
+        // of ones.
+        let one = Geometry { n: 1, c: 1, ..*g };
+        let ones = on(&Tensor::ones([1, 1, g.h, g.w], x.dtype())?)?;
+        let inside = pool_windows("max_pool2d", &ones, &one, 0.0)?;
+        hit = compute::binary(&hit, &inside, BinaryOp::Mul)?;
+    }
+    // Each candidate's score, distinct within a window: K - k for the k-th position
+    // equal to the max (the first scores highest), K + 1 + k for the k-th NaN (the
+    // last scores highest, above every other), 0 elsewhere.
+    let pos = on(&compute::reshape(
+        &Tensor::arange(k, x.dtype())?,
+        [1, 1, k, 1],
+    )?)?;
+    let down = compute::unary(
+        &compute::unary(&pos, UnaryOp::Neg)?,
+        UnaryOp::AddScalar(k as f64),
+    )?;
+    let up = compute::unary(&pos, UnaryOp::AddScalar(k as f64 + 1.0))?;
+    let nan = crate::compare::complement(&compute::binary(cols, cols, BinaryOp::Eq)?)?;
+    let score = compute::binary(
+        &compute::binary(&hit, &down, BinaryOp::Mul)?,
+        &compute::binary(&nan, &up, BinaryOp::Mul)?,
+        BinaryOp::Add,
+    )?;
+    // Every window has a candidate (it holds a pixel, and the max is one of its
+    // values or NaN), so its best score is positive and held by one position.
+    let best = compute::reduce(&score, ReduceOp::Max, &[2], true)?;
+    compute::binary(&score, &best, BinaryOp::Eq)
+}
+
 /// The largest value of each window of `x` `[N, C, H, W]` (as
 /// `torch.nn.functional.max_pool2d(x, kernel, stride, padding)`): `[N, C, oh, ow]`,
 /// the padding read as `-inf` (never the max), padding at most half the kernel.
 /// NaN wins, as in [`max`](mod@crate::max).
 ///
-/// Ties: the gradient is split equally among the elements of a window equal to its
-/// max, as [`max`](mod@crate::max) does (PyTorch gives it all to the first); a
-/// pixel in several windows gets the sum of its shares.
+/// Ties: as PyTorch's, the gradient of a window goes whole to its first element
+/// equal to the max, in row-major order over the window (and where the max is NaN,
+/// to the window's last NaN); the padding never gets it. A pixel in several windows
+/// gets the sum of what they send it.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod max_pool2d {
     use super::*;
@@ -826,18 +871,16 @@ pub mod max_pool2d {
         compute::reshape(&m, [g.n, g.c, g.oh, g.ow])
     }
 
-    /// `grad` to the elements equal to their window's max, split among ties (the
-    /// weights a constant found from `x` and the saved output), folded back with
+    /// `grad` to the element of each window PyTorch's kernels pick (the first max;
+    /// a constant mask found from `x` and the saved output), folded back with
     /// [`col2im`](mod@col2im): recorded, linear in `grad`.
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         let g = pool_geometry("max_pool2d", x, self.kernel, self.stride, self.padding)?;
         let cols = pool_windows("max_pool2d", x, &g, f64::NEG_INFINITY)?;
         let m = compute::reshape(output, [g.n, g.c, 1, g.windows()])?;
-        let hits = compute::binary(&cols, &m, BinaryOp::Eq)?;
-        let count = compute::reduce(&hits, ReduceOp::Sum, &[2], true)?;
-        let weights = compute::binary(&hits, &count, BinaryOp::Div)?;
+        let picked = max_pool_mask(x, &g, &cols, &m)?;
         let gr = reshape(grad, Shape::from([g.n, g.c, 1, g.windows()]))?;
-        pool_fold(&mul(&gr, &weights)?, &g)
+        pool_fold(&mul(&gr, &picked)?, &g)
     }
 
     /// Gradcheck inputs (no ties): overlapping `(3, 2)` windows with padding, and

@@ -171,17 +171,32 @@ pub mod mean {
     }
 }
 
-/// Where `x` equals `extreme` (broadcast against it), each hit weighted by one over
-/// the number of hits over `axes`: how a max or min shares its gradient among ties.
+/// The ties of a max or min: 1 where `x` equals `extreme` (broadcast against it),
+/// else 0, and their number over `axes` (kept with `keepdim`). With `nan_ties`, a
+/// NaN extreme is tied with the NaN elements (NaN equals nothing otherwise).
 /// Constants (their derivative is zero wherever it exists).
-fn tie_weights(x: &Tensor, extreme: &Tensor, axes: &[usize]) -> Result<Tensor> {
-    let hits = compute::binary(x, extreme, BinaryOp::Eq)?;
-    let count = compute::reduce(&hits, ReduceOp::Sum, axes, true)?;
-    compute::binary(&hits, &count, BinaryOp::Div)
+fn ties(
+    x: &Tensor,
+    extreme: &Tensor,
+    axes: &[usize],
+    keepdim: bool,
+    nan_ties: bool,
+) -> Result<(Tensor, Tensor)> {
+    let mut hits = compute::binary(x, extreme, BinaryOp::Eq)?;
+    if nan_ties {
+        let nan = |t: &Tensor| crate::compare::complement(&compute::binary(t, t, BinaryOp::Eq)?);
+        let both = compute::binary(&nan(x)?, &nan(extreme)?, BinaryOp::Mul)?;
+        hits = compute::binary(&hits, &both, BinaryOp::Add)?;
+    }
+    let count = compute::reduce(&hits, ReduceOp::Sum, axes, keepdim)?;
+    Ok((hits, count))
 }
 
-/// The gradient of a max or min reduction: `grad` spread over the elements equal to
-/// the result, split equally among ties.
+/// The gradient of a max or min along `axis`, as PyTorch's `amax`/`amin`:
+/// `(grad / count) * hits`, the gradient divided by the number of ties first (so
+/// the same numbers as PyTorch's, `2.5 / 3` and not `2.5 · (1/3)`), then sent to
+/// each tie. A slice whose max is NaN has no hits: its gradient is `(g / 0) · 0`,
+/// NaN, as PyTorch's. Recorded (`div`, `mul` by constants): linear in `grad`.
 fn to_extremes(
     op: &'static str,
     axis: isize,
@@ -190,18 +205,23 @@ fn to_extremes(
     output: &Tensor,
 ) -> Result<Tensor> {
     let axis = compute::normalize_axis(op, axis, x)?;
-    let extreme = compute::reshape(output, kept_shape(x.shape(), axis))?;
-    mul(
-        &spread(grad, x.shape(), axis)?,
-        &tie_weights(x, &extreme, &[axis])?,
-    )
+    let kept = kept_shape(x.shape(), axis);
+    let extreme = compute::reshape(output, kept.clone())?;
+    let (hits, count) = ties(x, &extreme, &[axis], true, false)?;
+    let share = crate::div(&reshape(grad, kept)?, &count)?;
+    mul(&broadcast_to(&share, x.shape().clone())?, &hits)
 }
 
 /// Largest element along `axis` (negative counts from the end); `keepdim` keeps the
 /// axis with size 1. NaN wins (a slice holding NaN has max NaN).
 ///
-/// Ties: the gradient is split equally among all elements equal to the max (as in
-/// JAX and PyTorch's `amax`), so `max([1, 3, 3])` sends `[0, ½, ½]` of its gradient.
+/// PyTorch's `torch.amax(x, axis, keepdim)`, gradient included: ties split the
+/// gradient equally, `grad / count` to each element equal to the max (as in JAX),
+/// so `max([1, 3, 3])` sends `[0, ½, ½]` of its gradient; a slice whose max is NaN
+/// gets a NaN gradient, as from `amax`. For the values of `torch.max(x, axis)`,
+/// whose gradient goes whole to the returned index (the first maximum), write
+/// `gather(x, &argmax(x, axis, true)?, axis)` ([`argmax`],
+/// [`gather`](mod@crate::gather)).
 #[differentiable(crate = ::autograd_core, method)]
 pub mod max {
     use super::*;
@@ -223,8 +243,8 @@ pub mod max {
         compute::reduce(x, ReduceOp::Max, &[axis], self.keepdim)
     }
 
-    /// `grad` to the elements equal to the max, split equally among ties: reads `x` and
-    /// the saved output to find them.
+    /// `grad / count` to each of the `count` elements equal to the max (`amax`'s
+    /// backward): reads `x` and the saved output to find them.
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         to_extremes("max", self.axis, grad, x, output)
     }
@@ -243,7 +263,11 @@ pub mod max {
 /// Smallest element along `axis` (negative counts from the end); `keepdim` keeps the
 /// axis with size 1. NaN wins.
 ///
-/// Ties: the gradient is split equally among all elements equal to the min.
+/// PyTorch's `torch.amin(x, axis, keepdim)`, gradient included: ties split the
+/// gradient equally, `grad / count` to each element equal to the min; a slice whose
+/// min is NaN gets a NaN gradient. For the values of `torch.min(x, axis)` (the
+/// whole gradient to the first minimum), write `gather(x, &argmin(x, axis, true)?,
+/// axis)`.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod min {
     use super::*;
@@ -265,8 +289,8 @@ pub mod min {
         compute::reduce(x, ReduceOp::Min, &[axis], self.keepdim)
     }
 
-    /// `grad` to the elements equal to the min, split equally among ties: reads `x` and
-    /// the saved output to find them.
+    /// `grad / count` to each of the `count` elements equal to the min (`amin`'s
+    /// backward): reads `x` and the saved output to find them.
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         to_extremes("min", self.axis, grad, x, output)
     }
@@ -332,14 +356,15 @@ pub mod logsumexp {
     }
 }
 
-/// The gradient of a whole-tensor max or min: `grad` (rank 0) spread over the
-/// elements equal to the result, split equally among ties (constant weights).
+/// The gradient of a whole-tensor max or min, as PyTorch's
+/// `evenly_distribute_backward` (the backward of `torch.max(x)` and `torch.min(x)`
+/// without an axis): `(grad / count) * hits` over the elements equal to the result,
+/// a NaN result tied with the NaN elements. Recorded (`div`, `mul` by constants).
 fn to_extremes_all(grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
     let axes: Vec<usize> = (0..x.rank()).collect();
-    mul(
-        &broadcast_to(grad, x.shape().clone())?,
-        &tie_weights(x, output, &axes)?,
-    )
+    let (hits, count) = ties(x, output, &axes, false, true)?;
+    let share = crate::div(grad, &count)?;
+    mul(&broadcast_to(&share, x.shape().clone())?, &hits)
 }
 
 /// The largest or smallest element of a whole tensor, rank 0; an error naming `op`
@@ -366,8 +391,9 @@ fn extreme_all(op: &'static str, x: &Tensor, reduce: ReduceOp) -> Result<Tensor>
 
 /// The largest element of the whole tensor, rank 0 (NaN if any element is NaN).
 ///
-/// Ties: the gradient is split equally among all elements equal to the max, as for
-/// [`max`](mod@max).
+/// PyTorch's `torch.max(x)` without an axis, gradient included: ties split the
+/// gradient equally, `grad / count` to each element equal to the max; where the max
+/// is NaN, to each NaN element.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod max_all {
     use super::*;
@@ -377,7 +403,7 @@ pub mod max_all {
         extreme_all("max_all", x, ReduceOp::Max)
     }
 
-    /// `grad` to the elements equal to the max, split equally among ties.
+    /// `grad / count` to each of the `count` elements equal to the max (or NaN).
     pub fn backward(grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         to_extremes_all(grad, x, output)
     }
@@ -397,7 +423,9 @@ pub mod max_all {
 
 /// The smallest element of the whole tensor, rank 0 (NaN if any element is NaN).
 ///
-/// Ties: the gradient is split equally among all elements equal to the min.
+/// PyTorch's `torch.min(x)` without an axis, gradient included: ties split the
+/// gradient equally, `grad / count` to each element equal to the min; where the min
+/// is NaN, to each NaN element.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod min_all {
     use super::*;
@@ -407,7 +435,7 @@ pub mod min_all {
         extreme_all("min_all", x, ReduceOp::Min)
     }
 
-    /// `grad` to the elements equal to the min, split equally among ties.
+    /// `grad / count` to each of the `count` elements equal to the min (or NaN).
     pub fn backward(grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
         to_extremes_all(grad, x, output)
     }

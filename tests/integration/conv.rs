@@ -155,10 +155,11 @@ fn conv2d_reads_views_in_place() -> Result<()> {
     Ok(())
 }
 
-/// Ties in a max-pool window share the gradient equally (documented); a pixel in
-/// two windows gets both shares.
+/// Ties in a max-pool window: the whole gradient goes to the window's first maximum
+/// in row-major order, as PyTorch's (documented); a pixel first in two windows gets
+/// both.
 #[test]
-fn max_pool2d_splits_the_gradient_among_ties() -> Result<()> {
+fn max_pool2d_gives_the_gradient_to_the_first_of_tied_maxima() -> Result<()> {
     crate::init();
     let x = Tensor::ones([1, 1, 2, 3], DType::F64)?.with_requires_grad(true);
     let y = ops::max_pool2d(&x, (2, 2), (1, 1), (0, 0))?; // two windows of four ones
@@ -166,7 +167,18 @@ fn max_pool2d_splits_the_gradient_among_ties() -> Result<()> {
     y.sum_all()?.backward()?;
     assert_eq!(
         x.grad().unwrap().to_vec::<f64>()?,
-        [0.25, 0.5, 0.25, 0.25, 0.5, 0.25]
+        [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    );
+    // Windows [[1, 2], [2, 2]] and [[2, 0], [2, 1]] of a 2x3 image: the 2 at (0, 1)
+    // is the first maximum of both.
+    let x = Tensor::from_slice(&[1.0f64, 2.0, 0.0, 2.0, 2.0, 1.0], [1, 1, 2, 3])?
+        .with_requires_grad(true);
+    ops::max_pool2d(&x, (2, 2), (1, 1), (0, 0))?
+        .sum_all()?
+        .backward()?;
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>()?,
+        [0.0, 2.0, 0.0, 0.0, 0.0, 0.0]
     );
     Ok(())
 }

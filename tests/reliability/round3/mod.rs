@@ -16,4 +16,5 @@
 mod engine;
 mod gradients;
 mod io;
+mod kinks;
 mod optim;
