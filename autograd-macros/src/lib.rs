@@ -79,7 +79,9 @@ use proc_macro::TokenStream;
 /// - `fn forward(x: &Tensor, ..) -> Result<Tensor>`: the computation, run with
 ///   recording off. Its parameters are the op's tensor inputs (one or more), each
 ///   `name: &Tensor`; mark one `#[no_grad]` when it gets no gradient (an index, a
-///   mask). It may take `&self` to read the op's parameters.
+///   mask). It takes `&self` when the op has parameters (a struct with fields),
+///   which it reads as `self.<field>`: a forward without it is an error, since
+///   the generated function would take the parameters and forward never see them.
 /// - `fn backward(..) -> Result<..>`: its parameters are chosen **by name**, and only
 ///   what it declares is kept alive by the graph:
 ///
@@ -146,7 +148,8 @@ use proc_macro::TokenStream;
 /// Where a better-conditioned formula exists, a backward may still be written, as
 /// `#[elementwise] fn backward(x: f32, grad: f32) -> f32` reading forward's inputs
 /// and `grad` by name and returning one gradient per differentiable input (a tuple
-/// for several), linear in `grad`; its own derivatives come from dual numbers.
+/// for several), linear in `grad`; its own derivatives come from dual numbers. It
+/// returns gradients, not derivatives: one that never reads `grad` is an error.
 ///
 /// A backward may also read `output`, forward's result (`fn backward(output: f32,
 /// grad: f32) -> f32 { grad * output }` for `exp`), and may leave inputs unread

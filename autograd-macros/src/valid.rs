@@ -215,6 +215,7 @@ impl Forward<'_> {
         if !takes_self {
             cx.reject_self_value(f, errs);
         }
+        reject_params_ignored(cx.op, self, errs);
     }
 }
 
@@ -700,6 +701,47 @@ fn forward_input_type_error(ident: &Ident, ty: &Type, struct_ident: &Ident) -> S
     }
 }
 
+/// An error for a forward without `&self` in an op with parameters (named fields):
+/// the generated function takes them, and forward would never see them. On the
+/// signature, `forward(..)`; not when forward reads `self` anyway (reported as such).
+pub(crate) fn reject_params_ignored(op: &Op<'_>, forward: &Forward<'_>, errs: &mut Errors) {
+    let f = forward.original;
+    let fields: Vec<&Ident> = op
+        .params
+        .iter()
+        .flat_map(|p| &p.fields)
+        .map(|fl| fl.ident)
+        .collect();
+    if forward.receiver.is_some()
+        || fields.is_empty()
+        || ast::self_value(f.block.to_token_stream()).is_some()
+    {
+        return;
+    }
+    let sig = &f.sig;
+    let mut at = sig.ident.to_token_stream();
+    sig.paren_token
+        .surround(&mut at, |tokens| sig.inputs.to_tokens(tokens));
+    let listed: Vec<String> = fields.iter().map(|fl| format!("`{fl}`")).collect();
+    let call: Vec<String> = forward
+        .inputs()
+        .map(|i| i.ident)
+        .chain(fields.iter().copied())
+        .map(Ident::to_string)
+        .collect();
+    errs.at(
+        at,
+        format!(
+            "`forward` does not take `&self`, so it never sees the op's parameters ({}) that `{}({})` is given: \
+             write `pub fn forward(&self, ..)` and read `self.{}`",
+            listed.join(", "),
+            op.ident,
+            call.join(", "),
+            fields[0],
+        ),
+    );
+}
+
 /// An error for `Result<_, E>` with an error type other than autograd's.
 fn reject_foreign_error(f: &ItemFn, errs: &mut Errors) {
     if let syn::ReturnType::Type(_, t) = &f.sig.output
@@ -771,6 +813,14 @@ mod tests {
                 impl M { pub fn forward(&self, x: &Tensor) -> Result<Tensor> { x } }
                 pub fn backward(grad: &Tensor) -> Result<Tensor> { grad }
             } },
+            // forward reads `self` without taking it: not also reported as ignoring
+            // the parameters
+            quote! { mod m {
+                use super::*;
+                pub struct M { pub k: f64 }
+                pub fn forward(x: &Tensor) -> Result<Tensor> { x * self.k }
+                pub fn backward(&self, grad: &Tensor) -> Result<Tensor> { grad * self.k }
+            } },
             // a tuple struct: `&self` is not reported as well
             quote! { mod m {
                 use super::*;
@@ -782,6 +832,42 @@ mod tests {
         for case in cases {
             let e = errors(case.clone());
             assert_eq!(e.len(), 1, "{case}\n{e:#?}");
+        }
+    }
+
+    /// An op with parameters whose forward lacks `&self` is an error, even where
+    /// backward reads them; without fields (or with `&self`) it is not.
+    #[test]
+    fn forward_without_self_in_an_op_with_parameters_is_an_error() {
+        let e = errors(quote! { mod scale {
+            use super::*;
+            pub struct Scale { pub factor: f64, pub bias: f64 }
+            pub fn forward(x: &Tensor) -> Result<Tensor> { x * 2.0 }
+            pub fn backward(&self, grad: &Tensor) -> Result<Tensor> { grad * self.factor }
+        } });
+        assert_eq!(e.len(), 1, "{e:#?}");
+        assert!(
+            e[0].contains("(`factor`, `bias`) that `scale(x, factor, bias)` is given")
+                && e[0].contains("write `pub fn forward(&self, ..)`"),
+            "{e:?}"
+        );
+        let fine = [
+            quote! { mod m {
+                use super::*;
+                pub struct M;
+                pub fn forward(x: &Tensor) -> Result<Tensor> { x * 2.0 }
+                pub fn backward(grad: &Tensor) -> Result<Tensor> { grad * 2.0 }
+            } },
+            quote! { mod m {
+                use super::*;
+                pub struct M { pub k: f64 }
+                pub fn forward(&self, x: &Tensor) -> Result<Tensor> { x * 2.0 }
+                pub fn backward(&self, grad: &Tensor) -> Result<Tensor> { grad * self.k }
+            } },
+        ];
+        for case in fine {
+            let e = errors(case.clone());
+            assert!(e.is_empty(), "{case}\n{e:#?}");
         }
     }
 

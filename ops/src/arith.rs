@@ -16,7 +16,10 @@ use autograd_macros::differentiable;
 /// d/da is 0 where `b == 0` (not `0·0^-1`, NaN, at `a = 0`), and d/db is 0 where
 /// `a == 0 && b >= 0` (not `0·ln 0`, NaN, or `1·ln 0`, `-inf`). These are the
 /// derivatives of `powf` on dual numbers, so they hold at every order.
-#[differentiable(crate = ::autograd_core, method)]
+///
+/// As a method, [`TensorExt::pow`](crate::TensorExt::pow) (`x.pow(&b)`), which
+/// takes a number exponent too (`x.pow(3.0)`, that is [`pow_scalar`](fn@pow_scalar)).
+#[differentiable(crate = ::autograd_core)]
 pub mod pow {
     use super::*;
 

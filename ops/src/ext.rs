@@ -7,7 +7,7 @@
 
 use crate::*;
 use autograd_core::random::Rng;
-use autograd_core::{Device, Result, Shape, Tensor};
+use autograd_core::{Device, Result, Scalar, Shape, Tensor};
 
 /// Every op method of the standard library: `use autograd_ops::methods::*;` (the
 /// prelude does it) and write `x.matmul(&w)?.relu()?.sum_all()?`.
@@ -77,6 +77,10 @@ pub trait TensorExt {
     fn ge(&self, other: &Tensor) -> Result<Tensor>;
     /// Dropout with probability `p` in training, the identity otherwise: [`dropout`].
     fn dropout(&self, p: f64, train: bool, rng: &mut Rng) -> Result<Tensor>;
+    /// `self` to the power `exponent` elementwise: a tensor exponent (`x.pow(&b)`,
+    /// broadcasting: [`pow`](fn@pow)) or a number (`x.pow(3.0)`, the same as
+    /// `x.pow_scalar(3.0)`: [`pow_scalar`](fn@pow_scalar)). See [`Exponent`].
+    fn pow(&self, exponent: impl Exponent) -> Result<Tensor>;
     /// Layer normalisation over the last axis: [`layer_norm`].
     fn layer_norm(
         &self,
@@ -165,6 +169,11 @@ impl TensorExt for Tensor {
     }
 
     #[track_caller]
+    fn pow(&self, exponent: impl Exponent) -> Result<Tensor> {
+        exponent.pow_of(self)
+    }
+
+    #[track_caller]
     fn layer_norm(
         &self,
         weight: Option<&Tensor>,
@@ -174,3 +183,65 @@ impl TensorExt for Tensor {
         layer_norm(self, weight, bias, eps)
     }
 }
+
+/// What [`TensorExt::pow`] raises a tensor to: a tensor (`&b` or `b`, the [`pow`](fn@pow)
+/// op, broadcasting, differentiable in both) or a number (`3.0`, `2`, any
+/// [`Scalar`]: the [`pow_scalar`](fn@pow_scalar) op).
+///
+/// ```
+/// use autograd_core::Tensor;
+/// use autograd_ops::methods::*;
+/// # fn main() -> autograd_core::Result<()> {
+/// autograd_ops::init()?;
+/// let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?;
+/// assert_eq!(x.pow(2.0)?.to_vec::<f64>()?, [1.0, 4.0, 9.0]);
+/// assert_eq!(x.pow(&x)?.to_vec::<f64>()?, [1.0, 4.0, 27.0]);
+/// # Ok(())
+/// # }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an exponent: `x.pow(..)` takes a tensor (`&Tensor`) or a number",
+    label = "write a tensor (`x.pow(&b)`) or a number (`x.pow(3.0)`, the same as `x.pow_scalar(3.0)`)"
+)]
+pub trait Exponent: sealed::Sealed {
+    /// `base` to the power `self`.
+    fn pow_of(self, base: &Tensor) -> Result<Tensor>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+impl sealed::Sealed for &Tensor {}
+impl Exponent for &Tensor {
+    #[track_caller]
+    fn pow_of(self, base: &Tensor) -> Result<Tensor> {
+        pow(base, self)
+    }
+}
+
+impl sealed::Sealed for Tensor {}
+impl Exponent for Tensor {
+    #[track_caller]
+    fn pow_of(self, base: &Tensor) -> Result<Tensor> {
+        pow(base, &self)
+    }
+}
+
+/// A number exponent, one impl per [`Scalar`] type (a blanket impl over `Scalar`
+/// would overlap the tensor impls as far as coherence can tell).
+macro_rules! scalar_exponents {
+    ($($s:ty)*) => {
+        $(
+            impl sealed::Sealed for $s {}
+            impl Exponent for $s {
+                #[track_caller]
+                fn pow_of(self, base: &Tensor) -> Result<Tensor> {
+                    pow_scalar(base, Scalar::to_f64(self))
+                }
+            }
+        )*
+    };
+}
+
+scalar_exponents!(f64 f32 i32 i64 u32 u64 usize);

@@ -65,7 +65,7 @@ pub use autograd_core::primitives::*;
 pub use compare::*;
 pub use conv::*;
 pub use device::*;
-pub use ext::{TensorExt, methods};
+pub use ext::{Exponent, TensorExt, methods};
 pub use index::*;
 pub use linalg::*;
 pub use nn::*;

@@ -65,7 +65,8 @@ mod panicking_param {
         pub guard: super::PanicsOnDrop,
     }
 
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let _held = &self.guard; // only its drop matters
         x.mul_scalar(2.0)
     }
 

@@ -12,7 +12,7 @@ use crate::attr::Args;
 use crate::expand::{crate_path, typed_fn_and_method, unit_struct};
 use crate::valid::{Errors, check_signature, struct_ident};
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote};
+use quote::{ToTokens, format_ident, quote};
 use syn::{Ident, ReceiverKind};
 pub(crate) use translate::{MAX_INPUTS, Translated, TranslatedBackward, is_scalar_type};
 
@@ -113,6 +113,9 @@ fn validate_backward(
         params.push(ident.clone());
     }
     let outputs = inputs.iter().filter(|(_, d)| *d).count();
+    if !reads_grad(f, &params, inputs, outputs, errs) {
+        ok = false;
+    }
     let returns_ok = match &f.sig.output {
         syn::ReturnType::Type(_, t) if outputs == 1 => is_scalar_type(t),
         syn::ReturnType::Type(_, t) => {
@@ -175,6 +178,48 @@ fn validate_backward(
     ok.then_some(ValidBackward { params, body })
 }
 
+/// Checks that an elementwise backward reads `grad`: it returns gradients, `grad`
+/// times the derivative, and one that never reads `grad` returns the derivative
+/// alone (wrong for any output gradient but ones). The error is on `grad` when
+/// declared and unread, else on the function's name. True when it reads it.
+fn reads_grad(
+    f: &syn::ItemFn,
+    params: &[Ident],
+    inputs: &[(&Ident, bool)],
+    outputs: usize,
+    errs: &mut Errors,
+) -> bool {
+    let declared = params.iter().find(|p| *p == "grad");
+    if declared.is_some() && crate::ast::mentions(f.block.to_token_stream(), "grad") {
+        return true;
+    }
+    // `grad * <derivative>`, once per gradient, for the example.
+    let diff: Vec<&Ident> = inputs.iter().filter(|(_, d)| *d).map(|(i, _)| *i).collect();
+    let example = if outputs == 1 {
+        format!("grad * <d/d{}>", diff[0])
+    } else {
+        let each: Vec<String> = diff.iter().map(|i| format!("grad * <d/d{i}>")).collect();
+        format!("({})", each.join(", "))
+    };
+    match declared {
+        Some(grad) => errs.at(
+            grad,
+            format!(
+                "backward declares `grad` but never reads it: an elementwise backward returns each input's gradient, \
+                 `grad` (the output's gradient) times the derivative, not the derivative alone; multiply by it: `{example}`"
+            ),
+        ),
+        None => errs.at(
+            &f.sig.ident,
+            format!(
+                "this elementwise backward does not take `grad`: it returns each input's gradient, `grad` (the output's \
+                 gradient) times the derivative, not the derivative alone; add `grad: f32` and return `{example}`"
+            ),
+        ),
+    }
+    false
+}
+
 /// Checks an op whose forward is marked `#[elementwise]`.
 pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid<'t, 'a>> {
     let mut errs = Errors::default();
@@ -222,6 +267,7 @@ pub(crate) fn validate<'t, 'a>(op: &'t Op<'a>, args: &Args) -> syn::Result<Valid
             );
         }
     }
+    crate::valid::reject_params_ignored(op, forward, &mut errs);
     let mut inputs: Vec<(&Ident, bool)> = Vec::new();
     for param in &forward.params {
         match param {

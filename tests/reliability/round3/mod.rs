@@ -17,4 +17,5 @@ mod engine;
 mod gradients;
 mod io;
 mod kinks;
+mod messages;
 mod optim;
