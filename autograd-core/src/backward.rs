@@ -648,7 +648,7 @@ fn run(roots: &[(&Tensor, Tensor)], opts: &BackwardOptions, sink: &mut dyn Sink)
     if roots.iter().any(|(root, _)| !root.requires_grad()) {
         return Err(Error::NoGradRoot);
     }
-    grad_mode::with_grad_mode(opts.create_graph, || {
+    grad_mode::with_backward_mode(opts.create_graph, || {
         let mut sink = Hooked {
             sink,
             held: Vec::new(),

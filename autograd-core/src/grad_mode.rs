@@ -8,12 +8,15 @@ use std::marker::PhantomData;
 /// Recording is on when `base` is and no guard is live. Counting (rather than each
 /// guard restoring what it saw) makes guards correct whatever order they are
 /// dropped in. `forwards` counts the live [`ForwardGuard`]s among the guards: the
-/// forwards of op calls that are being recorded as one node.
+/// forwards of op calls that are being recorded as one node. `watch` is on inside
+/// a backward run with `create_graph` (and whatever runs inside it): only there is
+/// it asked whether an op was called with recording off (see [`recording`]).
 #[derive(Clone, Copy)]
 struct Mode {
     base: bool,
     guards: u32,
     forwards: u32,
+    watch: bool,
 }
 
 thread_local! {
@@ -22,8 +25,22 @@ thread_local! {
             base: true,
             guards: 0,
             forwards: 0,
+            watch: false,
         })
     };
+}
+
+/// In one read of the mode: whether ops called now are recorded, and whether a
+/// call with recording off on a tensor that requires grad is to be counted as
+/// leaving the graph (inside a `create_graph` backward, outside any op's forward).
+#[inline]
+pub(crate) fn recording() -> (bool, bool) {
+    MODE.try_with(|m| {
+        let m = m.get();
+        let enabled = m.base && m.guards == 0;
+        (enabled, !enabled && m.watch && m.forwards == 0)
+    })
+    .unwrap_or((false, false))
 }
 
 /// True when ops called on this thread now are recorded for backward.
@@ -77,37 +94,38 @@ impl Drop for NoGradGuard {
 
 /// Recording off while an op's forward runs (`apply`): the op call is recorded as
 /// one node afterwards, so what its forward computes from tensors that require
-/// grad has not left the graph (see [`in_op_forward`]).
+/// grad has not left the graph (see [`recording`]).
 pub(crate) struct ForwardGuard {
-    _off: NoGradGuard,
+    _thread_bound: PhantomData<*const ()>,
 }
 
 impl ForwardGuard {
+    /// One guard among [`NoGradGuard`]'s, counted as a forward too (one update of
+    /// the mode: this runs once per op call).
+    #[inline]
     pub(crate) fn new() -> ForwardGuard {
-        let off = NoGradGuard::new();
         MODE.with(|m| {
             let mut mode = m.get();
+            mode.guards = mode.guards.saturating_add(1);
             mode.forwards = mode.forwards.saturating_add(1);
             m.set(mode);
         });
-        ForwardGuard { _off: off }
+        ForwardGuard {
+            _thread_bound: PhantomData,
+        }
     }
 }
 
 impl Drop for ForwardGuard {
+    #[inline]
     fn drop(&mut self) {
         let _ = MODE.try_with(|m| {
             let mut mode = m.get();
+            mode.guards = mode.guards.saturating_sub(1);
             mode.forwards = mode.forwards.saturating_sub(1);
             m.set(mode);
         });
     }
-}
-
-/// True inside the forward of an op call made through `apply` (which records the
-/// call as one node): ops called there with recording off are parts of that node.
-pub(crate) fn in_op_forward() -> bool {
-    MODE.try_with(|m| m.get().forwards > 0).unwrap_or(false)
 }
 
 /// Runs `f` with recording off: nothing computed inside is part of any graph.
@@ -131,14 +149,28 @@ pub fn enable_grad<R>(f: impl FnOnce() -> R) -> R {
 /// Runs `f` with recording set to `enabled` (whatever guards are live outside),
 /// restoring the previous mode after.
 pub(crate) fn with_grad_mode<R>(enabled: bool, f: impl FnOnce() -> R) -> R {
+    with_mode(enabled, false, f)
+}
+
+/// The mode a backward pass runs its ops in: recording as `create_graph` says, and
+/// watched for ops that leave the graph when `create_graph` is on (or a backward
+/// around this one has it on: an inner pass, as a checkpoint runs, is part of
+/// the outer backward's computation).
+pub(crate) fn with_backward_mode<R>(create_graph: bool, f: impl FnOnce() -> R) -> R {
+    with_mode(create_graph, create_graph, f)
+}
+
+/// [`with_grad_mode`], watched from here on when `watch` (or already).
+fn with_mode<R>(enabled: bool, watch: bool, f: impl FnOnce() -> R) -> R {
     // The forwards stay counted: `no_grad` inside an op's forward is still part of
-    // that op's node.
+    // that op's node. So does the watch: a `no_grad` inside a backward is watched.
     let previous = MODE.with(|m| {
-        let forwards = m.get().forwards;
+        let now = m.get();
         m.replace(Mode {
             base: enabled,
             guards: 0,
-            forwards,
+            forwards: now.forwards,
+            watch: now.watch || watch,
         })
     });
     struct Restore(Mode);

@@ -127,17 +127,17 @@ macro_rules! owned {
 /// that buffer: a backward that owns its incoming gradient (`grad: Tensor`) or a
 /// saved input the user dropped computes `grad * &x` without allocating.
 /// `Err(lhs)` when it cannot: the caller runs the recorded op.
+#[inline]
 fn in_place(
     lhs: Tensor,
     rhs: &Tensor,
     (op, entry): (BinaryOp, &OpEntry),
 ) -> std::result::Result<Result<Tensor>, Tensor> {
-    if crate::graph::records(entry, &[&lhs, rhs]) {
+    // Not recorded, a call all the same: counted as the recorded path counts it
+    // (what a backward under `create_graph` asks about its calls).
+    if crate::graph::records_or_count(entry, &[&lhs, rhs]) {
         return Err(lhs);
     }
-    // A call all the same: counted as the recorded path counts it (what a backward
-    // under `create_graph` asks about its calls; see `graph::count_call`).
-    crate::graph::count_call(entry, &[&lhs, rhs], crate::is_grad_enabled());
     crate::compute::binary_in_place(lhs, rhs, op)
 }
 

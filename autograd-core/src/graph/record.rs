@@ -20,10 +20,12 @@ thread_local! {
 ///   node (an operator that wrote its result into an operand's buffer because
 ///   neither operand requires grad counts too: it is a graph computation whose
 ///   result is a constant).
-/// - `escaped`: calls made while recording is off, outside the forward of an op
-///   being recorded, on a differentiable input that requires grad: a value computed
-///   from such a tensor outside the graph (`no_grad(|| x * x)` in a backward, or the
-///   ops a backward run without `create_graph` calls).
+/// - `escaped`: calls made while recording is off, inside a backward run with
+///   `create_graph` but outside the forward of an op being recorded, on a
+///   differentiable input that requires grad: a value computed from such a tensor
+///   outside the graph (`no_grad(|| x * x)` in a backward, or the ops of an inner
+///   backward run without `create_graph`). Elsewhere nobody asks, and they are
+///   not counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct GraphUse {
     pub(crate) recorded: u64,
@@ -38,24 +40,37 @@ pub(crate) fn graph_use() -> GraphUse {
     })
 }
 
-/// Counts a call of the op `entry` on `inputs` in [`graph_use`]: recorded when
-/// recording is on, escaped when it is off and the call reads a tensor that
-/// requires grad from outside any op's forward.
+/// Counts a call of the op `entry` on `inputs` in [`graph_use`], given
+/// [`crate::grad_mode::recording`]'s answer: recorded when recording is on,
+/// escaped when it is off, watched, and the call reads a tensor that requires grad.
 #[inline]
-pub(crate) fn count_call(entry: &OpEntry, inputs: &[&Tensor], enabled: bool) {
+pub(crate) fn count_call(entry: &OpEntry, inputs: &[&Tensor], (enabled, watched): (bool, bool)) {
     if enabled {
         let _ = CALLS.try_with(|c| {
             let mut u = c.get();
             u.recorded += 1;
             c.set(u);
         });
-    } else if wants_grad(entry, inputs) && !crate::grad_mode::in_op_forward() {
+    } else if watched && wants_grad(entry, inputs) {
         let _ = CALLS.try_with(|c| {
             let mut u = c.get();
             u.escaped += 1;
             c.set(u);
         });
     }
+}
+
+/// For a call that can skip recording (an operator writing into an operand's
+/// buffer): true when it would be recorded (the caller then records it, which
+/// counts it); otherwise the call is counted here, and false.
+#[inline]
+pub(crate) fn records_or_count(entry: &OpEntry, inputs: &[&Tensor]) -> bool {
+    let mode = crate::grad_mode::recording();
+    if mode.0 && wants_grad(entry, inputs) {
+        return true;
+    }
+    count_call(entry, inputs, mode);
+    false
 }
 
 /// Runs `f` without its recorded-op calls counting in [`graph_use`]: for a
@@ -139,13 +154,6 @@ fn wants_grad(entry: &OpEntry, inputs: &[&Tensor]) -> bool {
         .any(|(spec, t)| spec.differentiable && t.requires_grad())
 }
 
-/// True when a call of the op on `inputs` would be recorded (what
-/// [`ComputationGraph::record`] decides): an unrecorded shortcut for it, such as
-/// writing the result into an operand's buffer, is only taken when it is not.
-pub(crate) fn records(entry: &OpEntry, inputs: &[&Tensor]) -> bool {
-    crate::is_grad_enabled() && wants_grad(entry, inputs)
-}
-
 /// An error unless `inputs` holds exactly the op's tensor inputs.
 fn check_arity(entry: &OpEntry, inputs: &[&Tensor]) -> crate::Result<()> {
     if inputs.len() == entry.inputs.len() {
@@ -202,8 +210,9 @@ impl ComputationGraph {
         location: &'static Location<'static>,
     ) -> Tensor {
         let entry = O::ENTRY;
-        let enabled = crate::is_grad_enabled();
-        count_call(entry, inputs, enabled);
+        let mode = crate::grad_mode::recording();
+        count_call(entry, inputs, mode);
+        let enabled = mode.0;
         let needed = enabled && wants_grad(entry, inputs);
         if !needed {
             // Dropped here, not after the return value is made: a parameter whose
