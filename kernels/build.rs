@@ -22,6 +22,21 @@ mod emulator {
         std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
     }
 
+    fn target_arch() -> String {
+        std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default()
+    }
+
+    /// Whether the code can use fused multiply-adds: AArch64 always; x86-64 where
+    /// the machine building it has them (the emulator runs where it is built).
+    fn fma() -> bool {
+        match target_arch().as_str() {
+            "aarch64" => true,
+            #[cfg(target_arch = "x86_64")]
+            "x86_64" => std::arch::is_x86_feature_detected!("fma"),
+            _ => false,
+        }
+    }
+
     pub fn build() {
         let cuda = PathBuf::from("src/cuda");
         let emu = cuda.join("emu");
@@ -58,10 +73,20 @@ mod emulator {
             .warnings(false)
             .include(&emu)
             .flag("-std=c++17")
-            // As NVRTC is told nothing about fast math; no contraction into FMAs
-            // either (the GPU contracts, the CPU backend does not: see the docs).
-            .flag("-ffp-contract=off")
+            // As NVRTC is told nothing about fast math. Products and sums are
+            // contracted into fused multiply-adds wherever g++ can (NVRTC's
+            // default; the library compiles its own programs without it, so that
+            // a result that changes with contraction shows here, not on a GPU).
+            .flag("-ffp-contract=fast")
             .files(&files);
+        let fma = fma();
+        if fma && target_arch() == "x86_64" {
+            build.flag("-mfma");
+        }
+        println!(
+            "cargo:rustc-env=AUTOGRAD_CUDA_EMU_FMA={}",
+            if fma { "1" } else { "0" }
+        );
         let objects = build.compile_intermediates();
         let lib = out.join("libautograd_cuda_emu.so");
         let status = build

@@ -2,6 +2,26 @@
 // the supported subset (ew_exp, ..) for float and double, and dual numbers, so that
 // one template of the op's function computes its value and, instantiated over
 // nested duals, its derivatives up to the third.
+//
+// All arithmetic goes through ew_add, ew_sub, ew_mul and ew_div (the op's function
+// too: the macro writes `a * b` as `ew_mul(a, b)`). Sums and products are the
+// round-to-nearest intrinsics, which no compiler contracts into a fused
+// multiply-add, so a value is the same bits wherever it is computed: in the op's
+// own kernel, which receives the derivative selector at run time, and in a fused
+// chain's kernel, which has it as a constant and simplifies around it (contracted,
+// the two differ by an ulp or two). NVRTC compiles the library's programs with
+// --fmad=false as well; the emulated device contracts whatever is not written so
+// (g++ -ffp-contract=fast). A quotient is never contracted: `/` (IEEE division,
+// NVRTC's default; `1 / x` compiles to the exact reciprocal, where __fdiv_rn
+// would be a full division).
+__device__ __forceinline__ float ew_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float ew_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float ew_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float ew_div(float a, float b) { return a / b; }
+__device__ __forceinline__ double ew_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double ew_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double ew_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double ew_div(double a, double b) { return a / b; }
 
 template <typename T> struct Dual {
     T v;
@@ -11,13 +31,19 @@ template <typename T> struct Dual {
     __device__ Dual(T v_, T d_) : v(v_), d(d_) {}
 };
 
-template <typename T> __device__ __forceinline__ Dual<T> operator+(Dual<T> a, Dual<T> b) { return Dual<T>(a.v + b.v, a.d + b.d); }
-template <typename T> __device__ __forceinline__ Dual<T> operator-(Dual<T> a, Dual<T> b) { return Dual<T>(a.v - b.v, a.d - b.d); }
-template <typename T> __device__ __forceinline__ Dual<T> operator*(Dual<T> a, Dual<T> b) { return Dual<T>(a.v * b.v, a.d * b.v + a.v * b.d); }
-template <typename T> __device__ __forceinline__ Dual<T> operator/(Dual<T> a, Dual<T> b) {
-    T q = a.v / b.v;
-    return Dual<T>(q, (a.d - q * b.d) / b.v);
+template <typename T> __device__ __forceinline__ Dual<T> ew_add(Dual<T> a, Dual<T> b) { return Dual<T>(ew_add(a.v, b.v), ew_add(a.d, b.d)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_sub(Dual<T> a, Dual<T> b) { return Dual<T>(ew_sub(a.v, b.v), ew_sub(a.d, b.d)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_mul(Dual<T> a, Dual<T> b) {
+    return Dual<T>(ew_mul(a.v, b.v), ew_add(ew_mul(a.d, b.v), ew_mul(a.v, b.d)));
 }
+template <typename T> __device__ __forceinline__ Dual<T> ew_div(Dual<T> a, Dual<T> b) {
+    T q = ew_div(a.v, b.v);
+    return Dual<T>(q, ew_div(ew_sub(a.d, ew_mul(q, b.d)), b.v));
+}
+template <typename T> __device__ __forceinline__ Dual<T> operator+(Dual<T> a, Dual<T> b) { return ew_add(a, b); }
+template <typename T> __device__ __forceinline__ Dual<T> operator-(Dual<T> a, Dual<T> b) { return ew_sub(a, b); }
+template <typename T> __device__ __forceinline__ Dual<T> operator*(Dual<T> a, Dual<T> b) { return ew_mul(a, b); }
+template <typename T> __device__ __forceinline__ Dual<T> operator/(Dual<T> a, Dual<T> b) { return ew_div(a, b); }
 template <typename T> __device__ __forceinline__ Dual<T> operator-(Dual<T> a) { return Dual<T>(-a.v, -a.d); }
 template <typename T> __device__ __forceinline__ bool operator<(Dual<T> a, Dual<T> b) { return a.v < b.v; }
 template <typename T> __device__ __forceinline__ bool operator<=(Dual<T> a, Dual<T> b) { return a.v <= b.v; }
@@ -52,40 +78,40 @@ __device__ __forceinline__ float ew_max(float a, float b) { return b > a ? b : a
 __device__ __forceinline__ double ew_max(double a, double b) { return b > a ? b : a; }
 
 // Dual numbers: f(v + dε) = f(v) + f'(v) d ε.
-template <typename T> __device__ __forceinline__ Dual<T> ew_chain(Dual<T> x, T f, T df) { return Dual<T>(f, x.d * df); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_chain(Dual<T> x, T f, T df) { return Dual<T>(f, ew_mul(x.d, df)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_exp(Dual<T> x) { T e = ew_exp(x.v); return ew_chain(x, e, e); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_exp_m1(Dual<T> x) { return ew_chain(x, ew_exp_m1(x.v), ew_exp(x.v)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_ln(Dual<T> x) { return ew_chain(x, ew_ln(x.v), ew_recip(x.v)); }
-template <typename T> __device__ __forceinline__ Dual<T> ew_ln_1p(Dual<T> x) { return ew_chain(x, ew_ln_1p(x.v), ew_recip(T(1.0) + x.v)); }
-template <typename T> __device__ __forceinline__ Dual<T> ew_sqrt(Dual<T> x) { T s = ew_sqrt(x.v); return ew_chain(x, s, ew_recip(T(2.0) * s)); }
-template <typename T> __device__ __forceinline__ Dual<T> ew_tanh(Dual<T> x) { T t = ew_tanh(x.v); return ew_chain(x, t, T(1.0) - t * t); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_ln_1p(Dual<T> x) { return ew_chain(x, ew_ln_1p(x.v), ew_recip(ew_add(T(1.0), x.v))); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_sqrt(Dual<T> x) { T s = ew_sqrt(x.v); return ew_chain(x, s, ew_recip(ew_mul(T(2.0), s))); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_tanh(Dual<T> x) { T t = ew_tanh(x.v); return ew_chain(x, t, ew_sub(T(1.0), ew_mul(t, t))); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_sin(Dual<T> x) { return ew_chain(x, ew_sin(x.v), ew_cos(x.v)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_cos(Dual<T> x) { return ew_chain(x, ew_cos(x.v), -ew_sin(x.v)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_erf(Dual<T> x) {
-    return ew_chain(x, ew_erf(x.v), T(1.1283791670955126) * ew_exp(-(x.v * x.v)));
+    return ew_chain(x, ew_erf(x.v), ew_mul(T(1.1283791670955126), ew_exp(-ew_mul(x.v, x.v))));
 }
 template <typename T> __device__ __forceinline__ Dual<T> ew_abs(Dual<T> x) {
     T sign = x.v > T(0.0) ? T(1.0) : (x.v < T(0.0) ? T(-1.0) : T(0.0));
     return ew_chain(x, ew_abs(x.v), sign);
 }
-template <typename T> __device__ __forceinline__ Dual<T> ew_recip(Dual<T> x) { T r = ew_recip(x.v); return ew_chain(x, r, -(r * r)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_recip(Dual<T> x) { T r = ew_recip(x.v); return ew_chain(x, r, -ew_mul(r, r)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_powf(Dual<T> x, Dual<T> y) {
     T p = ew_powf(x.v, y.v);
     // PyTorch's convention at the kinks, as the CPU's Dual::powf: no x-term where
     // y = 0, no y-term where x = 0 and y >= 0.
-    T by_x = (x.d == T(0.0) || y.v == T(0.0)) ? T(0.0) : y.v * ew_powf(x.v, y.v - T(1.0)) * x.d;
-    T by_y = (y.d == T(0.0) || (x.v == T(0.0) && y.v >= T(0.0))) ? T(0.0) : p * ew_ln(x.v) * y.d;
-    return Dual<T>(p, by_x + by_y);
+    T by_x = (x.d == T(0.0) || y.v == T(0.0)) ? T(0.0) : ew_mul(ew_mul(y.v, ew_powf(x.v, ew_sub(y.v, T(1.0)))), x.d);
+    T by_y = (y.d == T(0.0) || (x.v == T(0.0) && y.v >= T(0.0))) ? T(0.0) : ew_mul(ew_mul(p, ew_ln(x.v)), y.d);
+    return Dual<T>(p, ew_add(by_x, by_y));
 }
 template <typename T> __device__ __forceinline__ Dual<T> ew_powi(Dual<T> x, int n) {
-    T slope = n == 0 ? T(0.0) : T((double)n) * ew_powi(x.v, n - 1);
+    T slope = n == 0 ? T(0.0) : ew_mul(T((double)n), ew_powi(x.v, n - 1));
     return ew_chain(x, ew_powi(x.v, n), slope);
 }
 template <typename T> __device__ __forceinline__ Dual<T> ew_min(Dual<T> a, Dual<T> b) {
-    return b.v < a.v ? b : (b.v == a.v ? Dual<T>(a.v, (a.d + b.d) * T(0.5)) : a);
+    return b.v < a.v ? b : (b.v == a.v ? Dual<T>(a.v, ew_mul(ew_add(a.d, b.d), T(0.5))) : a);
 }
 template <typename T> __device__ __forceinline__ Dual<T> ew_max(Dual<T> a, Dual<T> b) {
-    return b.v > a.v ? b : (b.v == a.v ? Dual<T>(a.v, (a.d + b.d) * T(0.5)) : a);
+    return b.v > a.v ? b : (b.v == a.v ? Dual<T>(a.v, ew_mul(ew_add(a.d, b.d), T(0.5))) : a);
 }
 
 // Seeds: the derivative parts of input x for the derivative orders 1 to 3.

@@ -69,12 +69,15 @@ pub trait ElementwiseKernel: Send + Sync {
     /// `(n, what, x0, x1, x2, x3, g, out, p0, p1, p2, p3)` (see [`Eval::code`]).
     fn cuda_source(&self) -> &'static str;
 
-    /// The name [`Self::cuda_source`] is compiled under, once per device: the op's
-    /// name, or for the gradient op of a backward reading `output` (whose entry
-    /// points are in its op's program), its op's.
-    fn program(&self) -> &'static str {
-        self.name()
-    }
+    /// The op's full path, which [`Self::cuda_source`] is compiled under, once
+    /// per device: the op's module (`module_path!()` in it, as the registry tells
+    /// definitions apart), or for the gradient op of a backward reading `output`
+    /// (whose entry points are in its op's program), its op's. Never the short
+    /// name: two crates may define ops of one name (a user's `gelu` and the
+    /// standard one), and the GPU must not run one's program for the other. A
+    /// fused chain's kernel includes each program once, in a namespace named
+    /// after this path.
+    fn program(&self) -> &'static str;
 
     /// The op's parameters as the CUDA kernels take them (`p0..p3`).
     fn cuda_params(&self) -> [f64; MAX_PARAMS];
@@ -505,6 +508,9 @@ mod tests {
         }
         fn cuda_source(&self) -> &'static str {
             ""
+        }
+        fn program(&self) -> &'static str {
+            module_path!()
         }
         fn cuda_params(&self) -> [f64; MAX_PARAMS] {
             [0.0; MAX_PARAMS]

@@ -46,6 +46,15 @@ impl Scalar {
 /// A raw CUDA program: its source, compiled by NVRTC after [`CUDA_PRELUDE`] at the
 /// first launch on each device and cached under `name` (so give each program a
 /// name of its own).
+///
+/// It is compiled as nvcc compiles a source by default, with contraction on
+/// (`--fmad=true`): `a * b + c` may become one fused multiply-add, rounded once.
+/// (The library's own programs are compiled with `--fmad=false`, so that fused
+/// and unfused ops give the same bits: `cuda::compile::Contraction`.) Where a
+/// kernel needs each product and sum rounded, as its CPU kernel computes them, it
+/// writes `__fmul_rn(a, b)`, `__fadd_rn(x, y)` (`__dmul_rn`, .. for `double`),
+/// which no compiler contracts; the emulated device, which contracts whatever it
+/// can, has them too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CudaProgram {
     /// The program's name: the cache key (and the file name in compiler messages).

@@ -868,6 +868,104 @@ extern "C" __global__ void gather_f64(RAW_PARAMS(double)) { gather(p, in0, in1, 
     }
 }
 
+/// Contraction: a raw program, compiled as nvcc compiles (contraction on), gets a
+/// fused multiply-add for `a * b + c`, on a GPU and on the emulated device (which
+/// compiles every program so, where the CPU has fused multiply-adds:
+/// `emu::contracts`), and never for the round-to-nearest intrinsics (`__fmul_rn`,
+/// `__fadd_rn`), in which the library writes the arithmetic of its generated ops
+/// and fused chains. With `c = -(a * b)` rounded, the contracted result is the
+/// product's rounding error, and the rounded one 0.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn products_and_sums_are_contracted_except_through_the_intrinsics() {
+    use autograd_kernels::raw::{CudaProgram, LaunchConfig, RawLaunch};
+    const PROGRAM: CudaProgram = CudaProgram {
+        name: "raw_test_contraction",
+        source: r#"
+__device__ float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+__device__ double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+__device__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+template <typename T>
+__device__ void contract(const RawParams& p, const T* a, const T* b, const T* c, T* plain, T* rounded) {
+    const u64 start = (u64)blockIdx.x * blockDim.x + threadIdx.x, step = (u64)blockDim.x * gridDim.x;
+    for (u64 i = start; i < p.out[0].numel; i += step) {
+        plain[i] = a[i] * b[i] + c[i];
+        rounded[i] = add_rn(mul_rn(a[i], b[i]), c[i]);
+    }
+}
+extern "C" __global__ void contract_f32(RAW_PARAMS(float)) { contract(p, in0, in1, in2, out0, out1); }
+extern "C" __global__ void contract_f64(RAW_PARAMS(double)) { contract(p, in0, in1, in2, out0, out1); }
+"#,
+    };
+    #[cfg(feature = "cuda-emulator")]
+    let contracts = cuda::emu::contracts();
+    #[cfg(not(feature = "cuda-emulator"))]
+    let contracts = true;
+    let dev = gpu();
+    let n = 1000;
+    for dtype in [DType::F32, DType::F64] {
+        let (a, b) = (data(n, 21, -1.0, 1.0, dtype), data(n, 22, -1.0, 1.0, dtype));
+        let (av, bv) = (values(&a), values(&b));
+        // c = -(a * b), and a * b + c with one rounding, in the dtype.
+        let (c, fused): (Vec<f64>, Vec<f64>) = match dtype {
+            DType::F32 => av
+                .iter()
+                .zip(&bv)
+                .map(|(&x, &y)| {
+                    let (x, y) = (x as f32, y as f32);
+                    let c = -(x * y);
+                    (c as f64, x.mul_add(y, c) as f64)
+                })
+                .unzip(),
+            DType::F64 => av
+                .iter()
+                .zip(&bv)
+                .map(|(&x, &y)| (-(x * y), x.mul_add(y, -(x * y))))
+                .unzip(),
+        };
+        assert!(fused.iter().filter(|&&r| r != 0.0).count() > n / 2);
+        let c = CpuStorage::F64(c)
+            .cast(&Layout::contiguous(Shape::from([n])), dtype)
+            .unwrap();
+        let ins = [upload(&dev, &a), upload(&dev, &b), upload(&dev, &c)];
+        let l = Layout::contiguous(Shape::from([n]));
+        let launch = RawLaunch {
+            program: PROGRAM,
+            entry: "contract",
+            config: LaunchConfig::linear(4, 64),
+            scalars: &[],
+        };
+        let outs = [Shape::from([n]), Shape::from([n])];
+        // SAFETY: contract_* take RAW_PARAMS, read n elements of each contiguous
+        // input and write n of each output, grid-stride.
+        let got = unsafe {
+            CudaStorage::run_raw(
+                &launch,
+                &[(&ins[0], &l), (&ins[1], &l), (&ins[2], &l)],
+                &outs,
+            )
+        }
+        .unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let want_plain = if contracts {
+            fused.clone()
+        } else {
+            vec![0.0; n]
+        };
+        assert_eq!(
+            bits(&host(&got[0])),
+            bits(&want_plain),
+            "{dtype}: a * b + c (contracted: {contracts})"
+        );
+        assert_eq!(
+            bits(&host(&got[1])),
+            bits(&vec![0.0; n]),
+            "{dtype}: __fadd_rn(__fmul_rn(a, b), c)"
+        );
+    }
+}
+
 /// One fused kernel with several results gives, for each, the bits of the CPU's
 /// one pass (`cpu::fused::run_many`) for stored results, and of the chain stored
 /// then summed by the GPU's own sum reduction for summed ones: results in any
@@ -952,7 +1050,11 @@ fn a_fused_kernel_with_several_results_gives_the_bits_of_the_unfused_ops() {
             let layouts = [&dense, &dense, &row];
             let outputs = [(3, store), (0, sum), (1, store)];
             let (_, _, source) = kernel_source_many(&steps, &layouts, dtype, &outputs);
-            for line in ["out0[i] = v3;", "a1 = a1 + (double)v0;", "out2[i] = v1;"] {
+            for line in [
+                "out0[i] = v3;",
+                "a1 = fz_add(a1, (double)v0);",
+                "out2[i] = v1;",
+            ] {
                 assert!(source.contains(line), "{source}");
             }
             assert!(!source.contains("out3[i]"), "{source}");

@@ -72,6 +72,38 @@ fn every_cuda_kernel_source_compiles_with_nvrtc() {
     }
 }
 
+/// The library's programs (`compile_source`, as every fixed module, generated op
+/// and fused chain is compiled) are compiled without contraction: `a * b + c` is a
+/// product and a sum, each rounded (`mul.rn`, `add.rn`), not a fused multiply-add;
+/// a raw program (`Contraction::On`, NVRTC's default) gets the fused multiply-add.
+#[test]
+fn the_library_compiles_its_programs_without_contraction() {
+    if !nvrtc_or_skip("the_library_compiles_its_programs_without_contraction") {
+        return;
+    }
+    use compile::{Contraction, compile_source_with, nvrtc_options};
+    assert!(nvrtc_options("sm_90", Contraction::Off).contains(&"--fmad=false".to_string()));
+    let source = "extern \"C\" __global__ void mad(const float* a, const float* b, \
+                  const float* c, float* out) { out[0] = a[0] * b[0] + c[0]; }";
+    let ptx = |contraction| {
+        let code = compile_source_with("mad.cu", source, "compute_90", Output::Ptx, contraction)
+            .unwrap_or_else(|e| panic!("{e}"));
+        String::from_utf8_lossy(&code).into_owned()
+    };
+    let library = compile_source("mad.cu", source, "compute_90", Output::Ptx)
+        .map(|c| String::from_utf8_lossy(&c).into_owned())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(library, ptx(Contraction::Off));
+    assert!(
+        !library.contains("fma")
+            && library.contains("mul.rn.f32")
+            && library.contains("add.rn.f32"),
+        "{library}"
+    );
+    let contracted = ptx(Contraction::On);
+    assert!(contracted.contains("fma.rn.f32"), "{contracted}");
+}
+
 #[test]
 fn a_kernel_with_a_syntax_error_fails_to_compile_with_the_compiler_log() {
     if !nvrtc_or_skip("a_kernel_with_a_syntax_error_fails_to_compile_with_the_compiler_log") {

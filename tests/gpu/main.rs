@@ -11,8 +11,9 @@
 //! cuda-emulator --test gpu -- --include-ignored` (`Device::Cuda(0)` is then a host
 //! emulation running the backend's own launch code and .cu kernels; the W2/W3
 //! "GPU sizes" are cut there). What emulation cannot see (lost updates between
-//! threads running at once, the memory model, CUDA's math accuracy and FMA
-//! contraction, sizes of 2^31 and beyond) is listed in
+//! threads running at once, the memory model, CUDA's math accuracy, where exactly
+//! NVRTC contracts a product and a sum (the emulated device contracts wherever g++
+//! can), sizes of 2^31 and beyond) is listed in
 //! `kernels/src/cuda/emu/mod.rs` and still needs a real GPU.
 
 mod availability;
@@ -23,6 +24,7 @@ mod elementwise;
 mod engine;
 mod functional;
 mod fusion;
+mod op_names;
 mod ops_batch;
 mod ops_parity;
 mod raw;

@@ -683,9 +683,7 @@ fn gradient_ops(p: &TokenStream, v: &Valid<'_, '_>, b: &ValidBackward) -> (Token
             body: &body,
             backward: None,
             params: params.clone(),
-            program: Program::Parents {
-                name: v.name.clone(),
-            },
+            program: Program::Parents,
         });
         cuda.push_str(&kernel_cuda);
         let specs = b.params.iter().map(|q| {
@@ -744,13 +742,13 @@ struct Kernel<'x> {
     params: Vec<String>,
     /// The CUDA program the kernel's entry points are in: its own (`CUDA_SOURCE`,
     /// holding these CUDA sources after its own), or, for a gradient op, its op's
-    /// (`super::CUDA_SOURCE`, compiled once for both under the op's name).
+    /// (`super::CUDA_SOURCE`, compiled once for both under the op's path).
     program: Program,
 }
 
 enum Program {
     Own { appended: String },
-    Parents { name: String },
+    Parents,
 }
 
 /// The function generic over `Real`, the CUDA source (`CUDA_SOURCE`), the
@@ -920,10 +918,16 @@ fn kernel_items(k: &Kernel<'_>) -> (TokenStream, String) {
                     pub const CUDA_SOURCE: &str = #text;
                 },
                 quote!(CUDA_SOURCE),
-                name.to_string(),
+                // The op's module: its path tells this definition from any other
+                // op of the same name (another crate's `gelu`).
+                quote!(::core::module_path!()),
             )
         }
-        Program::Parents { name } => (quote!(), quote!(super::CUDA_SOURCE), name.clone()),
+        Program::Parents => (
+            quote!(),
+            quote!(super::CUDA_SOURCE),
+            quote!(#p::elementwise::ElementwiseKernel::program(&self.0)),
+        ),
     };
     let deriv_specs = inputs.iter().zip(&k.differentiable).map(|(i, d)| {
         let iname = i.to_string();

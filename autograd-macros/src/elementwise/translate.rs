@@ -582,9 +582,12 @@ impl Translator<'_> {
         let (l, r) = (l?, r?);
         let (lr, rr) = (&l.rust, &r.rust);
         let (lc, rc) = (&l.cuda, &r.cuda);
-        let arith = |op: &str, tokens: TokenStream| Tr {
+        // In CUDA C++ through the prelude's `ew_add` (..): the round-to-nearest
+        // intrinsics, which no compiler contracts into a fused multiply-add, so that
+        // the op's kernel and a fused chain's compute the same bits.
+        let arith = |f: &str, tokens: TokenStream| Tr {
             rust: tokens,
-            cuda: format!("{lc} {op} {rc}"),
+            cuda: format!("{f}({lc}, {rc})"),
             kind: Kind::Real,
         };
         let compare = |name: &str, op: &str| {
@@ -598,10 +601,10 @@ impl Translator<'_> {
         let reals = l.kind == Kind::Real && r.kind == Kind::Real;
         let masks = l.kind == Kind::Mask && r.kind == Kind::Mask;
         let out = match &b.op {
-            BinOp::Add(_) if reals => arith("+", quote!(#lr + #rr)),
-            BinOp::Sub(_) if reals => arith("-", quote!(#lr - #rr)),
-            BinOp::Mul(_) if reals => arith("*", quote!(#lr * #rr)),
-            BinOp::Div(_) if reals => arith("/", quote!(#lr / #rr)),
+            BinOp::Add(_) if reals => arith("ew_add", quote!(#lr + #rr)),
+            BinOp::Sub(_) if reals => arith("ew_sub", quote!(#lr - #rr)),
+            BinOp::Mul(_) if reals => arith("ew_mul", quote!(#lr * #rr)),
+            BinOp::Div(_) if reals => arith("ew_div", quote!(#lr / #rr)),
             BinOp::Lt(_) if reals => compare("lt", "<"),
             BinOp::Le(_) if reals => compare("le", "<="),
             BinOp::Gt(_) if reals => compare("gt", ">"),
@@ -849,7 +852,7 @@ pub(crate) fn cuda_source(
                     })
                     .collect();
                 format!(
-                    "g * {name}_f(p, {}){}",
+                    "ew_mul(g, {name}_f(p, {}){})",
                     seeded.join(", "),
                     ".d".repeat(order)
                 )
@@ -902,6 +905,9 @@ pub(crate) fn cuda_source(
              out[i] = {name}_at<T>(what, x0[i], x1[i], x2[i], x3[i], g[i], p);\n  }}\n}}\n",
         inits.join(", ")
     ));
+    // A fused chain's kernel includes the program for its functions alone, in a
+    // namespace of its own (another op of the same name may be in the chain too).
+    s.push_str("#ifndef AUTOGRAD_FUNCTIONS_ONLY\n");
     for (ty, suffix) in [("float", "f32"), ("double", "f64")] {
         s.push_str(&format!(
             "extern \"C\" __global__ void {name}_{suffix}(unsigned long long n, unsigned long long what, \
@@ -913,6 +919,7 @@ pub(crate) fn cuda_source(
             inits.join(", ")
         ));
     }
+    s.push_str("#endif\n");
     s
 }
 

@@ -86,7 +86,10 @@ pub trait BlockKernel: std::any::Any + Send + Sync {
 pub struct CudaCall {
     /// The prefix of the functions (`<name>_at`, `<name>_make`).
     pub name: &'static str,
-    /// The program the functions are in (sources of one program are included once).
+    /// The full path of the op whose program the functions are in
+    /// (`ElementwiseKernel::program`): a chain's kernel includes each program once,
+    /// in a namespace of its own, so that ops of the same name from two crates
+    /// both keep their own functions.
     pub program: &'static str,
     /// The program's source.
     pub source: &'static str,

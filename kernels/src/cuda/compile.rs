@@ -3,7 +3,8 @@
 //! Each `.cu` file of this directory is one compilation unit ([`Module`]), compiled
 //! with `common.cuh` in front of it at first use on a device, for that device's
 //! architecture, straight to machine code (CUBIN: unlike PTX, it loads on a driver
-//! older than the NVRTC that made it). Every kernel the backend launches has a name
+//! older than the NVRTC that made it), without contraction into fused
+//! multiply-adds, as every program of the library is ([`Contraction`]). Every kernel the backend launches has a name
 //! built by one of the functions below from an op variant and a dtype;
 //! [`kernel_names`] lists all of them, and [`check_sources`] compiles every module
 //! and checks that each name is defined and takes the parameters the backend passes
@@ -382,14 +383,70 @@ pub enum Output {
     Cubin,
 }
 
+/// Whether NVRTC may contract a product and a sum (`a * b + c`) into one fused
+/// multiply-add, which rounds once where the two operations round twice.
+///
+/// The library's own programs (the modules here, the ops generated from an
+/// elementwise function, the fused chains) are compiled with [`Contraction::Off`]:
+/// every product and sum is rounded where it is written, as the CPU backend
+/// computes it (Rust never contracts), so a fused chain gives the bits of its ops
+/// one by one whatever the compiler knows at each place. With contraction on
+/// (NVRTC's default), the fused kernel, which has a generated op's derivative
+/// selector as a constant, and the op's own kernel, which receives it at run time,
+/// contract the dual numbers' arithmetic differently (1 to 2 ulps apart in the
+/// gradients of softplus, mish, gelu, silu), and a fused sum contracts the last
+/// product into its accumulator. Raw programs (`crate::raw`, a user's own source)
+/// are compiled with [`Contraction::On`], as nvcc compiles them by default; where
+/// a raw program needs a product rounded, it writes `__fmul_rn` (and `__fadd_rn`,
+/// ...: intrinsics that are never contracted, which the emulated device has too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Contraction {
+    /// `--fmad=false`: no fused multiply-add unless the source asks for one
+    /// (`fma`, `__fmaf_rn`).
+    Off,
+    /// `--fmad=true`, NVRTC's and nvcc's default.
+    On,
+}
+
+impl Contraction {
+    /// The NVRTC option.
+    pub fn option(self) -> &'static str {
+        match self {
+            Contraction::Off => "--fmad=false",
+            Contraction::On => "--fmad=true",
+        }
+    }
+}
+
+/// The options every NVRTC compile passes: the architecture and the contraction.
+pub fn nvrtc_options(arch: &str, contraction: Contraction) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        contraction.option().to_string(),
+    ]
+}
+
 /// Compiles `module` with NVRTC for `arch` (`sm_90` with [`Output::Cubin`],
 /// `compute_90` with [`Output::Ptx`]). A compile error carries NVRTC's log.
 pub fn compile(module: Module, arch: &str, output: Output) -> Result<Vec<u8>> {
     compile_source(module.file(), module.source(), arch, output)
 }
 
-/// Compiles the CUDA C++ `source` (named `file` in messages) with NVRTC.
+/// Compiles the CUDA C++ `source` (named `file` in messages) of one of the
+/// library's programs with NVRTC: without contraction ([`Contraction::Off`]).
 pub fn compile_source(file: &str, source: &str, arch: &str, output: Output) -> Result<Vec<u8>> {
+    compile_source_with(file, source, arch, output, Contraction::Off)
+}
+
+/// Compiles the CUDA C++ `source` (named `file` in messages) with NVRTC, with
+/// `contraction` (see [`Contraction`]: [`Contraction::On`] for raw programs only).
+pub fn compile_source_with(
+    file: &str,
+    source: &str,
+    arch: &str,
+    output: Output,
+    contraction: Contraction,
+) -> Result<Vec<u8>> {
     if !nvrtc_available() {
         return Err(nvrtc_missing());
     }
@@ -398,7 +455,7 @@ pub fn compile_source(file: &str, source: &str, arch: &str, output: Output) -> R
     let name = CString::new(file).unwrap_or_default();
     let prog = nvrtc::create_program(&src, Some(&name))
         .map_err(|e| KernelError::Device(format!("nvrtcCreateProgram({file}): {e:?}")))?;
-    let options = [format!("--gpu-architecture={arch}")];
+    let options = nvrtc_options(arch, contraction);
     // SAFETY: `prog` was created above and is destroyed only at the end; `src` and
     // `name`, which it refers to, outlive it.
     unsafe {

@@ -7,7 +7,7 @@
 //! test-only `cuda-emulator` feature.
 
 use super::Drv;
-use super::compile::Module;
+use super::compile::{Contraction, Module};
 use super::driver::Driver;
 use crate::{KernelError, Result};
 use std::collections::HashMap;
@@ -160,14 +160,16 @@ impl CudaDevice {
         Ok(f)
     }
 
-    /// Kernel `name` of a generated op's program `source` (compiled at the first
-    /// use of `key`: the op's name, or `raw.<program>` for a raw program), for the
-    /// calling thread.
+    /// Kernel `name` of a generated program `source` (compiled with `contraction`
+    /// at the first use of `key`: the op's full path for a generated op,
+    /// `fused_<hash>` for a fused chain, `raw.<program>` for a raw program), for
+    /// the calling thread.
     pub(crate) fn generated_function(
         &self,
         key: &str,
         source: &str,
         name: &str,
+        contraction: Contraction,
     ) -> Result<<Drv as Driver>::Func> {
         self.bind()?;
         // Cached apart from the fixed kernels' names (an op may be called
@@ -177,7 +179,7 @@ impl CudaDevice {
         if let Some(f) = lock(&self.functions).get(&cached) {
             return Ok(f.clone());
         }
-        let f = self.driver.load_generated(key, source, name)?;
+        let f = self.driver.load_generated(key, source, name, contraction)?;
         lock(&self.functions).insert(cached, f.clone());
         Ok(f)
     }

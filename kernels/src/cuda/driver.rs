@@ -10,7 +10,7 @@
 //! device runs exactly the backend's own code.
 
 use super::CudaElement;
-use super::compile::Module;
+use super::compile::{Contraction, Module};
 use super::index::{Index1, Index2, ReduceIndex};
 use super::raw::RawParams;
 use crate::Result;
@@ -114,9 +114,16 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn load_function(&self, module: Module, name: &str) -> Result<Self::Func>;
 
     /// Loads kernel `name` of a generated program (an op generated from an
-    /// elementwise function, or a raw program: `source` is the whole program),
-    /// compiling it at the first use of `key`. The context must be bound.
-    fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<Self::Func>;
+    /// elementwise function, a fused chain, or a raw program: `source` is the whole
+    /// program), compiling it at the first use of `key` with `contraction` (on the
+    /// emulated device: always contracted, see `emu`). The context must be bound.
+    fn load_generated(
+        &self,
+        key: &str,
+        source: &str,
+        name: &str,
+        contraction: Contraction,
+    ) -> Result<Self::Func>;
 
     /// Launches `f` (the kernel `name`) with `args`.
     ///

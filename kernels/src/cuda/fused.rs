@@ -8,9 +8,14 @@
 //! and writing the result once. The fixed ops use the round-to-nearest intrinsics
 //! (`__fadd_rn`, `__dmul_rn`, ..), which NVRTC never contracts into a fused
 //! multiply-add, so a step computes what the op's own kernel computes; a generated
-//! op's step calls the per-element function its own kernel calls (`<op>_at`).
+//! op's step calls the per-element function its own kernel calls (`<op>_at`, whose
+//! arithmetic is written with the same intrinsics), from the op's program, which
+//! the kernel includes once in a namespace named after the op's full path (two ops
+//! may share a short name). A sum adds each value with `__dadd_rn`, never
+//! contracted with the product that computed it. The program is compiled with
+//! `--fmad=false` besides (`compile::Contraction::Off`), as the ops' own are.
 
-use super::compile::BLOCK_REDUCE;
+use super::compile::{BLOCK_REDUCE, Contraction};
 use super::driver::{Driver, KernelArg, LaunchCfg};
 use super::index::ReducePlan;
 use super::{CudaElement, CudaStorage, alloc, launch_config, reduce};
@@ -215,7 +220,7 @@ fn run_typed<T: CudaElement>(
         .collect();
     let layouts: Vec<&Layout> = leaves.iter().map(|&(_, l)| l).collect();
     let (key, name, source) = kernel_source_wide(steps, &layouts, T::DTYPE, outputs, splits > 1);
-    let f = dev.generated_function(&key, &source, &name)?;
+    let f = dev.generated_function(&key, &source, &name, Contraction::Off)?;
     let slices = buffers
         .iter()
         .map(|b| b.slice::<T>())
@@ -317,6 +322,12 @@ pub fn kernel_source_wide(
     (key, name, source)
 }
 
+/// The namespace a chain's kernel holds the program of the op at `program` (its
+/// full path) in.
+fn namespace(program: &str) -> String {
+    format!("op_{:016x}", fnv(program))
+}
+
 /// FNV-1a of the source: the chain's cache key (the source is the chain's shape).
 fn fnv(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
@@ -325,8 +336,10 @@ fn fnv(s: &str) -> u64 {
 }
 
 /// The fused kernel's source: the prelude, the programs of the generated ops it
-/// calls (each once), helpers, and the kernel `<key>_<dtype>` (named by the
-/// caller from the source's hash, so it is declared with a placeholder). Result
+/// calls (each once, by full path, in a namespace of its own, without their entry
+/// points: `AUTOGRAD_FUNCTIONS_ONLY`), helpers, and the kernel `<key>_<dtype>`
+/// (named by the caller from the source's hash, so it is declared with a
+/// placeholder). Result
 /// `k` is written to `out<k>`: the values of step `j` for `outputs[k] = (j, sink)`,
 /// stored, or summed per block (in double with `wide`); the result slots past the
 /// last are never written. Without a sum the kernel is a grid-stride loop; with
@@ -339,15 +352,23 @@ fn source(
     wide: bool,
 ) -> String {
     let mut s = String::from(CUDA_PRELUDE);
-    s.push('\n');
+    // The generated ops' programs without their entry points, each once (by the
+    // op's full path) in a namespace of its own: two ops of one name (a user's
+    // `gelu` and the standard one) each keep their functions.
+    s.push_str("\n#define AUTOGRAD_FUNCTIONS_ONLY\n");
     let mut programs: Vec<&str> = Vec::new();
     for step in steps {
         if let FusedOp::Kernel(k) = &step.op {
             let call = k.cuda();
             if !programs.contains(&call.program) {
                 programs.push(call.program);
-                s.push_str(call.source);
-                s.push('\n');
+                let _ = writeln!(
+                    s,
+                    "// {}\nnamespace {} {{\n{}\n}}",
+                    call.program,
+                    namespace(call.program),
+                    call.source
+                );
             }
         }
     }
@@ -438,7 +459,8 @@ fn source(
                 }
                 let p: Vec<String> = (first..next_scalar).map(|k| format!("s{k}")).collect();
                 format!(
-                    "{name}_at<T>({what}ull, {xs}, {g}, {name}_make({p}))",
+                    "{ns}::{name}_at<T>({what}ull, {xs}, {g}, {ns}::{name}_make({p}))",
+                    ns = namespace(call.program),
                     name = call.name,
                     what = call.what,
                     xs = xs.join(", "),
@@ -451,8 +473,9 @@ fn source(
     for (k, &(j, sink)) in outputs.iter().enumerate() {
         let _ = match sink {
             Sink::Store => writeln!(s, "    out{k}[i] = v{j};"),
-            // As ReduceSum combines: the double sum so far, plus the value.
-            Sink::Sum => writeln!(s, "    a{k} = a{k} + (double)v{j};"),
+            // As ReduceSum combines: the double sum so far, plus the value (never
+            // contracted with the product that computed the value).
+            Sink::Sum => writeln!(s, "    a{k} = fz_add(a{k}, (double)v{j});"),
         };
     }
     s.push_str("  }\n");
@@ -468,10 +491,11 @@ fn source(
     s
 }
 
-/// The fixed ops' formulas as unary.cu and binary.cu compute them, through
-/// helpers that are never contracted into a fused multiply-add.
+/// The fixed ops' formulas as unary.cu and binary.cu compute them, through the
+/// round-to-nearest intrinsics, which are never contracted into a fused
+/// multiply-add (whatever the compiler's contraction setting: the emulated device,
+/// whose shim has them too, contracts everything else).
 const HELPERS: &str = r#"
-#ifdef __CUDACC_RTC__
 __device__ __forceinline__ float fz_add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ float fz_sub(float a, float b) { return __fsub_rn(a, b); }
 __device__ __forceinline__ float fz_mul(float a, float b) { return __fmul_rn(a, b); }
@@ -480,12 +504,6 @@ __device__ __forceinline__ double fz_add(double a, double b) { return __dadd_rn(
 __device__ __forceinline__ double fz_sub(double a, double b) { return __dsub_rn(a, b); }
 __device__ __forceinline__ double fz_mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ double fz_div(double a, double b) { return __ddiv_rn(a, b); }
-#else
-template <typename T> __device__ __forceinline__ T fz_add(T a, T b) { return a + b; }
-template <typename T> __device__ __forceinline__ T fz_sub(T a, T b) { return a - b; }
-template <typename T> __device__ __forceinline__ T fz_mul(T a, T b) { return a * b; }
-template <typename T> __device__ __forceinline__ T fz_div(T a, T b) { return a / b; }
-#endif
 __device__ __forceinline__ float fz_pow(float x, float p) {
     if (p == 2.0f) return fz_mul(x, x);
     if (p == 1.0f) return x;

@@ -2,6 +2,7 @@
 //! (`CUDA_PRELUDE` and its source) compiled by NVRTC at the op's first use, one
 //! launch over contiguous operands.
 
+use super::compile::Contraction;
 use super::driver::{Driver, KernelArg};
 use super::{CudaElement, CudaStorage, alloc, launch_config};
 use crate::generated::{CUDA_PRELUDE, ElementwiseKernel, Eval, MAX_INPUTS, check};
@@ -69,7 +70,7 @@ fn run_typed<T: CudaElement, K: ElementwiseKernel>(
             .collect();
         let name = format!("{}_{}", kernel.name(), T::DTYPE);
         let source = format!("{CUDA_PRELUDE}\n{}", kernel.cuda_source());
-        let f = dev.generated_function(kernel.program(), &source, &name)?;
+        let f = dev.generated_function(kernel.program(), &source, &name, Contraction::Off)?;
         let arity = kernel.arity();
         let buf = |k: usize| operands[k.min(operands.len() - 1)].slice::<T>();
         // The function's inputs in x0..x3 (unused slots repeat the last operand),

@@ -2,6 +2,7 @@
 //! first launch (by g++ on the emulated device), launched with the op's grid over
 //! its inputs' storages, zero-copy, and fresh outputs.
 
+use super::compile::Contraction;
 use super::driver::{Driver, KernelArg, LaunchCfg};
 use super::{CudaElement, CudaStorage, alloc};
 use crate::raw::{CUDA_PRELUDE, MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS, RawLaunch};
@@ -140,7 +141,9 @@ unsafe fn run_typed<T: CudaElement>(
         let entry = format!("{}_{}", launch.entry, T::DTYPE);
         let source = format!("{CUDA_PRELUDE}\n{}", launch.program.source);
         let key = format!("raw.{}", launch.program.name);
-        let f = dev.generated_function(&key, &source, &entry)?;
+        // The user's source compiles as nvcc compiles it, contraction on (see
+        // `Contraction`).
+        let f = dev.generated_function(&key, &source, &entry, Contraction::On)?;
         let inputs = (0..MAX_INPUTS)
             .map(|k| ins[k.min(ins.len() - 1)].0.slice::<T>())
             .collect::<Result<Vec<_>>>()?;

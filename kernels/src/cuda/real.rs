@@ -7,7 +7,7 @@
 //! modules are cached per device, machine code per architecture.
 
 use super::CudaElement;
-use super::compile::{self, Module, Output};
+use super::compile::{self, Contraction, Module, Output};
 use super::driver::{Driver, GemmArgs, KernelArg, LaunchCfg};
 use crate::{KernelError, Result};
 use cudarc::cublas::sys::cublasOperation_t;
@@ -330,7 +330,13 @@ impl Driver for Cudarc {
         })
     }
 
-    fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<CudaFunction> {
+    fn load_generated(
+        &self,
+        key: &str,
+        source: &str,
+        name: &str,
+        contraction: Contraction,
+    ) -> Result<CudaFunction> {
         let module = {
             let mut generated = lock(&self.generated);
             match generated.get(key) {
@@ -338,11 +344,12 @@ impl Driver for Cudarc {
                 None => {
                     let (major, minor) = self.compute_capability;
                     let file = format!("{key}.cu");
-                    let cubin = compile::compile_source(
+                    let cubin = compile::compile_source_with(
                         &file,
                         source,
                         &format!("sm_{major}{minor}"),
                         Output::Cubin,
+                        contraction,
                     )?;
                     let m = self
                         .ctx

@@ -8,12 +8,22 @@
 //! - **Sources.** Each module's source, byte for byte what `compile.rs` hands
 //!   NVRTC (checked by a test here), is compiled by g++ behind a shim header that
 //!   defines `__global__`, the builtin indices, `__shared__`, `__syncthreads`,
-//!   `__shfl_down_sync` and `atomicAdd`. The kernels are found by name in the
+//!   `__shfl_down_sync`, `atomicAdd` and the round-to-nearest arithmetic
+//!   intrinsics (`__fadd_rn`, ..). The kernels are found by name in the
 //!   resulting library, as `cuModuleGetFunction` finds them in a module.
 //!   The programs of ops generated from an elementwise function, and raw programs
 //!   (an op's own CUDA source, `crate::raw`), exist only at run time: each is
 //!   compiled the same way when first loaded (g++, or `$CXX`, into a library in
 //!   the system's temporary folder), and binds to the runtime's symbols.
+//! - **Contraction.** Everything is compiled with contraction on
+//!   (`-ffp-contract=fast`, and `-mfma` on an x86-64 machine that has fused
+//!   multiply-adds: [`contracts`]): g++ fuses `a * b + c` wherever it can, as
+//!   NVRTC does by default. The library compiles its own programs with
+//!   `--fmad=false` on a GPU (`compile::Contraction`) and writes their arithmetic
+//!   with the round-to-nearest intrinsics (`__fmul_rn`, `__fadd_rn`, ..; the shim
+//!   has them, opaque to g++), so a result that still depends on contraction (a
+//!   fused chain and the ops one by one giving other bits) fails here, not first
+//!   on a GPU. Raw programs are contracted on both, as nvcc compiles them.
 //! - **Threads.** Each CUDA thread is a fiber; a block's fibers run until they
 //!   finish or wait at a barrier. `__syncthreads` is a block barrier and
 //!   `__shfl_down_sync` a warp barrier (the exchange happens when the warp's 32
@@ -50,9 +60,11 @@
 //!   a block, or two blocks, is never interleaved (races between *blocks* still
 //!   show as order-dependent results, races inside a block mostly do not);
 //! - the memory model: caching, visibility and ordering without fences;
-//! - CUDA's math functions' accuracy (the host's libm runs instead), FMA
-//!   contraction (compiled with `-ffp-contract=off`; NVRTC contracts), and
-//!   anything depending on the real number of SMs or on warp scheduling;
+//! - CUDA's math functions' accuracy (the host's libm runs instead; libdevice's
+//!   functions use fused multiply-adds of their own), where exactly NVRTC would
+//!   contract (g++ contracts where it sees fit: what it cannot see is a
+//!   contraction that only NVRTC would make), and anything depending on the real
+//!   number of SMs or on warp scheduling;
 //! - sizes of 2^31 elements and beyond (the emulated suite uses small sizes; its
 //!   views all fit the kernels' 32-bit index path, and [`with_64_bit_indices`]
 //!   runs them through the 64-bit path, but a 64-bit offset truncated somewhere
@@ -63,7 +75,7 @@
 //! - infinite loops: a kernel that never finishes hangs the test.
 
 use super::CudaElement;
-use super::compile::Module;
+use super::compile::{Contraction, Module};
 use super::driver::{Driver, GemmArgs, KernelArg, LaunchCfg};
 use crate::{KernelError, Result};
 use std::cell::Cell;
@@ -372,6 +384,39 @@ impl Emulator {
     }
 }
 
+/// Whether the emulator's code was compiled with fused multiply-adds (build.rs:
+/// `-mfma` on an x86-64 machine that has them; always on AArch64).
+const BUILT_WITH_FMA: bool = matches!(env!("AUTOGRAD_CUDA_EMU_FMA").as_bytes(), b"1");
+
+/// Whether this CPU has fused multiply-add instructions.
+fn cpu_has_fma() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("fma");
+    // AArch64 has them in its base instruction set (g++ contracts there without a
+    // flag); elsewhere, assume not.
+    #[cfg(not(target_arch = "x86_64"))]
+    return cfg!(target_arch = "aarch64");
+}
+
+/// Whether the emulated device contracts products and sums into fused
+/// multiply-adds, as NVRTC does by default: where the CPU has them (every x86-64
+/// CPU since 2013, every AArch64 one). Elsewhere it cannot, and the emulated suite
+/// does not see results that depend on contraction.
+pub fn contracts() -> bool {
+    BUILT_WITH_FMA
+}
+
+/// The flag that lets g++ emit fused multiply-adds on x86-64, for the programs
+/// compiled at run time: as the emulator's own code was compiled (`open` checks
+/// that this CPU has them then).
+fn fma_flag() -> &'static [&'static str] {
+    if BUILT_WITH_FMA && cfg!(target_arch = "x86_64") {
+        &["-mfma"]
+    } else {
+        &[]
+    }
+}
+
 /// A generated program compiled as host C++ behind the shim, as build.rs compiles
 /// the fixed sources, but at run time: g++ (or `$CXX`) into a shared library in a
 /// temporary folder, loaded once per key. Returns the library's handle.
@@ -402,14 +447,11 @@ fn generated_library(key: &str, source: &str) -> Result<usize> {
     .map_err(|e| fail(format!("writing {}: {e}", unit.display())))?;
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
     let out = std::process::Command::new(&cxx)
-        .args([
-            "-std=c++17",
-            "-O1",
-            "-fPIC",
-            "-shared",
-            "-ffp-contract=off",
-            "-w",
-        ])
+        .args(["-std=c++17", "-O1", "-fPIC", "-shared", "-w"])
+        // Contracted as the fixed kernels are (build.rs). At -O1, g++ forms fused
+        // multiply-adds only with -fexpensive-optimizations (on from -O2).
+        .args(["-ffp-contract=fast", "-fexpensive-optimizations"])
+        .args(fma_flag())
         .arg("-I")
         .arg(&dir)
         .arg("-o")
@@ -451,6 +493,14 @@ impl Driver for Emulator {
         let api = api()?;
         if ordinal != 0 {
             return Err(format!("the emulator has one device, not {ordinal}"));
+        }
+        if BUILT_WITH_FMA && !cpu_has_fma() {
+            return Err(
+                "the emulator was built with fused multiply-adds (-mfma) on a machine that \
+                 has them, and this CPU has not: rebuild it here (cargo clean -p \
+                 autograd-kernels)"
+                    .into(),
+            );
         }
         // The sources the library was built from are the ones NVRTC compiles.
         for (m, built) in BUILT_SOURCES {
@@ -579,7 +629,14 @@ impl Driver for Emulator {
         }
     }
 
-    fn load_generated(&self, key: &str, source: &str, name: &str) -> Result<EmuFunc> {
+    fn load_generated(
+        &self,
+        key: &str,
+        source: &str,
+        name: &str,
+        // Every program is contracted here (see the module's doc).
+        _contraction: Contraction,
+    ) -> Result<EmuFunc> {
         require_bound("cuModuleGetFunction")?;
         let handle = generated_library(key, source)?;
         let ptr = symbol(handle as *mut c_void, name).map_err(|e| {

@@ -77,6 +77,35 @@ inline double __longlong_as_double(long long i) {
     return d;
 }
 
+// The round-to-nearest arithmetic intrinsics (__fadd_rn, __dmul_rn, ..): each
+// operation rounded on its own, never contracted with another into a fused
+// multiply-add, as on the GPU. The emulator is compiled with contraction on
+// (-ffp-contract=fast, as NVRTC's default), so the operands and the result pass
+// through an empty asm statement, which g++ cannot see through.
+#if defined(__x86_64__)
+#define EMU_FP_REG "+x"
+#elif defined(__aarch64__)
+#define EMU_FP_REG "+w"
+#else
+#define EMU_FP_REG "+m"
+#endif
+template <typename T>
+inline T emu_rounded(T x) {
+    __asm__("" : EMU_FP_REG(x));
+    return x;
+}
+#define EMU_RN(NAME, T, OP) \
+    inline T NAME(T a, T b) { return emu_rounded(emu_rounded(a) OP emu_rounded(b)); }
+EMU_RN(__fadd_rn, float, +)
+EMU_RN(__fsub_rn, float, -)
+EMU_RN(__fmul_rn, float, *)
+EMU_RN(__fdiv_rn, float, /)
+EMU_RN(__dadd_rn, double, +)
+EMU_RN(__dsub_rn, double, -)
+EMU_RN(__dmul_rn, double, *)
+EMU_RN(__ddiv_rn, double, /)
+#undef EMU_RN
+
 template <typename T>
 inline T min(T a, T b) {
     return b < a ? b : a;
