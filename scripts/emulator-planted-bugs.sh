@@ -5,10 +5,16 @@
 # minutes: each bug rebuilds the emulator library or the crate):
 #
 #   scripts/emulator-planted-bugs.sh
+#   scripts/emulator-planted-bugs.sh block_reduce   # only the bugs whose name has it
 #
 # Prints a table: bug, caught or not, and the first failure message. Exits
 # non-zero when some bug went unnoticed. Needs a clean checkout of the files it
 # patches (they are restored from a copy after each run, also on Ctrl-C).
+#
+# Every bug is a text replacement whose pattern must occur exactly once in its
+# file: before running anything, the script checks all of them, and stops with an
+# error naming each pattern that matches nothing (the code moved: fix the pattern)
+# or several places, so that a stale pattern never reads as a bug the suite missed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +34,46 @@ restore() {
 }
 trap restore EXIT INT TERM
 
-# plant NAME FILE PYTHON-REPLACEMENT(old, new)
+# The bugs, planted one at a time below: bug NAME FILE OLD NEW.
+names=()
+files=()
+olds=()
+news=()
+bug() {
+    names+=("$1")
+    files+=("$2")
+    olds+=("$3")
+    news+=("$4")
+}
+
+# Exits (2) naming every pattern that does not occur exactly once in its file.
+check_patterns() {
+    local bad=0 k n
+    for k in "${!names[@]}"; do
+        n=$(python3 - "${files[$k]}" "${olds[$k]}" <<'PY'
+import sys
+path, old = sys.argv[1:3]
+try:
+    print(open(path).read().count(old))
+except OSError:
+    print(0)
+PY
+)
+        if [ "$n" != 1 ]; then
+            echo "emulator-planted-bugs.sh: the pattern of \"${names[$k]}\" occurs $n times" \
+                "in ${files[$k]}, not once:" >&2
+            printf '%s\n' "${olds[$k]}" | sed 's/^/    | /' >&2
+            bad=$((bad + 1))
+        fi
+    done
+    if [ "$bad" -gt 0 ]; then
+        echo "emulator-planted-bugs.sh: $bad of ${#names[@]} bugs cannot be planted; fix" \
+            "their patterns (the code they patch moved or changed). Nothing was run." >&2
+        exit 2
+    fi
+}
+
+# plant NAME FILE OLD NEW: the replacement, the suite, the file restored.
 results=()
 missed=0
 plant() {
@@ -46,9 +91,9 @@ open(path, "w").write(s.replace(old, new, 1))
 PY
     then
         restore
-        results+=("$name|NOT PLANTED (pattern missing)|")
-        missed=$((missed + 1))
-        return
+        # (check_patterns saw it; the file changed while the script ran.)
+        echo "emulator-planted-bugs.sh: could not plant \"$name\": pattern missing" >&2
+        exit 2
     fi
     local log
     log=$(mktemp)
@@ -70,47 +115,66 @@ PY
 }
 
 CU=kernels/src/cuda
-plant "removed __syncthreads (block_reduce)" "$CU/reduce.cu" \
+bug "removed __syncthreads (block_reduce)" "$CU/block_reduce.cuh" \
     "        shared[warp] = v;
     }
     __syncthreads();" \
     "        shared[warp] = v;
     }"
-plant "divergent barrier (block_reduce)" "$CU/reduce.cu" \
+bug "divergent barrier (block_reduce)" "$CU/block_reduce.cuh" \
     "        shared[warp] = v;
     }
     __syncthreads();" \
     "        shared[warp] = v;
     }
     if (threadIdx.x < 128) __syncthreads();"
-plant "stride off by one (strided_offset, outer axis)" "$CU/common.cuh" \
+bug "stride off by one (strided_offset, outer axis)" "$CU/common.cuh" \
     "        off += i * (I)strides[0];" \
     "        off += i * ((I)strides[0] + 1);"
-plant "stride off by one (Index2, second operand)" "$CU/common.cuh" \
+bug "stride off by one (Index2, second operand)" "$CU/common.cuh" \
     "        b += c * (I)ix.strides_b[d];" \
     "        b += c * ((I)ix.strides_b[d] + 1);"
-plant "wrong ldc (matmul.rs)" "$CU/matmul.rs" \
+bug "wrong ldc (matmul.rs)" "$CU/matmul.rs" \
     '        ldc: dim("n", n)?,' \
     '        ldc: dim("n", m)?,'
-plant "missing grid-stride factor (GRID_LOOP)" "$CU/common.cuh" \
+bug "missing grid-stride factor (GRID_LOOP)" "$CU/common.cuh" \
     'i += (u64)blockDim.x * gridDim.x)' \
     'i += (u64)blockDim.x)'
-plant "reduction splits not launched (reduce.rs grid y = 1)" "$CU/reduce.rs" \
+bug "reduction splits not launched (reduce.rs grid y = 1)" "$CU/reduce.rs" \
     "        grid: (lc.blocks_x as u32, lc.splits as u32, 1)," \
     "        grid: (lc.blocks_x as u32, 1, 1),"
-plant "32-bit index path chosen from the element count alone (index.rs)" "$CU/index.rs" \
+bug "32-bit index path chosen from the element count alone (index.rs)" "$CU/index.rs" \
     "        .all(|l| l.numel() <= max && l.required_len() <= max)" \
     "        .all(|l| l.numel() <= max)"
-plant "64-bit index path drops the view's offset (GRID_LOOP_OFFSETS1)" "$CU/common.cuh" \
+bug "64-bit index path drops the view's offset (GRID_LOOP_OFFSETS1)" "$CU/common.cuh" \
     "            const u64 o = (ix).offset + strided_offset<u64>(" \
     "            const u64 o = strided_offset<u64>("
-plant "f32 sum partials rounded to f32 at each split (partial_dtype)" "$CU/compile.rs" \
+bug "f32 sum partials rounded to f32 at each split (partial_dtype)" "$CU/compile.rs" \
     "        ReduceOp::Sum => DType::F64," \
     "        ReduceOp::Sum => dtype,"
-plant "few outputs: the lanes of each output not combined (reduce_few)" "$CU/reduce.cu" \
+bug "few outputs: the lanes of each output not combined (reduce_few)" "$CU/reduce.cu" \
     "        for (unsigned l = 1; l < lanes; ++l) {" \
     "        for (unsigned l = 1; l < 1; ++l) {"
+
+check_patterns
+ran=0
+for k in "${!names[@]}"; do
+    if [ $# -gt 0 ]; then
+        wanted=0
+        for f in "$@"; do
+            [[ "${names[$k]}" == *"$f"* ]] && wanted=1
+        done
+        [ "$wanted" -eq 1 ] || continue
+    fi
+    plant "${names[$k]}" "${files[$k]}" "${olds[$k]}" "${news[$k]}"
+    ran=$((ran + 1))
+done
+if [ "$ran" -eq 0 ]; then
+    echo "emulator-planted-bugs.sh: no bug's name contains any of: $*" >&2
+    exit 2
+fi
 echo
+echo "$ran of ${#names[@]} bugs planted"
 echo "| planted bug | result | first message |"
 echo "|---|---|---|"
 for r in "${results[@]}"; do
