@@ -1,12 +1,15 @@
-//! Times W2 (mlp-step) and W3 (elementwise-bandwidth) of `bench/WORKLOADS.md` at
-//! their GPU sizes on a CUDA device: median and minimum of 10 timed steps after 3
-//! warm-ups, each step's time including a device synchronisation. Also times this
-//! backend's plain copy kernel over W3's size, as a bandwidth reference.
+//! Times W2 (mlp-step) and W3 (elementwise-bandwidth) at their GPU sizes on a CUDA
+//! device: median and minimum of 10 timed steps after 3 warm-ups, each step's time
+//! including a device synchronisation. A step computes what it returns (the loss
+//! and the gradients, realized: with fusion on they would otherwise be deferred
+//! and, dropped unread, never computed). Also times this backend's plain copy
+//! kernel over W3's size, as a bandwidth reference, and lists the CUDA libraries
+//! the process actually loaded.
 //!
 //! `cargo run --release --example gpu_workloads [-- --reps N --warmup N --device N]`
 //!
 //! Prints `RESULT <workload> autograd <key>=<value>..` lines, which
-//! `scripts/gpu-check.sh run` puts next to PyTorch's.
+//! `scripts/gpu-check.sh run` puts next to PyTorch's, and `LIBRARY <path>` lines.
 
 #[path = "../tests/gpu/workloads.rs"]
 mod workloads;
@@ -75,7 +78,11 @@ fn main() -> Result<()> {
     let n = W3::GPU_SIZE;
     let w3 = W3::new(n, 3)?.to(device)?;
     let (med, min) = time(device, warmup, reps, || w3.step().map(drop))?;
-    println!("RESULT W3 autograd median_ms={med:.3} min_ms={min:.3} elements={n}");
+    // W3 reads x and a and writes the gradient of x (the loss is one value).
+    let w3_gbps = 3.0 * 4.0 * n as f64 / (med * 1e-3) / 1e9;
+    println!(
+        "RESULT W3 autograd median_ms={med:.3} min_ms={min:.3} elements={n} gbps={w3_gbps:.0}"
+    );
     let x = w3.x.detach();
     let (cmed, _) = time(device, warmup, reps, || {
         compute::unary(&x, UnaryOp::Copy).map(drop)
@@ -83,5 +90,27 @@ fn main() -> Result<()> {
     // Bytes read plus bytes written.
     let gbps = 2.0 * 4.0 * n as f64 / (cmed * 1e-3) / 1e9;
     println!("RESULT COPY autograd median_ms={cmed:.3} gbps={gbps:.0}");
+    for path in loaded_cuda_libraries() {
+        println!("LIBRARY {path}");
+    }
     Ok(())
+}
+
+/// The CUDA libraries mapped into this process (driver, NVRTC, cuBLAS), as the
+/// loader resolved them: the files' names carry their versions.
+fn loaded_cuda_libraries() -> Vec<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut paths: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|p| {
+            ["libcuda", "libnvrtc", "libcublas"]
+                .iter()
+                .any(|n| p.contains(n))
+        })
+        .map(str::to_string)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
 }

@@ -9,19 +9,24 @@
 #                                       script and
 #                                       the PyTorch peer script
 #                                       (default DIR: target/gpu-bundle)
-#   DIR/gpu-check.sh run                on the GPU machine: runs the NVRTC check,
-#                                       every #[ignore]d GPU test, the layer_norm
-#                                       and cnn examples with --cuda, then W2/W3
-#                                       at their GPU sizes here and in PyTorch,
-#                                       and prints
-#                                       the figures side by side
+#   DIR/gpu-check.sh run                on the GPU machine: a smoke test first
+#                                       (one op there and back; nothing else runs
+#                                       if it fails), the NVRTC check, every
+#                                       #[ignore]d GPU test, the layer_norm and
+#                                       cnn examples with --cuda, W2/W3 at their
+#                                       GPU sizes here and in PyTorch with the
+#                                       figures side by side, and, where the
+#                                       machine has compute-sanitizer, memcheck
+#                                       and racecheck over the defect tests
 #
-# `run` exits non-zero when a test fails. Set GPU_CHECK_LOG=FILE to keep the
-# whole output. It takes a few minutes (most of it W3's 268M-element tensors).
+# Every step has a time limit (GPU_CHECK_SCALE=2 doubles them all); a step that
+# passes it is killed and reported as timed out, and the run goes on. `run` exits
+# non-zero when a step fails. Set GPU_CHECK_LOG=FILE to keep the whole output. It
+# takes a few minutes (most of it W3's 268M-element tensors).
 set -euo pipefail
 
 usage() {
-    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 }
 
@@ -91,6 +96,34 @@ print("\n".join(seen))
     echo "${dirs[*]}"
 }
 
+# step NAME SECONDS COMMAND..: runs COMMAND under a time limit (scaled by
+# GPU_CHECK_SCALE), saying how long it took and whether it timed out.
+step() {
+    local name=$1 limit=$2 start rc=0
+    shift 2
+    limit=$((limit * ${GPU_CHECK_SCALE:-1}))
+    echo "== $name (limit ${limit} s)"
+    start=$SECONDS
+    timeout --kill-after=15 "$limit" "$@" || rc=$?
+    case $rc in
+        0) echo "-- $name: passed in $((SECONDS - start)) s" ;;
+        124 | 137) echo "-- $name: TIMED OUT after ${limit} s" ;;
+        *) echo "-- $name: FAILED (exit $rc) after $((SECONDS - start)) s" ;;
+    esac
+    return "$rc"
+}
+
+# The CUDA libraries on the search path, by file (their names carry versions);
+# gpu_workloads prints the ones the process actually loaded (LIBRARY lines).
+list_libraries() {
+    local IFS=: d
+    for d in $LD_LIBRARY_PATH; do
+        [ -d "$d" ] || continue
+        find "$d" -maxdepth 1 \( -name 'libcuda.so*' -o -name 'libnvrtc.so*' \
+            -o -name 'libcublas.so*' -o -name 'libcublasLt.so*' \) -printf '%p\n' 2>/dev/null
+    done | sort -u
+}
+
 run() {
     local here bin status=0 tmp
     here=$(cd "$(dirname "$0")" && pwd)
@@ -108,29 +141,53 @@ run() {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null ||
         echo "(nvidia-smi unavailable)"
     echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    echo "CUDA libraries on that path:"
+    list_libraries | sed 's/^/  /'
 
-    echo "== NVRTC: every kernel source compiles, every launched kernel is defined"
-    "$bin/nvrtc" --nocapture || status=1
-    echo "== kernels: every CUDA primitive against the CPU"
-    "$bin/cuda_backend" --ignored --test-threads=2 || status=1
-    echo "== the review's defects, on the real device"
-    "$bin/cuda_defects" --include-ignored || status=1
-    echo "== every registered op (forward and backward), worked examples, engine, W2/W3 parity"
-    "$bin/gpu" --include-ignored --test-threads=2 || status=1
-    echo "== an op with its own kernels (raw CPU kernel and CUDA program): layer_norm"
-    "$bin/layer_norm" --cuda || status=1
-    echo "== convolution and pooling (im2col/col2im CUDA kernels, cuBLAS): the cnn example"
-    "$bin/cnn" --cuda || status=1
+    # One op to the GPU and back, with its gradient: the driver, a context, NVRTC
+    # and a kernel launch. If this fails nothing else can pass.
+    if ! step "smoke: one op on the GPU and back" 30 "$bin/gpu" --exact \
+        availability::asking_for_a_gpu_is_an_error_where_there_is_none_never_a_panic; then
+        echo "== gpu-check: the smoke test failed; nothing else was run"
+        return 1
+    fi
+    step "NVRTC: every kernel source compiles, every launched kernel is defined" 300 \
+        "$bin/nvrtc" --nocapture || status=1
+    step "kernels: every CUDA primitive against the CPU" 600 \
+        "$bin/cuda_backend" --ignored --test-threads=2 || status=1
+    step "the review's defects, on the real device" 600 \
+        "$bin/cuda_defects" --include-ignored || status=1
+    step "every registered op (forward and backward), worked examples, engine, W2/W3 parity" 1200 \
+        "$bin/gpu" --include-ignored --test-threads=2 || status=1
+    step "an op with its own kernels (raw CPU kernel and CUDA program): layer_norm" 120 \
+        "$bin/layer_norm" --cuda || status=1
+    step "convolution and pooling (im2col/col2im CUDA kernels, cuBLAS): the cnn example" 300 \
+        "$bin/cnn" --cuda || status=1
 
-    echo "== W2 and W3 at GPU sizes: autograd"
-    "$bin/gpu_workloads" | tee "$tmp/results" || status=1
+    step "W2 and W3 at GPU sizes: autograd" 300 \
+        bash -c '"$1" | tee "$2"' _ "$bin/gpu_workloads" "$tmp/results" || status=1
     echo "== the same in PyTorch"
     if command -v python3 >/dev/null && python3 -c 'import torch' 2>/dev/null; then
-        python3 "$here/gpu_peer.py" | tee -a "$tmp/results" || status=1
+        step "W2 and W3 at GPU sizes: PyTorch" 300 \
+            bash -c 'python3 "$1" | tee -a "$2"' _ "$here/gpu_peer.py" "$tmp/results" || status=1
     else
         echo "(python3 with torch not found: no peer figures)"
     fi
 
+    if command -v compute-sanitizer >/dev/null; then
+        # Out-of-bounds and misaligned accesses, then shared-memory races, over the
+        # defect tests (the kernels' edge cases), one thread at a time.
+        step "compute-sanitizer memcheck: the defect tests" 900 \
+            compute-sanitizer --tool memcheck --error-exitcode 99 \
+            "$bin/cuda_defects" --include-ignored --test-threads=1 || status=1
+        step "compute-sanitizer racecheck: the defect tests" 900 \
+            compute-sanitizer --tool racecheck --error-exitcode 99 \
+            "$bin/cuda_defects" --include-ignored --test-threads=1 || status=1
+    else
+        echo "== compute-sanitizer: not on this machine (memcheck and racecheck not run)"
+    fi
+
+    grep '^LIBRARY ' "$tmp/results" | sed 's/^LIBRARY /loaded by gpu_workloads: /' || true
     echo "== figures (median of 10 after 3 warm-ups, ms; ratio = autograd / PyTorch)"
     python3 - "$tmp/results" <<'PY' || true
 import sys
@@ -150,6 +207,8 @@ for work in ("W2", "W3"):
     a, p = get(work, "autograd", "median_ms"), get(work, "pytorch", "median_ms")
     ratio = a / p if a and p else None
     print(f"{work:<10}{fmt(a, '.3f'):>12}{fmt(p, '.3f'):>12}{fmt(ratio, '.2f'):>8}")
+# (W3 is timed with its loss and gradient computed: gpu_workloads realizes what a
+# step returns, so a fused chain is not left deferred and dropped unread.)
 copy = get("COPY", "pytorch", "gbps") or get("COPY", "autograd", "gbps")
 n = get("W3", "autograd", "elements") or get("W3", "pytorch", "elements")
 print(f"copy bandwidth (read + write, GB/s): autograd {fmt(get('COPY', 'autograd', 'gbps'), '.0f')}, "

@@ -20,6 +20,7 @@ mod availability;
 #[path = "../common/cases.rs"]
 mod cases;
 mod conv;
+mod device_paths;
 mod elementwise;
 mod engine;
 mod functional;

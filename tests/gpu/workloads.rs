@@ -56,7 +56,9 @@ impl W2 {
     }
 
     /// One forward and backward: the loss and the gradients of W1, b1, W2, b2
-    /// (left on the device).
+    /// (left on the device), computed: with fusion on, the elementwise parts would
+    /// otherwise be deferred until read, and a timed step would time nothing of
+    /// them.
     pub fn step(&self) -> Result<(Tensor, Vec<Tensor>)> {
         let batch = self.x.dims()[0] as f64;
         let h = ops::relu(&(ops::matmul(&self.x, &self.w1)? + &self.b1)?)?;
@@ -74,6 +76,9 @@ impl W2 {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let mut all: Vec<&Tensor> = grads.iter().collect();
+        all.push(&loss);
+        autograd::fusion::realize_all(&all)?;
         Ok((loss, grads))
     }
 }
@@ -105,7 +110,8 @@ impl W3 {
         })
     }
 
-    /// The loss and the gradient of `x` (left on the device).
+    /// The loss and the gradient of `x` (left on the device), computed (one fused
+    /// pass where fusion is on; deferred and dropped unread, they would never be).
     pub fn step(&self) -> Result<(Tensor, Tensor)> {
         let y = (&(&(&self.x * &self.a)? + &self.x)? * &self.x)?;
         let loss = ops::sum_all(&y)?;
@@ -114,6 +120,7 @@ impl W3 {
             op: "W3",
             msg: "x got no gradient".into(),
         })?;
+        autograd::fusion::realize_all(&[&loss, &gx])?;
         Ok((loss, gx))
     }
 }

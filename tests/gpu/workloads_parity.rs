@@ -26,6 +26,18 @@ fn close(what: &str, want: &Tensor, got: &Tensor, rtol: f64, atol: f64) -> Resul
     .map_err(|msg| Error::InvalidArgument { op: "parity", msg })
 }
 
+/// A step returns computed values (on any device: this runs on the CPU), so that
+/// `gpu_workloads` times the work and not the recording of a deferred chain.
+#[test]
+fn a_workload_step_returns_computed_values() -> Result<()> {
+    crate::init();
+    let (loss, gx) = W3::new(W3::CPU_SIZE, 3)?.to(Device::Cpu)?.step()?;
+    assert!(!loss.is_deferred() && !gx.is_deferred());
+    let (loss, grads) = W2::new(W2::CPU_SIZES, 2)?.to(Device::Cpu)?.step()?;
+    assert!(!loss.is_deferred() && grads.iter().all(|g| !g.is_deferred()));
+    Ok(())
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn w2_on_the_gpu_matches_the_cpu_at_cpu_sizes() -> Result<()> {

@@ -422,3 +422,28 @@ fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
     }
     Ok(())
 }
+
+/// The distance the fused-against-unfused comparisons report, in units in the last
+/// place of the dtype the values were computed in.
+#[test]
+fn mismatches_are_measured_in_ulps_of_their_dtype() {
+    use crate::cases::ulps;
+    let one = 1.0f64.to_bits();
+    let next32 = (f32::from_bits(1.0f32.to_bits() + 1) as f64).to_bits();
+    assert_eq!(ulps(one, next32, DType::F32), 1);
+    assert_eq!(ulps(one, next32, DType::F64), 1 << 29);
+    let below = (-f32::from_bits(1)) as f64;
+    assert_eq!(
+        ulps(
+            below.to_bits(),
+            (f32::from_bits(1) as f64).to_bits(),
+            DType::F32
+        ),
+        2
+    );
+    assert_eq!(ulps(0.0f64.to_bits(), (-0.0f64).to_bits(), DType::F64), 0);
+    assert_eq!(
+        ulps(f64::NAN.to_bits(), (-f64::NAN).to_bits(), DType::F32),
+        0
+    );
+}
