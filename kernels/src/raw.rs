@@ -66,7 +66,11 @@ pub struct CudaProgram {
 
 /// A launch's grid and block (`(x, y, z)`, as `cuLaunchKernel` takes them) and
 /// its dynamic shared memory in bytes (0 when the kernel only uses static
-/// `__shared__` arrays; the emulated device provides no dynamic shared memory).
+/// `__shared__` arrays). Past 48 KiB the launch opts the kernel in
+/// (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`), up to the device's
+/// opt-in maximum per block (227 KiB on an H100 or H200, 163 KiB on an A100, 99 KiB on compute capability 8.6 and 8.9),
+/// static shared memory included; more is an error. The emulated device
+/// provides it for `extern __shared__ T name[];` declared in a function body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchConfig {
     /// Blocks along x, y, z.

@@ -224,3 +224,95 @@ fn memory_trim_hands_the_pool_back_and_the_device_stays_usable() {
     assert_eq!(host_bits(&b)[0], 3f64.to_bits());
     dev.synchronize().unwrap();
 }
+
+/// Issue 39: where allocating from the stream-ordered pool fails for another
+/// reason than memory (a device or driver whose pools are unsupported or
+/// broken), the buffer is allocated plainly, and so is every later one; the
+/// device says so. (The device stays on plain allocations for the rest of this
+/// process; on the emulated device they come from the same memory.)
+#[test]
+#[cfg(feature = "cuda-emulator")]
+fn a_failing_memory_pool_falls_back_to_plain_allocations() {
+    use autograd_kernels::cuda::{CudaAllocator, emu};
+    let (dev, _turn) = gpu();
+    let plain_before = emu::plain_allocations();
+    if dev.allocator() == CudaAllocator::Pool {
+        let a = CudaStorage::filled(&dev, 100, DType::F32, 1.0).unwrap();
+        assert_eq!(emu::plain_allocations(), plain_before);
+        drop(a);
+    }
+    emu::fail_pool_allocations(Some(
+        "DriverError(CUDA_ERROR_NOT_SUPPORTED, \"operation not supported\")",
+    ));
+    let result = (|| {
+        let x = CudaStorage::filled(&dev, 1000, DType::F64, 2.5)?;
+        let y = upload(&dev, &CpuStorage::F64((0..1000).map(f64::from).collect()));
+        let l = contiguous(1000);
+        let z = x.binary(&l, &y, &l, BinaryOp::Add)?;
+        let bits = host_bits(&z);
+        Ok::<_, KernelError>(bits)
+    })();
+    emu::fail_pool_allocations(None);
+    let bits = result.expect("allocations fall back to plain ones");
+    let want: Vec<u64> = (0..1000).map(|i| (f64::from(i) + 2.5).to_bits()).collect();
+    assert_eq!(bits, want);
+    assert!(
+        emu::plain_allocations() >= plain_before + 3,
+        "the plain path was taken"
+    );
+    match dev.allocator() {
+        CudaAllocator::Plain { reason } => {
+            assert!(reason.contains("CUDA_ERROR_NOT_SUPPORTED"), "{reason}");
+            assert!(reason.contains("cuMemAllocAsync"), "{reason}");
+        }
+        CudaAllocator::Pool => panic!("the device still reports the pool"),
+    }
+    // Remembered: later allocations are plain without trying the pool.
+    let before = emu::plain_allocations();
+    let w = CudaStorage::filled(&dev, 10, DType::F32, 1.0).unwrap();
+    assert_eq!(emu::plain_allocations(), before + 1);
+    drop(w);
+    dev.synchronize().unwrap();
+}
+
+/// Issue 39: an error a drop runs into (a free after a kernel fault, which the
+/// drop cannot return) is not lost: the device's next fallible call (an
+/// allocation, a launch, `synchronize`) reports it, naming the free, once.
+#[test]
+#[cfg(feature = "cuda-emulator")]
+fn an_error_a_drop_records_reaches_the_next_call() {
+    use autograd_kernels::cuda::emu;
+    let (dev, _turn) = gpu();
+    let l = contiguous(64);
+    let x = upload(&dev, &CpuStorage::F32(vec![1.0; 64]));
+    // The next allocation reports it.
+    let a = upload(&dev, &CpuStorage::F32(vec![2.0; 64]));
+    emu::fail_next_free();
+    drop(a);
+    let e = CudaStorage::filled(&dev, 8, DType::F32, 0.0).unwrap_err();
+    let m = e.to_string();
+    assert!(m.contains("could not report its error"), "{m}");
+    assert!(
+        m.contains("cuMemFreeAsync") && m.contains("ILLEGAL_ADDRESS"),
+        "{m}"
+    );
+    // Reported once: the device goes on.
+    let y = x.unary(&l, UnaryOp::Neg).unwrap();
+    assert_eq!(host_bits(&y)[0], (-1f64).to_bits());
+    // A launch reports it (no allocation before: an in-place op).
+    let mut b = upload(&dev, &CpuStorage::F32(vec![3.0; 64]));
+    let c = upload(&dev, &CpuStorage::F32(vec![4.0; 64]));
+    emu::fail_next_free();
+    drop(c);
+    let e = b.binary_assign(&l, &x, &l, BinaryOp::Add).unwrap_err();
+    assert!(e.to_string().contains("cuMemFreeAsync"), "{e}");
+    // And synchronize.
+    let d = upload(&dev, &CpuStorage::F32(vec![5.0; 64]));
+    emu::fail_next_free();
+    drop(d);
+    let e = dev.synchronize().unwrap_err();
+    assert!(e.to_string().contains("cuMemFreeAsync"), "{e}");
+    dev.synchronize().unwrap();
+    b.binary_assign(&l, &x, &l, BinaryOp::Add).unwrap();
+    assert_eq!(host_bits(&b)[0], 4f64.to_bits());
+}

@@ -136,3 +136,88 @@ fn raw_kernels_on_the_gpu_empty_outputs_and_errors() {
         "{msg}"
     );
 }
+
+/// A raw program with more dynamic shared memory than the 48 KiB a kernel gets
+/// without opting in: 64 KiB, every byte written and then read (a row staged in
+/// shared memory and written out reversed). Past 48 KiB the launch sets the
+/// kernel's `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` (the emulated device
+/// refuses the launch otherwise, as a GPU does, and fences the shared memory's
+/// end); past the device's opt-in maximum, a clear error.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn raw_kernels_with_more_than_48_kib_of_dynamic_shared_memory() {
+    let dev = gpu();
+    const BYTES: u32 = 64 * 1024;
+    let kernel = |config| raw::CudaKernel {
+        program: raw::CudaProgram {
+            name: "raw_test_big_shared",
+            source: r#"
+template <typename T>
+__device__ void reverse_rows(const RawParams& p, const T* x, T* out, T* s) {
+    const RawView& v = p.in[0];
+    const u64 rows = v.dims[0], n = v.dims[1];
+    for (u64 r = blockIdx.x; r < rows; r += gridDim.x) {
+        for (u64 c = threadIdx.x; c < n; c += blockDim.x) s[c] = x[raw_at2(v, r, c)];
+        __syncthreads();
+        for (u64 c = threadIdx.x; c < n; c += blockDim.x) out[r * n + c] = s[n - 1 - c] * (T)2;
+        __syncthreads();
+    }
+}
+extern "C" __global__ void reverse_rows_f32(RAW_PARAMS(float)) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    reverse_rows<float>(p, in0, out0, reinterpret_cast<float*>(smem));
+}
+extern "C" __global__ void reverse_rows_f64(RAW_PARAMS(double)) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    reverse_rows<double>(p, in0, out0, reinterpret_cast<double*>(smem));
+}
+"#,
+        },
+        entry: "reverse_rows",
+        config,
+        scalars: &[],
+    };
+    let big = raw::LaunchConfig {
+        grid: (2, 1, 1),
+        block: (256, 1, 1),
+        shared_mem_bytes: BYTES,
+    };
+    for dtype in [DType::F32, DType::F64] {
+        let n = BYTES as usize / dtype.size_in_bytes();
+        let rows = 3;
+        let host: Vec<f64> = (0..rows * n).map(|i| (i % 1000) as f64 - 500.0).collect();
+        let x = Tensor::from_vec(host.clone(), [rows, n]).unwrap();
+        let x = autograd::compute::cast(&x, dtype).unwrap().to(dev).unwrap();
+        // SAFETY: the kernel reads its input's view and writes every element of
+        // its output, within 64 KiB of shared memory (one row of `n`).
+        let y = unsafe { raw::cuda("big_shared", &kernel(big), &[&x], &[Shape::from([rows, n])]) }
+            .unwrap_or_else(|e| panic!("{dtype}: {e}"));
+        let got = y[0].to(Device::Cpu).unwrap().to_vec::<f64>().unwrap();
+        let want: Vec<f64> = (0..rows * n)
+            .map(|i| 2.0 * host[(i / n) * n + (n - 1 - i % n)])
+            .collect();
+        assert_eq!(got, want, "{dtype}");
+    }
+    // Past any device's opt-in maximum (227 KiB on an H100/H200): an error
+    // naming it, not a failed launch.
+    let too_big = raw::LaunchConfig {
+        shared_mem_bytes: 256 * 1024,
+        ..big
+    };
+    let x = Tensor::ones([1, 16], DType::F32).unwrap().to(dev).unwrap();
+    // SAFETY: refused before launching.
+    let err = unsafe {
+        raw::cuda(
+            "big_shared",
+            &kernel(too_big),
+            &[&x],
+            &[Shape::from([1, 16])],
+        )
+    }
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("dynamic shared memory") && msg.contains("at most"),
+        "{msg}"
+    );
+}

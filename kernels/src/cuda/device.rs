@@ -9,6 +9,7 @@
 use super::Drv;
 use super::compile::{Contraction, Module};
 use super::driver::Driver;
+use super::lru::Lru;
 use crate::{KernelError, Result};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -21,6 +22,30 @@ pub struct CudaDevice {
     compute_capability: (i32, i32),
     multiprocessors: usize,
     functions: Mutex<HashMap<String, <Drv as Driver>::Func>>,
+    /// The generated programs loaded, by key, with their kernels looked up so far.
+    programs: Mutex<Lru<String, Program>>,
+    /// Why buffers are plain allocations (`None`: from the pool); see
+    /// [`CudaAllocator`].
+    plain_allocations: Mutex<Option<String>>,
+    /// The first error a call that could not return one ran into (a drop), with
+    /// what failed; reported by the device's next fallible call.
+    recorded: Mutex<Option<String>>,
+}
+
+/// How a device allocates its buffers ([`CudaDevice::allocator`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CudaAllocator {
+    /// From the device's stream-ordered memory pool (`cuMemAllocAsync`, freed with
+    /// `cuMemFreeAsync` on the device's stream; freed memory stays pooled).
+    Pool,
+    /// Plain `cuMemAlloc`, freed with `cuMemFree` after the stream's queued work
+    /// (so a free waits for the device): the device has no memory pool, or an
+    /// allocation from it failed for another reason than memory. `reason` says
+    /// which; the choice holds for the rest of the process.
+    Plain {
+        /// Why: the driver's error, or the device's lack of pools.
+        reason: String,
+    },
 }
 
 impl std::fmt::Debug for CudaDevice {
@@ -97,8 +122,11 @@ impl CudaDevice {
             name: driver.name(),
             compute_capability: driver.compute_capability(),
             multiprocessors: driver.multiprocessors().max(1),
+            plain_allocations: Mutex::new(driver.pool_unavailable()),
             driver,
             functions: Mutex::new(HashMap::new()),
+            programs: Mutex::new(Lru::new(MAX_GENERATED_PROGRAMS)),
+            recorded: Mutex::new(None),
         })
     }
 
@@ -131,7 +159,71 @@ impl CudaDevice {
     /// Waits until all work queued on this device has finished, and reports any
     /// error a kernel or an asynchronous free ran into.
     pub fn synchronize(&self) -> Result<()> {
-        self.driver.synchronize()
+        let waited = self.driver.synchronize();
+        let recorded = self.check_recorded();
+        match (waited, recorded) {
+            (Err(KernelError::Device(a)), Err(KernelError::Device(b))) => {
+                Err(KernelError::Device(format!("{a}; and {b}")))
+            }
+            (Err(e), _) | (Ok(()), Err(e)) => Err(e),
+            (Ok(()), Ok(())) => Ok(()),
+        }
+    }
+
+    /// How this device allocates its buffers: from its stream-ordered memory
+    /// pool, or, where the device has none or allocating from it fails for
+    /// another reason than memory (the first such failure switches the device
+    /// for good), plain `cuMemAlloc`.
+    pub fn allocator(&self) -> CudaAllocator {
+        match &*lock(&self.plain_allocations) {
+            None => CudaAllocator::Pool,
+            Some(reason) => CudaAllocator::Plain {
+                reason: reason.clone(),
+            },
+        }
+    }
+
+    /// Whether buffers come from the pool (else plain allocations).
+    pub(crate) fn uses_pool(&self) -> bool {
+        lock(&self.plain_allocations).is_none()
+    }
+
+    /// Allocates plainly from now on, because of `reason`.
+    pub(crate) fn fall_back_to_plain_allocation(&self, reason: String) {
+        let mut plain = lock(&self.plain_allocations);
+        if plain.is_none() {
+            *plain = Some(reason);
+        }
+    }
+
+    /// Records an error a call that cannot return one (a drop) ran into, `what`
+    /// naming the call; the next fallible call on this device reports it (the
+    /// first one, when several are recorded before).
+    pub(crate) fn record_error(&self, what: String) {
+        let mut r = lock(&self.recorded);
+        if r.is_none() {
+            *r = Some(what);
+        }
+    }
+
+    /// `Err` with the error recorded since the last call, if any (this device's
+    /// own record first, then the driver's), which it clears. Allocations, kernel
+    /// lookups (so every launch) and `synchronize` call this, so an error a drop
+    /// ran into reaches the user at the device's next fallible call instead of
+    /// being lost.
+    pub(crate) fn check_recorded(&self) -> Result<()> {
+        let ours = lock(&self.recorded).take();
+        let drivers = self.driver.take_recorded_error();
+        let what = match (ours, drivers) {
+            (None, None) => return Ok(()),
+            (Some(a), Some(b)) => format!("{a}; and {b}"),
+            (Some(a), None) | (None, Some(a)) => a,
+        };
+        Err(KernelError::Device(format!(
+            "cuda:{}: an earlier call that could not report its error failed: {what} (the \
+             device's results since may be wrong)",
+            self.ordinal
+        )))
     }
 
     /// Free and total device memory in bytes, as the driver sees them.
@@ -152,6 +244,7 @@ impl CudaDevice {
         // cuModuleGetFunction (and loading the module) need the context bound on
         // this thread, and this may be the thread's first call.
         self.bind()?;
+        self.check_recorded()?;
         if let Some(f) = lock(&self.functions).get(name) {
             return Ok(f.clone());
         }
@@ -164,6 +257,13 @@ impl CudaDevice {
     /// at the first use of `key`: the op's full path for a generated op,
     /// `fused_<hash>` for a fused chain, `raw.<program>` for a raw program), for
     /// the calling thread.
+    ///
+    /// The device keeps at most [`MAX_GENERATED_PROGRAMS`] programs loaded (each
+    /// new shape of fused chain is a program of its own): when a new one would
+    /// pass that, the least recently used is dropped, and unloaded once no
+    /// launch holds its kernels (compiled again if it comes back). Programs
+    /// compile outside the cache's lock, so threads compiling different
+    /// programs do not wait for each other.
     pub(crate) fn generated_function(
         &self,
         key: &str,
@@ -172,15 +272,54 @@ impl CudaDevice {
         contraction: Contraction,
     ) -> Result<<Drv as Driver>::Func> {
         self.bind()?;
-        // Cached apart from the fixed kernels' names (an op may be called
-        // `unary_exp`, whose f32 entry point would then be `unary_exp_f32`), and
-        // per program (a raw program's entry point may share a generated op's name).
-        let cached = format!("generated {key} {name}");
-        if let Some(f) = lock(&self.functions).get(&cached) {
+        self.check_recorded()?;
+        if let Some(p) = lock(&self.programs).get(key) {
+            return p.function(&self.driver, key, name);
+        }
+        let program = self.driver.load_generated(key, source, contraction)?;
+        let mut programs = lock(&self.programs);
+        // Another thread may have loaded it meanwhile: keep the first.
+        if programs.get(key).is_none() {
+            let evicted = programs.insert(
+                key.to_string(),
+                Program {
+                    program,
+                    functions: HashMap::new(),
+                },
+            );
+            // Unloaded here (when no launch holds one of its kernels).
+            drop(evicted);
+        }
+        match programs.get(key) {
+            Some(p) => p.function(&self.driver, key, name),
+            None => Err(KernelError::Device(format!("program {key} missing"))),
+        }
+    }
+
+    /// How many generated programs the device holds loaded (at most
+    /// [`MAX_GENERATED_PROGRAMS`]).
+    pub fn generated_programs(&self) -> usize {
+        lock(&self.programs).len()
+    }
+}
+
+/// The most generated programs (generated ops, fused chains, raw programs) a
+/// device keeps loaded; the least recently used one goes first.
+pub const MAX_GENERATED_PROGRAMS: usize = 512;
+
+/// A loaded generated program and the kernels looked up in it so far.
+struct Program {
+    program: <Drv as Driver>::Program,
+    functions: HashMap<String, <Drv as Driver>::Func>,
+}
+
+impl Program {
+    fn function(&mut self, driver: &Drv, key: &str, name: &str) -> Result<<Drv as Driver>::Func> {
+        if let Some(f) = self.functions.get(name) {
             return Ok(f.clone());
         }
-        let f = self.driver.load_generated(key, source, name, contraction)?;
-        lock(&self.functions).insert(cached, f.clone());
+        let f = driver.generated_function(&self.program, key, name)?;
+        self.functions.insert(name.to_string(), f.clone());
         Ok(f)
     }
 }

@@ -15,6 +15,10 @@ use super::index::{Index1, Index2, ReduceIndex};
 use super::raw::RawParams;
 use crate::Result;
 
+/// The dynamic shared memory a kernel may launch with unless it opted in to more
+/// ([`Driver::allow_dynamic_shared_memory`]): 48 KiB, on every architecture.
+pub(crate) const DEFAULT_MAX_DYNAMIC_SHARED: u32 = 48 * 1024;
+
 /// A kernel launch's shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct LaunchCfg {
@@ -58,12 +62,25 @@ pub(crate) struct GemmArgs {
     pub stride_c: i64,
 }
 
+/// Why an allocation failed: the driver's message, and whether the device is out
+/// of memory (the caller then trims the pool and retries) or the allocator itself
+/// failed (a stream-ordered pool that is unsupported or broken: the caller falls
+/// back to plain allocation).
+#[derive(Clone, Debug)]
+pub(crate) struct AllocError {
+    pub out_of_memory: bool,
+    pub message: String,
+}
+
 /// A device, as the backend uses it.
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// An owned device buffer of `T`s (freed when dropped).
     type Buf<T: CudaElement>: Send + Sync;
     /// A loaded kernel.
     type Func: Clone + Send + Sync;
+    /// A loaded generated program (unloaded when the last handle, and the last
+    /// of its kernels, drop).
+    type Program: Send + Sync;
 
     /// `Err(reason)` when no device can be opened on this machine at all (no
     /// driver library, no NVRTC).
@@ -89,14 +106,24 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Returns the pool's unused memory to the device (after the stream's work).
     fn trim(&self) -> Result<()>;
 
-    /// `n > 0` uninitialised elements; `Err` with the driver's message.
+    /// `None` when the device has a stream-ordered memory pool; else why not (the
+    /// backend then allocates with plain `cuMemAlloc` from the start).
+    fn pool_unavailable(&self) -> Option<String>;
+
+    /// `n > 0` uninitialised elements: from the stream-ordered pool
+    /// (`cuMemAllocAsync`) when `pooled`, else a plain allocation (`cuMemAlloc`,
+    /// freed by `cuMemFree` after the stream's work).
     ///
     /// # Safety
     /// The caller writes every element before reading it.
-    unsafe fn alloc<T: CudaElement>(&self, n: usize) -> std::result::Result<Self::Buf<T>, String>;
+    unsafe fn alloc<T: CudaElement>(
+        &self,
+        n: usize,
+        pooled: bool,
+    ) -> std::result::Result<Self::Buf<T>, AllocError>;
 
-    /// A buffer holding a copy of `v` (not empty).
-    fn upload<T: CudaElement>(&self, v: &[T]) -> Result<Self::Buf<T>>;
+    /// Copies `v` into `b` (of `v.len()` elements, not empty).
+    fn upload<T: CudaElement>(&self, v: &[T], b: &mut Self::Buf<T>) -> Result<()>;
 
     /// Copies `out.len()` elements from element `offset` of `b` into `out`.
     fn download<T: CudaElement>(
@@ -113,17 +140,33 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The context must be bound.
     fn load_function(&self, module: Module, name: &str) -> Result<Self::Func>;
 
-    /// Loads kernel `name` of a generated program (an op generated from an
+    /// Compiles and loads a generated program (an op generated from an
     /// elementwise function, a fused chain, or a raw program: `source` is the whole
-    /// program), compiling it at the first use of `key` with `contraction` (on the
-    /// emulated device: always contracted, see `emu`). The context must be bound.
+    /// program; `key` names it) with `contraction` (on the emulated device: always
+    /// contracted, see `emu`). The device caches programs (`CudaDevice`); this
+    /// compiles every time. The context must be bound.
     fn load_generated(
         &self,
         key: &str,
         source: &str,
-        name: &str,
         contraction: Contraction,
+    ) -> Result<Self::Program>;
+
+    /// Kernel `name` of the generated program `program` (named `key`). The
+    /// context must be bound.
+    fn generated_function(
+        &self,
+        program: &Self::Program,
+        key: &str,
+        name: &str,
     ) -> Result<Self::Func>;
+
+    /// Lets `f` (the kernel `name`) launch with up to `bytes` of dynamic shared
+    /// memory per block (`CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`):
+    /// needed above [`DEFAULT_MAX_DYNAMIC_SHARED`]. `Err` naming the device's
+    /// opt-in maximum when `bytes` (with the kernel's static shared memory) is
+    /// more.
+    fn allow_dynamic_shared_memory(&self, f: &Self::Func, name: &str, bytes: u32) -> Result<()>;
 
     /// Launches `f` (the kernel `name`) with `args`.
     ///
@@ -154,9 +197,14 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         c: &mut Self::Buf<T>,
     ) -> Result<()>;
 
-    /// Waits for the device's queued work; reports an error any earlier
-    /// asynchronous call recorded.
+    /// Waits for the device's queued work (an error a kernel ran into shows
+    /// here). Errors recorded by calls that could not return them are
+    /// `take_recorded_error`'s.
     fn synchronize(&self) -> Result<()>;
+
+    /// Takes the error a call that could not return one recorded (a buffer's
+    /// free in its drop), if any: what it was, in words.
+    fn take_recorded_error(&self) -> Option<String>;
 
     /// Free and total device memory in bytes.
     fn memory_info(&self) -> Result<(usize, usize)>;

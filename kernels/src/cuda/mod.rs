@@ -22,20 +22,22 @@ mod driver;
 #[cfg(feature = "cuda-emulator")]
 pub mod emu;
 mod index;
+mod lru;
 mod matmul;
 #[cfg(not(feature = "cuda-emulator"))]
 mod real;
 mod reduce;
 
 pub use device::{
-    CudaDevice, cublas_available, device, device_count, driver_available, is_available,
+    CudaAllocator, CudaDevice, MAX_GENERATED_PROGRAMS, cublas_available, device, device_count,
+    driver_available, is_available,
 };
 
 use crate::check::{check_axes, check_fits, check_same_shape, check_writes_once, matmul_dims};
 use crate::cpu::CpuStorage;
 use crate::{BackendStorage, BinaryOp, DType, KernelError, Layout, ReduceOp, Result, UnaryOp};
 use compile::Module;
-use driver::{Driver, KernelArg, LaunchCfg};
+use driver::{AllocError, Driver, KernelArg, LaunchCfg};
 #[cfg(feature = "cuda-emulator")]
 use emu::DriverElement;
 use index::{Index1, Index2};
@@ -84,8 +86,15 @@ impl Drop for CudaStorage {
         // The buffer's free (cuMemFreeAsync, in cudarc's drop of the slice, after
         // this) does not bind the context, and this thread may never have: a free
         // failing there would be recorded and reported by the next, unrelated,
-        // synchronize. Bind first; the fields drop after this.
-        let _ = self.device.bind();
+        // synchronize. Bind first; the fields drop after this. If binding fails,
+        // the free will too: the device's next call reports it.
+        if let Err(e) = self.device.bind() {
+            self.device.record_error(format!(
+                "binding the context to free a buffer of {} {} elements failed: {e}",
+                self.len,
+                self.dtype()
+            ));
+        }
     }
 }
 
@@ -181,29 +190,70 @@ fn launch_config(dev: &CudaDevice, n: usize) -> LaunchCfg {
 
 /// `n` uninitialised elements (at least one is allocated). When the device is out
 /// of memory, the memory its pool keeps is returned to it and the allocation
-/// retried once.
+/// retried once. When allocating from the pool fails for another reason (a device
+/// or driver whose pools are unsupported or broken), the buffer is allocated
+/// plainly (`cuMemAlloc`), and so is every later one on the device
+/// ([`CudaDevice::allocator`]). An error a drop recorded on the device is reported
+/// here first.
 ///
 /// # Safety
 /// The caller writes every element it later reads.
 unsafe fn alloc<T: CudaElement>(dev: &CudaDevice, n: usize) -> Result<Buf<T>> {
-    // SAFETY: forwarded to the caller.
-    let first = unsafe { dev.driver.alloc::<T>(n.max(1)) };
-    let retried = match first {
-        Ok(b) => return Ok(b),
-        Err(_) => {
-            dev.trim_memory()?;
-            // SAFETY: as above.
-            unsafe { dev.driver.alloc::<T>(n.max(1)) }
+    dev.check_recorded()?;
+    let n1 = n.max(1);
+    let attempt = || {
+        let pooled = dev.uses_pool();
+        // SAFETY: forwarded to the caller.
+        match unsafe { dev.driver.alloc::<T>(n1, pooled) } {
+            Err(e) if pooled && !e.out_of_memory => {
+                // SAFETY: as above.
+                match unsafe { dev.driver.alloc::<T>(n1, false) } {
+                    Ok(b) => {
+                        dev.fall_back_to_plain_allocation(format!(
+                            "allocating from the stream-ordered memory pool \
+                             (cuMemAllocAsync) failed: {}",
+                            e.message
+                        ));
+                        Ok(b)
+                    }
+                    Err(p) => Err(AllocError {
+                        out_of_memory: p.out_of_memory,
+                        message: format!(
+                            "{} from the memory pool (cuMemAllocAsync), then {} as a plain \
+                             allocation (cuMemAlloc)",
+                            e.message, p.message
+                        ),
+                    }),
+                }
+            }
+            r => r,
         }
     };
-    retried.map_err(|e| {
-        KernelError::Device(format!(
-            "allocating {n} {} elements on cuda:{} failed ({e}), even after returning the \
-             memory pool's unused memory to the device; free some tensors or use smaller ones",
-            T::DTYPE,
-            dev.ordinal()
-        ))
-    })
+    let e = match attempt() {
+        Ok(b) => return Ok(b),
+        Err(e) if e.out_of_memory => {
+            dev.trim_memory()?;
+            match attempt() {
+                Ok(b) => return Ok(b),
+                Err(e) => e,
+            }
+        }
+        Err(e) => {
+            return Err(KernelError::Device(format!(
+                "allocating {n} {} elements on cuda:{} failed ({})",
+                T::DTYPE,
+                dev.ordinal(),
+                e.message
+            )));
+        }
+    };
+    Err(KernelError::Device(format!(
+        "allocating {n} {} elements on cuda:{} failed ({}), even after returning the \
+         memory pool's unused memory to the device; free some tensors or use smaller ones",
+        T::DTYPE,
+        dev.ordinal(),
+        e.message
+    )))
 }
 
 /// Launches kernel `name` of `module` with `args`.
@@ -280,7 +330,10 @@ impl CudaStorage {
             let s = if v.is_empty() {
                 unsafe { alloc::<T>(dev, 0)? }
             } else {
-                dev.driver.upload(v)?
+                // SAFETY: every element is written by the copy.
+                let mut b = unsafe { alloc::<T>(dev, v.len())? };
+                dev.driver.upload(v, &mut b)?;
+                b
             };
             Ok(CudaStorage::new(s, v.len(), dev.clone()))
         }

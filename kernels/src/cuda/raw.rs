@@ -3,7 +3,7 @@
 //! its inputs' storages, zero-copy, and fresh outputs.
 
 use super::compile::Contraction;
-use super::driver::{Driver, KernelArg, LaunchCfg};
+use super::driver::{DEFAULT_MAX_DYNAMIC_SHARED, Driver, KernelArg, LaunchCfg};
 use super::{CudaElement, CudaStorage, alloc};
 use crate::raw::{CUDA_PRELUDE, MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS, RawLaunch};
 use crate::{BackendStorage, DType, KernelError, Layout, Result, Shape};
@@ -159,6 +159,15 @@ unsafe fn run_typed<T: CudaElement>(
             block: c.block,
             shared_mem_bytes: c.shared_mem_bytes,
         };
+        // Past 48 KiB, a kernel launches only after opting in (on the kernel, so
+        // each launch that needs it sets it: a kernel's functions are cached).
+        if c.shared_mem_bytes > DEFAULT_MAX_DYNAMIC_SHARED {
+            dev.driver
+                .allow_dynamic_shared_memory(&f, &entry, c.shared_mem_bytes)
+                .map_err(|e| {
+                    KernelError::Device(format!("raw program `{}`: {e}", launch.program.name))
+                })?;
+        }
         // SAFETY: the arguments are RAW_PARAMS(T) (the struct, 8 input and 4 output
         // pointers); what the kernel touches is the caller's contract.
         unsafe { dev.driver.launch(&f, &entry, cfg, &mut args)? };

@@ -3,12 +3,15 @@
 //! Every library is checked for before the first cudarc call that would load it
 //! (cudarc panics when a library is missing). Each device has one stream; every
 //! kernel, copy, cuBLAS call and free of that device is ordered on it, so no
-//! cross-stream synchronisation (and no per-buffer event) is needed. Compiled
-//! modules are cached per device, machine code per architecture.
+//! cross-stream synchronisation (and no per-buffer event) is needed. The fixed
+//! modules are cached per device, machine code per architecture; generated
+//! programs are cached by the device (`CudaDevice`, bounded). Buffers come from
+//! the device's stream-ordered pool, or are plain allocations where it has none
+//! or it fails (`DevBuf`).
 
 use super::CudaElement;
 use super::compile::{self, Contraction, Module, Output};
-use super::driver::{Driver, GemmArgs, KernelArg, LaunchCfg};
+use super::driver::{AllocError, Driver, GemmArgs, KernelArg, LaunchCfg};
 use crate::{KernelError, Result};
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, StridedBatchedConfig};
@@ -18,6 +21,7 @@ use cudarc::driver::{
     DriverError, LaunchConfig, PushKernelArg, ValidAsZeroBits,
 };
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// What an element type needs for cudarc: a device representation, and cuBLAS.
@@ -118,12 +122,50 @@ pub(crate) struct Cudarc {
     multiprocessors: usize,
     /// The device's default memory pool (`cuMemAllocAsync`), when it has one.
     pool: Option<MemPool>,
+    /// Why `pool` is `None`.
+    no_pool: Option<String>,
     modules: Mutex<HashMap<Module, Arc<CudaModule>>>,
-    /// The programs of generated ops, by key (the op's name).
-    generated: Mutex<HashMap<String, Arc<CudaModule>>>,
     /// Created at the first matrix product; the lock also serialises cuBLAS calls
     /// (a handle is not to be used by two threads at once).
     blas: Mutex<Option<CudaBlas>>,
+}
+
+/// A buffer: a cudarc slice from the stream-ordered pool (freed by cudarc's drop,
+/// `cuMemFreeAsync`), or a plain allocation (`cuMemAlloc`, the fallback when the
+/// pool fails), which cudarc's drop would also free with `cuMemFreeAsync` on a
+/// device with pools: this drop frees it with `cuMemFree` after the stream's work.
+pub(crate) struct DevBuf<T> {
+    slice: ManuallyDrop<CudaSlice<T>>,
+    plain: bool,
+}
+
+impl<T> DevBuf<T> {
+    fn s(&self) -> &CudaSlice<T> {
+        &self.slice
+    }
+    fn s_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.slice
+    }
+}
+
+impl<T> Drop for DevBuf<T> {
+    fn drop(&mut self) {
+        // SAFETY: the slice is taken once, here, and not used after.
+        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        if !self.plain {
+            drop(slice);
+            return;
+        }
+        let stream = slice.stream().clone();
+        let ctx = slice.context().clone();
+        let ptr = slice.leak();
+        // As cudarc frees a plain allocation: after the stream's work, errors
+        // recorded in the context (reported by the device's next call).
+        ctx.record_err(stream.synchronize());
+        // SAFETY: `ptr` came from `malloc_sync` (`alloc` with `pooled` false) and
+        // nothing uses it any more.
+        ctx.record_err(unsafe { cudarc::driver::result::free_sync(ptr) });
+    }
 }
 
 /// A `CUmemoryPool` handle (a pointer the driver owns, valid for the process).
@@ -172,8 +214,9 @@ impl Cudarc {
 }
 
 impl Driver for Cudarc {
-    type Buf<T: CudaElement> = CudaSlice<T>;
+    type Buf<T: CudaElement> = DevBuf<T>;
     type Func = CudaFunction;
+    type Program = Arc<CudaModule>;
 
     fn check_libraries() -> std::result::Result<(), String> {
         if !driver_available() {
@@ -219,16 +262,23 @@ impl Driver for Cudarc {
             .map_err(|e| err("multiprocessor count", e))?
             .max(1) as usize;
         let name = ctx.name().unwrap_or_else(|_| "unknown".into());
-        let pool = if ctx.has_async_alloc() {
+        let (pool, no_pool) = if ctx.has_async_alloc() {
             let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
             // SAFETY: the driver library is loaded (the context exists); `pool` is
             // valid for the call.
-            unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
-                .result()
-                .map_err(|e| err("cuDeviceGetDefaultMemPool", e))?;
-            Some(MemPool(pool))
+            match unsafe { sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }.result() {
+                Ok(()) => (Some(MemPool(pool)), None),
+                Err(e) => (None, Some(err("cuDeviceGetDefaultMemPool", e))),
+            }
         } else {
-            None
+            (
+                None,
+                Some(
+                    "the device or driver has no stream-ordered memory pools \
+                     (CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED is 0)"
+                        .into(),
+                ),
+            )
         };
         Ok(Cudarc {
             ctx,
@@ -237,8 +287,8 @@ impl Driver for Cudarc {
             compute_capability,
             multiprocessors,
             pool,
+            no_pool,
             modules: Mutex::new(HashMap::new()),
-            generated: Mutex::new(HashMap::new()),
             blas: Mutex::new(None),
         })
     }
@@ -291,32 +341,62 @@ impl Driver for Cudarc {
             .map_err(|e| driver_error("cuMemPoolTrimTo", e))
     }
 
-    unsafe fn alloc<T: CudaElement>(&self, n: usize) -> std::result::Result<CudaSlice<T>, String> {
-        // SAFETY: forwarded to the caller.
-        unsafe { self.stream.alloc::<T>(n) }.map_err(|e| format!("{e:?}"))
+    fn pool_unavailable(&self) -> Option<String> {
+        self.no_pool.clone()
     }
 
-    fn upload<T: CudaElement>(&self, v: &[T]) -> Result<CudaSlice<T>> {
+    unsafe fn alloc<T: CudaElement>(
+        &self,
+        n: usize,
+        pooled: bool,
+    ) -> std::result::Result<DevBuf<T>, AllocError> {
+        let fail = |e: DriverError| AllocError {
+            out_of_memory: e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY,
+            message: format!("{e:?}"),
+        };
+        if pooled && self.pool.is_some() {
+            // cudarc allocates from the pool (`cuMemAllocAsync`) where the context
+            // has pools, which it has when `pool` is set.
+            // SAFETY: forwarded to the caller.
+            let slice = unsafe { self.stream.alloc::<T>(n) }.map_err(fail)?;
+            return Ok(DevBuf {
+                slice: ManuallyDrop::new(slice),
+                plain: false,
+            });
+        }
+        self.bind().map_err(|e| AllocError {
+            out_of_memory: false,
+            message: e.to_string(),
+        })?;
+        let bytes = n * std::mem::size_of::<T>();
+        // SAFETY: a plain allocation of `bytes` (> 0); the caller writes before
+        // reading.
+        let ptr = unsafe { cudarc::driver::result::malloc_sync(bytes) }.map_err(fail)?;
+        // SAFETY: `ptr` holds `n` elements of `T`; event tracking is off, so this
+        // creates no event. `DevBuf`'s drop frees it with `cuMemFree`.
+        let slice = unsafe { self.stream.upgrade_device_ptr::<T>(ptr, n) };
+        Ok(DevBuf {
+            slice: ManuallyDrop::new(slice),
+            plain: true,
+        })
+    }
+
+    fn upload<T: CudaElement>(&self, v: &[T], b: &mut DevBuf<T>) -> Result<()> {
         self.stream
-            .clone_htod(v)
+            .memcpy_htod(v, b.s_mut())
             .map_err(|e| driver_error("copy to the device", e))
     }
 
-    fn download<T: CudaElement>(
-        &self,
-        b: &CudaSlice<T>,
-        offset: usize,
-        out: &mut [T],
-    ) -> Result<()> {
-        let view = b.slice(offset..offset + out.len());
+    fn download<T: CudaElement>(&self, b: &DevBuf<T>, offset: usize, out: &mut [T]) -> Result<()> {
+        let view = b.s().slice(offset..offset + out.len());
         self.stream
             .memcpy_dtoh(&view, out)
             .map_err(|e| driver_error("copy to the host", e))
     }
 
-    fn memset_zero<T: CudaElement>(&self, b: &mut CudaSlice<T>) -> Result<()> {
+    fn memset_zero<T: CudaElement>(&self, b: &mut DevBuf<T>) -> Result<()> {
         self.stream
-            .memset_zeros(b)
+            .memset_zeros(b.s_mut())
             .map_err(|e| driver_error("cuMemsetD8", e))
     }
 
@@ -334,35 +414,61 @@ impl Driver for Cudarc {
         &self,
         key: &str,
         source: &str,
-        name: &str,
         contraction: Contraction,
+    ) -> Result<Arc<CudaModule>> {
+        let (major, minor) = self.compute_capability;
+        let file = format!("{key}.cu");
+        let cubin = compile::compile_source_with(
+            &file,
+            source,
+            &format!("sm_{major}{minor}"),
+            Output::Cubin,
+            contraction,
+        )?;
+        self.ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .map_err(|e| driver_error(&format!("loading {file}"), e))
+    }
+
+    fn generated_function(
+        &self,
+        program: &Arc<CudaModule>,
+        key: &str,
+        name: &str,
     ) -> Result<CudaFunction> {
-        let module = {
-            let mut generated = lock(&self.generated);
-            match generated.get(key) {
-                Some(m) => m.clone(),
-                None => {
-                    let (major, minor) = self.compute_capability;
-                    let file = format!("{key}.cu");
-                    let cubin = compile::compile_source_with(
-                        &file,
-                        source,
-                        &format!("sm_{major}{minor}"),
-                        Output::Cubin,
-                        contraction,
-                    )?;
-                    let m = self
-                        .ctx
-                        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-                        .map_err(|e| driver_error(&format!("loading {file}"), e))?;
-                    generated.insert(key.to_string(), m.clone());
-                    m
-                }
-            }
-        };
-        module
+        program
             .load_function(name)
             .map_err(|e| KernelError::Device(format!("kernel `{name}` is not in {key}.cu ({e:?})")))
+    }
+
+    fn allow_dynamic_shared_memory(&self, f: &CudaFunction, name: &str, bytes: u32) -> Result<()> {
+        use cudarc::driver::sys::CUfunction_attribute;
+        let opt_in = self
+            .ctx
+            .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+            .map_err(|e| driver_error("the opt-in shared memory maximum", e))?
+            .max(0) as u64;
+        let fixed = f
+            .shared_size_bytes()
+            .map_err(|e| driver_error(&format!("the static shared memory of `{name}`"), e))?
+            .max(0) as u64;
+        if bytes as u64 + fixed > opt_in {
+            return Err(KernelError::Device(format!(
+                "kernel `{name}`: {bytes} bytes of dynamic shared memory (and {fixed} of static) \
+                 per block; this device ({}) allows at most {opt_in} in all per block",
+                self.name
+            )));
+        }
+        f.set_attribute(
+            CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            bytes as i32,
+        )
+        .map_err(|e| {
+            driver_error(
+                &format!("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {bytes}) of `{name}`"),
+                e,
+            )
+        })
     }
 
     unsafe fn launch(
@@ -381,10 +487,10 @@ impl Driver for Cudarc {
                 KernelArg::Index2(v) => b.arg(*v),
                 KernelArg::Reduce(v) => b.arg(*v),
                 KernelArg::Raw(v) => b.arg(*v),
-                KernelArg::InF32(s) => b.arg(*s),
-                KernelArg::InF64(s) => b.arg(*s),
-                KernelArg::OutF32(s) => b.arg(&mut **s),
-                KernelArg::OutF64(s) => b.arg(&mut **s),
+                KernelArg::InF32(s) => b.arg(s.s()),
+                KernelArg::InF64(s) => b.arg(s.s()),
+                KernelArg::OutF32(s) => b.arg(s.s_mut()),
+                KernelArg::OutF64(s) => b.arg(s.s_mut()),
             };
         }
         let cfg = LaunchConfig {
@@ -401,15 +507,16 @@ impl Driver for Cudarc {
     unsafe fn gemm<T: CudaElement>(
         &self,
         g: &GemmArgs,
-        a: &CudaSlice<T>,
+        a: &DevBuf<T>,
         a_off: usize,
-        b: &CudaSlice<T>,
+        b: &DevBuf<T>,
         b_off: usize,
-        c: &mut CudaSlice<T>,
+        c: &mut DevBuf<T>,
     ) -> Result<()> {
         // cuBLAS calls do not bind the context themselves.
         self.bind()?;
-        let (av, bv) = (a.slice(a_off..), b.slice(b_off..));
+        let (av, bv) = (a.s().slice(a_off..), b.s().slice(b_off..));
+        let c = c.s_mut();
         self.with_blas(|blas| {
             // SAFETY: forwarded to the caller.
             unsafe { T::gemm(blas, g, &av, &bv, c) }
@@ -420,10 +527,20 @@ impl Driver for Cudarc {
     fn synchronize(&self) -> Result<()> {
         self.stream
             .synchronize()
-            .map_err(|e| driver_error("cuStreamSynchronize", e))?;
-        self.ctx
-            .check_err()
-            .map_err(|e| driver_error("an earlier asynchronous call", e))
+            .map_err(|e| driver_error("cuStreamSynchronize", e))
+    }
+
+    fn take_recorded_error(&self) -> Option<String> {
+        // cudarc records the errors of the calls its drops make (a buffer's
+        // `cuMemFreeAsync`, or the stream's synchronisation and `cuMemFree` of a
+        // plain allocation, a module's unload, the wait after a copy): the code
+        // only, the last one.
+        self.ctx.check_err().err().map(|e| {
+            format!(
+                "a call made in a drop (a buffer's free, cuMemFreeAsync or cuMemFree, most \
+                 likely; or a module's unload) failed: {e:?}"
+            )
+        })
     }
 
     fn memory_info(&self) -> Result<(usize, usize)> {

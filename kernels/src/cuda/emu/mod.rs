@@ -51,8 +51,16 @@
 //! - **Context and pool.** Which host threads have the context bound is tracked
 //!   as the driver does: loading a kernel or calling cuBLAS on an unbound thread
 //!   fails, and a free there fails and is reported by the next `synchronize`, as
-//!   cudarc records it. The device has a memory capacity and a stream-ordered
-//!   pool that keeps freed memory up to its release threshold.
+//!   cudarc records it (the backend reports it at the device's next fallible
+//!   call). The device has a memory capacity and a stream-ordered pool that
+//!   keeps freed memory up to its release threshold. Switches make the pool's
+//!   allocations fail ([`fail_pool_allocations`]: the backend falls back to
+//!   plain ones) and the next free fail ([`fail_next_free`]), as paths a GPU
+//!   rarely takes.
+//! - **Shared memory.** A launch's dynamic shared memory (`extern __shared__`)
+//!   is a buffer sized exactly, fenced by an inaccessible page after it and
+//!   filled with NaN bytes for each block; past 48 KiB a launch fails unless the
+//!   kernel opted in, as `cuLaunchKernel` refuses it.
 //!
 //! What it cannot see, and stays for a real GPU (`scripts/gpu-check.sh`):
 //! - lost updates between threads that run at once: fibers switch only at
@@ -76,12 +84,15 @@
 
 use super::CudaElement;
 use super::compile::{Contraction, Module};
-use super::driver::{Driver, GemmArgs, KernelArg, LaunchCfg};
+use super::driver::{
+    AllocError, DEFAULT_MAX_DYNAMIC_SHARED, Driver, GemmArgs, KernelArg, LaunchCfg,
+};
 use crate::{KernelError, Result};
 use std::cell::Cell;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::marker::PhantomData;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Nothing more is needed of an element type on the emulated device.
 pub(crate) trait DriverElement {}
@@ -237,8 +248,9 @@ thread_local! {
     static BOUND: Cell<bool> = const { Cell::new(false) };
 }
 
-/// An error recorded by an asynchronous call (a free), reported by the next
-/// `synchronize`, as cudarc records them in the context.
+/// An error recorded by an asynchronous call (a free), reported by the device's
+/// next fallible call (`take_recorded_error`), as cudarc records them in the
+/// context.
 static RECORDED: Mutex<Option<String>> = Mutex::new(None);
 
 fn record(e: String) {
@@ -246,6 +258,40 @@ fn record(e: String) {
     if r.is_none() {
         *r = Some(e);
     }
+}
+
+/// The error allocations from the pool fail with, when set
+/// ([`fail_pool_allocations`]).
+static POOL_FAILURE: Mutex<Option<String>> = Mutex::new(None);
+
+/// How many plain (not pooled) allocations the device has made.
+static PLAIN_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the next free fails ([`fail_next_free`]).
+static FAIL_NEXT_FREE: AtomicBool = AtomicBool::new(false);
+
+/// Makes every allocation from the emulated device's stream-ordered pool fail
+/// with `error` (a driver's message; not out of memory), as on a device or driver
+/// whose pools are unsupported or broken, until called with `None`. The backend
+/// then falls back to plain allocations (`cuda::CudaAllocator::Plain`, for the
+/// rest of the process); on the emulated device these come from the same memory
+/// as pooled ones.
+pub fn fail_pool_allocations(error: Option<&str>) {
+    *POOL_FAILURE.lock().unwrap_or_else(PoisonError::into_inner) = error.map(str::to_string);
+}
+
+/// How many plain allocations (`cuMemAlloc`, not from the pool) the emulated
+/// device has made.
+pub fn plain_allocations() -> u64 {
+    PLAIN_ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// Makes the next buffer free fail as a free after a kernel fault does on a GPU
+/// (`CUDA_ERROR_ILLEGAL_ADDRESS`): the error is recorded, as cudarc records the
+/// errors of its drops, for the device's next fallible call (the buffer is still
+/// freed).
+pub fn fail_next_free() {
+    FAIL_NEXT_FREE.store(true, Ordering::Relaxed);
 }
 
 const INVALID_CONTEXT: &str = "DriverError(CUDA_ERROR_INVALID_CONTEXT, \"invalid device context\")";
@@ -274,6 +320,13 @@ pub(crate) struct EmuBuf<T> {
 
 impl<T> Drop for EmuBuf<T> {
     fn drop(&mut self) {
+        if FAIL_NEXT_FREE.swap(false, Ordering::Relaxed) {
+            record(
+                "CUDA driver error in cuMemFreeAsync: DriverError(CUDA_ERROR_ILLEGAL_ADDRESS, \
+                 \"an illegal memory access was encountered\") (emulated: fail_next_free)"
+                    .into(),
+            );
+        }
         // cudarc's CudaSlice drop frees without binding the context first.
         if !BOUND.with(Cell::get) {
             record(format!(
@@ -307,7 +360,15 @@ pub(crate) struct Emulator {
 pub(crate) struct EmuFunc {
     ptr: usize,
     name: CString,
+    /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`: an attribute of the
+    /// kernel, so shared by every handle to it.
+    max_dynamic_shared: Arc<AtomicU32>,
 }
+
+/// The dynamic shared memory a block may opt in to on the emulated device
+/// (compute capability 9.0's `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`:
+/// 227 KiB).
+pub const MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: u32 = 227 * 1024;
 
 /// How many SMs the emulated device reports: few, so that the launch planning's
 /// grid caps and reduction splits are exercised at test sizes.
@@ -440,6 +501,7 @@ fn generated_library(key: &str, source: &str) -> Result<usize> {
     let stem = format!("{stem}_{:016x}", fnv(key));
     let unit = dir.join(format!("{stem}.cpp"));
     let lib = dir.join(format!("lib{stem}.so"));
+    let source = dynamic_shared(source).map_err(fail)?;
     std::fs::write(
         &unit,
         format!("#include \"shim.h\"\n#line 1 \"{key}.cu\"\n{source}"),
@@ -477,9 +539,58 @@ fn generated_library(key: &str, source: &str) -> Result<usize> {
     Ok(h as usize)
 }
 
+/// `source` with each `extern __shared__ T name[];` (the launch's dynamic shared
+/// memory) declared as `T* const name = (T*)emu_dynamic_shared();`: the block's
+/// buffer, sized exactly by the launch and fenced by an inaccessible page after
+/// it. Supported inside function bodies, as CUDA code declares it.
+fn dynamic_shared(source: &str) -> std::result::Result<String, String> {
+    const DECL: &str = "extern __shared__";
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(at) = rest.find(DECL) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + DECL.len()..];
+        let end = after
+            .find(';')
+            .ok_or_else(|| "`extern __shared__` without a `;`".to_string())?;
+        let decl = &after[..end];
+        // Drop `__align__(n)`.
+        let mut d = decl.to_string();
+        while let Some(a) = d.find("__align__") {
+            let close = d[a..]
+                .find(')')
+                .ok_or_else(|| format!("bad `__align__` in `{DECL}{decl};`"))?;
+            d.replace_range(a..a + close + 1, " ");
+        }
+        let d = d.trim();
+        let unsupported = || format!("`{DECL}{decl};`: the emulator takes `{DECL} T name[];`");
+        let body = d.strip_suffix(']').ok_or_else(unsupported)?.trim_end();
+        let body = body.strip_suffix('[').ok_or_else(unsupported)?.trim_end();
+        let split = body
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .ok_or_else(unsupported)?;
+        let (ty, name) = (body[..=split].trim(), &body[split + 1..]);
+        if ty.is_empty() || name.is_empty() {
+            return Err(unsupported());
+        }
+        out.push_str(&format!(
+            "{ty}* const {name} = reinterpret_cast<{ty}*>(emu_dynamic_shared());"
+        ));
+        // The same lines, for the compiler's messages.
+        out.extend(decl.chars().filter(|&c| c == '\n'));
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 impl Driver for Emulator {
     type Buf<T: CudaElement> = EmuBuf<T>;
     type Func = EmuFunc;
+    /// The program's library (loaded once per key for the process: the
+    /// emulator never unloads one, so the device's cache bound only bounds the
+    /// cache itself here).
+    type Program = usize;
 
     fn check_libraries() -> std::result::Result<(), String> {
         api().map(|_| ())
@@ -545,14 +656,38 @@ impl Driver for Emulator {
         Ok(())
     }
 
-    unsafe fn alloc<T: CudaElement>(&self, n: usize) -> std::result::Result<EmuBuf<T>, String> {
+    fn pool_unavailable(&self) -> Option<String> {
+        None
+    }
+
+    unsafe fn alloc<T: CudaElement>(
+        &self,
+        n: usize,
+        pooled: bool,
+    ) -> std::result::Result<EmuBuf<T>, AllocError> {
         bind_thread();
+        if pooled {
+            let failure = POOL_FAILURE
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(message) = failure {
+                return Err(AllocError {
+                    out_of_memory: false,
+                    message: format!("{message} (emulated: fail_pool_allocations)"),
+                });
+            }
+        } else {
+            PLAIN_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
         // SAFETY: plain call; 0 means failure.
         let addr = unsafe { (self.api.alloc)(bytes::<T>(n)) };
         if addr == 0 {
-            return Err(
-                "DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\") (emulated)".into(),
-            );
+            return Err(AllocError {
+                out_of_memory: true,
+                message: "DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\") (emulated)"
+                    .into(),
+            });
         }
         Ok(EmuBuf {
             addr,
@@ -561,9 +696,15 @@ impl Driver for Emulator {
         })
     }
 
-    fn upload<T: CudaElement>(&self, v: &[T]) -> Result<EmuBuf<T>> {
-        // SAFETY: every element is written below.
-        let b = unsafe { self.alloc::<T>(v.len()) }.map_err(KernelError::Device)?;
+    fn upload<T: CudaElement>(&self, v: &[T], b: &mut EmuBuf<T>) -> Result<()> {
+        bind_thread();
+        if v.len() > b.len {
+            return Err(KernelError::Device(format!(
+                "CUDA driver error in copy to the device: {} elements into a buffer of {}",
+                v.len(),
+                b.len
+            )));
+        }
         // SAFETY: `v` holds the bytes copied; the runtime checks the range.
         let r = unsafe { (self.api.htod)(b.addr, v.as_ptr().cast(), bytes::<T>(v.len())) };
         if r != 0 {
@@ -571,7 +712,7 @@ impl Driver for Emulator {
                 "emulated copy to the device failed".into(),
             ));
         }
-        Ok(b)
+        Ok(())
     }
 
     fn download<T: CudaElement>(&self, b: &EmuBuf<T>, offset: usize, out: &mut [T]) -> Result<()> {
@@ -621,6 +762,7 @@ impl Driver for Emulator {
             Some(p) => Ok(EmuFunc {
                 ptr: p as usize,
                 name: CString::new(name).unwrap_or_default(),
+                max_dynamic_shared: Arc::new(AtomicU32::new(DEFAULT_MAX_DYNAMIC_SHARED)),
             }),
             None => Err(KernelError::Device(format!(
                 "kernel `{name}` is not in {} (emulated: no such symbol)",
@@ -633,13 +775,16 @@ impl Driver for Emulator {
         &self,
         key: &str,
         source: &str,
-        name: &str,
         // Every program is contracted here (see the module's doc).
         _contraction: Contraction,
-    ) -> Result<EmuFunc> {
+    ) -> Result<usize> {
+        require_bound("cuModuleLoadData")?;
+        generated_library(key, source)
+    }
+
+    fn generated_function(&self, handle: &usize, key: &str, name: &str) -> Result<EmuFunc> {
         require_bound("cuModuleGetFunction")?;
-        let handle = generated_library(key, source)?;
-        let ptr = symbol(handle as *mut c_void, name).map_err(|e| {
+        let ptr = symbol(*handle as *mut c_void, name).map_err(|e| {
             KernelError::Device(format!(
                 "kernel `{name}` is not in {key}.cu (emulated: {e})"
             ))
@@ -647,7 +792,22 @@ impl Driver for Emulator {
         Ok(EmuFunc {
             ptr: ptr as usize,
             name: CString::new(name).unwrap_or_default(),
+            max_dynamic_shared: Arc::new(AtomicU32::new(DEFAULT_MAX_DYNAMIC_SHARED)),
         })
+    }
+
+    fn allow_dynamic_shared_memory(&self, f: &EmuFunc, name: &str, bytes: u32) -> Result<()> {
+        require_bound("cuFuncSetAttribute")?;
+        // Static `__shared__` arrays are host thread-locals here: not counted.
+        if bytes > MAX_SHARED_MEMORY_PER_BLOCK_OPTIN {
+            return Err(KernelError::Device(format!(
+                "kernel `{name}`: {bytes} bytes of dynamic shared memory (and 0 of static) per \
+                 block; this device (CUDA emulator (host)) allows at most \
+                 {MAX_SHARED_MEMORY_PER_BLOCK_OPTIN} in all per block"
+            )));
+        }
+        f.max_dynamic_shared.store(bytes, Ordering::Relaxed);
+        Ok(())
     }
 
     unsafe fn launch(
@@ -658,6 +818,16 @@ impl Driver for Emulator {
         args: &mut [KernelArg<'_, Self>],
     ) -> Result<()> {
         bind_thread();
+        // As cuLaunchKernel refuses it on a GPU.
+        let allowed = f.max_dynamic_shared.load(Ordering::Relaxed);
+        if cfg.shared_mem_bytes > allowed {
+            return Err(KernelError::Device(format!(
+                "launching CUDA kernel `{name}` failed: DriverError(CUDA_ERROR_INVALID_VALUE, \
+                 \"invalid argument\") (emulated: {} bytes of dynamic shared memory, more than \
+                 the kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, {allowed})",
+                cfg.shared_mem_bytes
+            )));
+        }
         // Values the argument list points at: the device addresses of the buffers.
         let addrs: Vec<u64> = args
             .iter()
@@ -770,16 +940,14 @@ impl Driver for Emulator {
 
     fn synchronize(&self) -> Result<()> {
         bind_thread();
-        let recorded = RECORDED
+        Ok(())
+    }
+
+    fn take_recorded_error(&self) -> Option<String> {
+        RECORDED
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        match recorded {
-            Some(e) => Err(KernelError::Device(format!(
-                "an earlier asynchronous call failed: {e}"
-            ))),
-            None => Ok(()),
-        }
+            .take()
     }
 
     fn memory_info(&self) -> Result<(usize, usize)> {
@@ -827,3 +995,27 @@ const BUILT_SOURCES: [(Module, &str); 4] = [
         include_str!(concat!(env!("OUT_DIR"), "/copy.source")),
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::dynamic_shared;
+
+    #[test]
+    fn extern_shared_declarations_become_the_launch_buffer() {
+        let src = "__global__ void k() {\n    extern __shared__ __align__(16) unsigned char s[];\n    \
+                   extern __shared__ float t [ ];\n}\n";
+        let out = dynamic_shared(src).unwrap();
+        assert_eq!(
+            out,
+            "__global__ void k() {\n    unsigned char* const s = reinterpret_cast<unsigned \
+             char*>(emu_dynamic_shared());\n    float* const t = \
+             reinterpret_cast<float*>(emu_dynamic_shared());\n}\n"
+        );
+        // Line numbers are kept for the compiler's messages.
+        let multi = dynamic_shared("extern __shared__\n double d[];\nx").unwrap();
+        assert_eq!(multi.lines().count(), 3, "{multi}");
+        assert!(dynamic_shared("extern __shared__ float s[4];").is_err());
+        assert!(dynamic_shared("extern __shared__ float s[]").is_err());
+        assert_eq!(dynamic_shared("no shared").unwrap(), "no shared");
+    }
+}

@@ -615,6 +615,11 @@ bool close_enough(const unsigned char* x, const unsigned char* y, uint32_t elem,
 
 // ---------------------------------------------------------------- barriers
 
+// The running block's dynamic shared memory (`extern __shared__`; programs
+// compiled at run time declare it through this, see `dynamic_shared` in mod.rs).
+thread_local unsigned char* t_dyn_shared = nullptr;
+extern "C" void* emu_dynamic_shared() { return t_dyn_shared; }
+
 extern "C" void emu_syncthreads(const char* file, int line) { wait_here(WAIT_BLOCK, file, line); }
 
 extern "C" void emu_shfl_down(unsigned mask, void* value, unsigned size, int delta,
@@ -839,8 +844,11 @@ int emu_launch(const char* name, void* fn, const EmuArg* args, uint32_t nargs,
         return fail(format("invalid block (%u, %u, %u) (CUDA_ERROR_INVALID_VALUE)", block.x,
                            block.y, block.z));
     }
-    if (shared_bytes > 48 * 1024) {
-        return fail(format("%u bytes of dynamic shared memory (at most 48 KiB without opt-in)",
+    // Past 48 KiB a kernel must have opted in (checked by the Rust side, which
+    // knows the kernel's attribute); the opt-in maximum of compute capability 9.0.
+    if (shared_bytes > 227 * 1024) {
+        return fail(format("%u bytes of dynamic shared memory (at most 227 KiB per block) "
+                           "(CUDA_ERROR_INVALID_VALUE)",
                            shared_bytes));
     }
     Call call{fn, args, nargs, "", S_UNKNOWN};
@@ -873,6 +881,24 @@ int emu_launch(const char* name, void* fn, const EmuArg* args, uint32_t nargs,
     if (call.kind == S_UNKNOWN) {
         return fail("no launcher for the parameter list " + call.sig);
     }
+    // Dynamic shared memory: its bytes at the end of their pages (16-byte
+    // aligned), an inaccessible page after them, so a kernel reading or writing
+    // past them faults; refilled with NaN bytes for each block.
+    const size_t dyn_page = page_size();
+    const size_t dyn_len = round_up(shared_bytes, 16);
+    const size_t dyn_body = round_up(std::max<size_t>(dyn_len, 1), dyn_page);
+    char* dyn_map = nullptr;
+    if (shared_bytes) {
+        void* m = mmap(nullptr, dyn_body + dyn_page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) return fail("no memory for the dynamic shared memory");
+        dyn_map = (char*)m;
+        mprotect(dyn_map + dyn_body, dyn_page, PROT_NONE);
+    }
+    unsigned char* const dyn_data =
+        dyn_map ? (unsigned char*)(dyn_map + dyn_body - dyn_len) : nullptr;
+    unsigned char* const dyn_before = t_dyn_shared;
+    t_dyn_shared = dyn_data;
     install_handler();
     // Inputs are read-only while the kernel runs (unless also an output).
     std::vector<Allocation> protect;
@@ -924,6 +950,7 @@ int emu_launch(const char* name, void* fn, const EmuArg* args, uint32_t nargs,
         }
         t_fault_jmp = &jb;
         for (; bi < order.size(); bi = bi + 1) {
+            if (dyn_data) memset(dyn_data, 0xff, dyn_len);
             std::string e = run_block(order[bi], g, block, sc.pick, rng);
             if (!e.empty()) {
                 error = e + format(" (schedule '%s')", sc.name);
@@ -968,6 +995,8 @@ int emu_launch(const char* name, void* fn, const EmuArg* args, uint32_t nargs,
         }
     }
     for (auto& p : protect) set_read_only(p, false);
+    t_dyn_shared = dyn_before;
+    if (dyn_map) munmap(dyn_map, dyn_body + dyn_page);
     if (!error.empty()) return fail(error);
     return 0;
 }

@@ -35,6 +35,7 @@ struct EmuLane {
 extern __thread const EmuLane* emu_lane __attribute__((tls_model("initial-exec")));
 
 extern "C" void emu_syncthreads(const char* file, int line);
+extern "C" void* emu_dynamic_shared();
 extern "C" void emu_shfl_down(unsigned mask, void* value, unsigned size, int delta,
                               const char* file, int line);
 
