@@ -633,7 +633,11 @@ fn reached(roots: &[(&Tensor, Tensor)], targets: &[(Target, Option<Tensor>)]) ->
                     }
                 }
                 Edge::Node(next) => {
-                    if seen.insert(Arc::as_ptr(next)) {
+                    // A node that only this edge holds (no other consumer, no
+                    // tensor) has no other way in: it needs no entry in `seen`
+                    // (the chain of a loop whose intermediates were dropped walks
+                    // without hashing). At worst a race visits a node twice.
+                    if Arc::strong_count(next) == 1 || seen.insert(Arc::as_ptr(next)) {
                         stack.push(next);
                     }
                 }
