@@ -14,15 +14,70 @@
 // (g++ -ffp-contract=fast). A quotient is never contracted: `/` (IEEE division,
 // NVRTC's default; `1 / x` compiles to the exact reciprocal, where __fdiv_rn
 // would be a full division).
+//
+// Guards: the float and the double functions are under `#if AUTOGRAD_F32` and
+// `#if AUTOGRAD_F64`, the dual numbers and the seeds under `#if AUTOGRAD_ORDERS &
+// <bits>` (bit k: derivative order k; an op's program guards each order's case of
+// its `_at` so too). An op's own program keeps everything (the defaults below); a
+// fused chain's kernel keeps its dtype and the orders its steps evaluate: its
+// builder (`kernels/src/cuda/fused.rs`, `select`) evaluates these exact lines.
+#ifndef AUTOGRAD_F32
+#define AUTOGRAD_F32 1
+#endif
+#ifndef AUTOGRAD_F64
+#define AUTOGRAD_F64 1
+#endif
+#ifndef AUTOGRAD_ORDERS
+#define AUTOGRAD_ORDERS 0xf
+#endif
+
+#define EW_PLAIN(ty, name, f) __device__ __forceinline__ ty ew_##name(ty x) { return f(x); }
+#if AUTOGRAD_F32
 __device__ __forceinline__ float ew_add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ float ew_sub(float a, float b) { return __fsub_rn(a, b); }
 __device__ __forceinline__ float ew_mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float ew_div(float a, float b) { return a / b; }
+EW_PLAIN(float, exp, expf)
+EW_PLAIN(float, exp_m1, expm1f)
+EW_PLAIN(float, ln, logf)
+EW_PLAIN(float, ln_1p, log1pf)
+EW_PLAIN(float, sqrt, sqrtf)
+EW_PLAIN(float, tanh, tanhf)
+EW_PLAIN(float, sin, sinf)
+EW_PLAIN(float, cos, cosf)
+EW_PLAIN(float, erf, erff)
+EW_PLAIN(float, abs, fabsf)
+__device__ __forceinline__ float ew_recip(float x) { return 1.0f / x; }
+__device__ __forceinline__ float ew_powf(float x, float y) { return powf(x, y); }
+__device__ __forceinline__ float ew_powi(float x, int n) { return powf(x, (float)n); }
+__device__ __forceinline__ float ew_min(float a, float b) { return b < a ? b : a; }
+__device__ __forceinline__ float ew_max(float a, float b) { return b > a ? b : a; }
+#endif
+#if AUTOGRAD_F64
 __device__ __forceinline__ double ew_add(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ double ew_sub(double a, double b) { return __dsub_rn(a, b); }
 __device__ __forceinline__ double ew_mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ double ew_div(double a, double b) { return a / b; }
+EW_PLAIN(double, exp, exp)
+EW_PLAIN(double, exp_m1, expm1)
+EW_PLAIN(double, ln, log)
+EW_PLAIN(double, ln_1p, log1p)
+EW_PLAIN(double, sqrt, sqrt)
+EW_PLAIN(double, tanh, tanh)
+EW_PLAIN(double, sin, sin)
+EW_PLAIN(double, cos, cos)
+EW_PLAIN(double, erf, erf)
+EW_PLAIN(double, abs, fabs)
+__device__ __forceinline__ double ew_recip(double x) { return 1.0 / x; }
+__device__ __forceinline__ double ew_powf(double x, double y) { return pow(x, y); }
+__device__ __forceinline__ double ew_powi(double x, int n) { return pow(x, (double)n); }
+__device__ __forceinline__ double ew_min(double a, double b) { return b < a ? b : a; }
+__device__ __forceinline__ double ew_max(double a, double b) { return b > a ? b : a; }
+#endif
+#undef EW_PLAIN
 
+// Dual numbers, for the derivatives (orders 1 to 3).
+#if AUTOGRAD_ORDERS & 0xe
 template <typename T> struct Dual {
     T v;
     T d;
@@ -52,32 +107,7 @@ template <typename T> __device__ __forceinline__ bool operator>=(Dual<T> a, Dual
 template <typename T> __device__ __forceinline__ bool operator==(Dual<T> a, Dual<T> b) { return a.v == b.v; }
 template <typename T> __device__ __forceinline__ bool operator!=(Dual<T> a, Dual<T> b) { return a.v != b.v; }
 
-#define EW_PLAIN(name, f32, f64)                                                         \
-    __device__ __forceinline__ float ew_##name(float x) { return f32(x); }               \
-    __device__ __forceinline__ double ew_##name(double x) { return f64(x); }
-EW_PLAIN(exp, expf, exp)
-EW_PLAIN(exp_m1, expm1f, expm1)
-EW_PLAIN(ln, logf, log)
-EW_PLAIN(ln_1p, log1pf, log1p)
-EW_PLAIN(sqrt, sqrtf, sqrt)
-EW_PLAIN(tanh, tanhf, tanh)
-EW_PLAIN(sin, sinf, sin)
-EW_PLAIN(cos, cosf, cos)
-EW_PLAIN(erf, erff, erf)
-EW_PLAIN(abs, fabsf, fabs)
-#undef EW_PLAIN
-__device__ __forceinline__ float ew_recip(float x) { return 1.0f / x; }
-__device__ __forceinline__ double ew_recip(double x) { return 1.0 / x; }
-__device__ __forceinline__ float ew_powf(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double ew_powf(double x, double y) { return pow(x, y); }
-__device__ __forceinline__ float ew_powi(float x, int n) { return powf(x, (float)n); }
-__device__ __forceinline__ double ew_powi(double x, int n) { return pow(x, (double)n); }
-__device__ __forceinline__ float ew_min(float a, float b) { return b < a ? b : a; }
-__device__ __forceinline__ double ew_min(double a, double b) { return b < a ? b : a; }
-__device__ __forceinline__ float ew_max(float a, float b) { return b > a ? b : a; }
-__device__ __forceinline__ double ew_max(double a, double b) { return b > a ? b : a; }
-
-// Dual numbers: f(v + dε) = f(v) + f'(v) d ε.
+// f(v + dε) = f(v) + f'(v) d ε.
 template <typename T> __device__ __forceinline__ Dual<T> ew_chain(Dual<T> x, T f, T df) { return Dual<T>(f, ew_mul(x.d, df)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_exp(Dual<T> x) { T e = ew_exp(x.v); return ew_chain(x, e, e); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_exp_m1(Dual<T> x) { return ew_chain(x, ew_exp_m1(x.v), ew_exp(x.v)); }
@@ -114,11 +144,17 @@ template <typename T> __device__ __forceinline__ Dual<T> ew_max(Dual<T> a, Dual<
     return b.v > a.v ? b : (b.v == a.v ? Dual<T>(a.v, ew_mul(ew_add(a.d, b.d), T(0.5))) : a);
 }
 
-// Seeds: the derivative parts of input x for the derivative orders 1 to 3.
+// Seeds: the derivative parts of input x for the derivative orders 1 to 3 (an op
+// with an explicit backward seeds one order fewer).
 template <typename T> __device__ __forceinline__ Dual<T> ew_seed1(T x, bool a) { return Dual<T>(x, T(a ? 1.0 : 0.0)); }
+#if AUTOGRAD_ORDERS & 0xc
 template <typename T> __device__ __forceinline__ Dual<Dual<T>> ew_seed2(T x, bool a, bool b) {
     return Dual<Dual<T>>(ew_seed1<T>(x, b), Dual<T>(a ? 1.0 : 0.0));
 }
+#endif
+#if AUTOGRAD_ORDERS & 0x8
 template <typename T> __device__ __forceinline__ Dual<Dual<Dual<T>>> ew_seed3(T x, bool a, bool b, bool c) {
     return Dual<Dual<Dual<T>>>(ew_seed2<T>(x, b, c), Dual<Dual<T>>(a ? 1.0 : 0.0));
 }
+#endif
+#endif

@@ -423,6 +423,85 @@ fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
     Ok(())
 }
 
+/// A fused kernel embeds of the prelude and of each generated op's program only its
+/// dtype and the derivative orders its steps evaluate: an f32 gradient chain of
+/// first-order steps holds no f64 function or entry point and no second- or
+/// third-order code, a value chain no dual numbers; the op's own program keeps all.
+/// Each compiles with NVRTC.
+#[cfg(feature = "cuda")]
+#[test]
+fn fused_cuda_kernels_embed_only_their_dtype_and_orders() -> Result<()> {
+    use autograd_kernels::cuda::compile::{Output, compile_source};
+    crate::init();
+    let kernels = |dtype: DType| -> Result<[(String, String); 2]> {
+        let uniform = |seed| autograd::random::Rng::new(seed).uniform([1 << 14], -1.0, 1.0, dtype);
+        let (x, a) = (uniform(30)?.with_requires_grad(true), uniform(31)?);
+        let (y, g) = with_config(ALWAYS, || -> Result<(Tensor, Tensor)> {
+            let y = ((x.mish()? * &a)?.tanh()? * &x)?;
+            let g = grad(&y.sum_all()?, &[&x], BackwardOptions::default())?
+                .remove(0)
+                .expect("gradient");
+            Ok((y, g))
+        })?;
+        Ok([
+            autograd::fusion::cuda_kernel(&y).expect("y is deferred")?,
+            autograd::fusion::cuda_kernel(&g).expect("the gradient is deferred")?,
+        ])
+    };
+    let [value, gradient] = kernels(DType::F32)?;
+    for (name, source) in [&value, &gradient] {
+        assert!(name.ends_with("_f32"), "{name}");
+        // No guard is left either: the kernel's text is all it compiles.
+        assert!(!source.lines().any(|l| l.starts_with("#if")), "{source}");
+        for f64_text in ["double ew_", "double fz_", "_f64(", "__dmul_rn"] {
+            assert!(
+                !source.contains(f64_text),
+                "{f64_text} in {name}:\n{source}"
+            );
+        }
+        assert!(source.contains("float ew_mul("), "{source}");
+        assert!(source.contains("mish_at<T>("));
+    }
+    // The value chain evaluates order 0 alone: no dual numbers.
+    assert!(!value.1.contains("Dual<"), "{}", value.1);
+    assert!(!value.1.contains("case 1:"), "{}", value.1);
+    // The gradient chain evaluates first derivatives: no higher order.
+    let (_, source) = &gradient;
+    assert!(
+        source.contains("case 1:") && source.contains("ew_seed1"),
+        "{source}"
+    );
+    for second in ["case 2:", "case 3:", "ew_seed2", "ew_seed3", "Dual<Dual<"] {
+        assert!(!source.contains(second), "{second} in:\n{source}");
+    }
+    // The f64 twin holds the double functions alone.
+    let [_, gradient64] = kernels(DType::F64)?;
+    assert!(gradient64.0.ends_with("_f64"));
+    assert!(gradient64.1.contains("double ew_mul(") && !gradient64.1.contains("float ew_"));
+    // The op's own program (compiled for its own kernels) keeps every order and
+    // both dtypes.
+    let own = autograd::registry()?
+        .get("tanh")?
+        .cuda_source
+        .expect("a CUDA source");
+    for all in [
+        "tanh_f32(",
+        "tanh_f64(",
+        "case 3:",
+        "#if AUTOGRAD_ORDERS & 0x8",
+    ] {
+        assert!(own.contains(all), "{all} in:\n{own}");
+    }
+    if !crate::nvrtc_or_skip("the fused CUDA kernels of one dtype and order") {
+        return Ok(());
+    }
+    for (name, source) in [value, gradient, gradient64] {
+        compile_source(&format!("{name}.cu"), &source, "sm_90", Output::Cubin)
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    Ok(())
+}
+
 /// The distance the fused-against-unfused comparisons report, in units in the last
 /// place of the dtype the values were computed in.
 #[test]

@@ -789,9 +789,6 @@ fn cuda_double(v: f64) -> String {
     }
 }
 
-/// The CUDA C++ of one generated op: its function as a template over the number
-/// type, and entry points for the value and each derivative order in `float` and
-/// `double`, over contiguous operands.
 /// An explicit backward as the CUDA source needs it: its `let`s, each gradient's
 /// expression, and the inputs they belong to (the differentiable ones, in order).
 pub(crate) struct CudaBackward<'a> {
@@ -800,6 +797,14 @@ pub(crate) struct CudaBackward<'a> {
     pub inputs: Vec<usize>,
 }
 
+/// The CUDA C++ of one generated op: its function as a template over the number
+/// type, and entry points for the value and each derivative order in `float` and
+/// `double`, over contiguous operands. Each order's case of `<name>_at` is guarded
+/// by `#if AUTOGRAD_ORDERS & <bit>`, each entry point by `#if AUTOGRAD_F32` or
+/// `#if AUTOGRAD_F64`, the entry points and their loop by
+/// `#ifndef AUTOGRAD_FUNCTIONS_ONLY`: the op's own compile keeps all of it (the
+/// prelude defines every guard on), a fused chain's kernel only what it evaluates
+/// (`kernels/src/cuda/fused.rs` selects the text by these exact lines).
 pub(crate) fn cuda_source(
     name: &str,
     inputs: &[Ident],
@@ -837,8 +842,11 @@ pub(crate) fn cuda_source(
         ));
     }
     let value_args: Vec<String> = (0..n).map(|k| format!("x{k}")).collect();
+    // Each order's case is guarded by its bit of AUTOGRAD_ORDERS (all set unless
+    // defined otherwise, `generated.cuh`): a fused chain's kernel keeps the orders
+    // its steps evaluate (`kernels/src/cuda/fused.rs` selects the text).
     let mut cases = format!(
-        "      case 0: r = {name}_f<T>(p, {}); break;\n",
+        "#if AUTOGRAD_ORDERS & 0x1\n      case 0: r = {name}_f<T>(p, {}); break;\n#endif\n",
         value_args.join(", ")
     );
     for order in 1..=3usize {
@@ -878,7 +886,10 @@ pub(crate) fn cuda_source(
                 )
             }
         };
-        cases.push_str(&format!("      case {order}: r = {value}; break;\n"));
+        cases.push_str(&format!(
+            "#if AUTOGRAD_ORDERS & {:#x}\n      case {order}: r = {value}; break;\n#endif\n",
+            1 << order
+        ));
     }
     let inits: Vec<String> = (0..fields.len()).map(|k| format!("p{k}")).collect();
     s.push_str(&format!(
@@ -895,6 +906,9 @@ pub(crate) fn cuda_source(
            switch (order) {{\n{cases}      default: r = T(0.0);\n  }}\n  return r;\n}}\n\
          __device__ __forceinline__ {name}_params {name}_make(double p0, double p1, double p2, double p3) {{\n\
            (void)p0; (void)p1; (void)p2; (void)p3;\n  const {name}_params p = {{{}}};\n  return p;\n}}\n\
+         // A fused chain's kernel includes the program for its functions alone, in a\n\
+         // namespace of its own (another op of the same name may be in the chain too).\n\
+         #ifndef AUTOGRAD_FUNCTIONS_ONLY\n\
          // One pass over n elements of {name}_at.\n\
          template <typename T>\n\
          __device__ __forceinline__ void {name}_run(unsigned long long n, unsigned long long what, \
@@ -905,17 +919,20 @@ pub(crate) fn cuda_source(
              out[i] = {name}_at<T>(what, x0[i], x1[i], x2[i], x3[i], g[i], p);\n  }}\n}}\n",
         inits.join(", ")
     ));
-    // A fused chain's kernel includes the program for its functions alone, in a
-    // namespace of its own (another op of the same name may be in the chain too).
-    s.push_str("#ifndef AUTOGRAD_FUNCTIONS_ONLY\n");
-    for (ty, suffix) in [("float", "f32"), ("double", "f64")] {
+    // The entry points, each under its dtype's guard (AUTOGRAD_F32, AUTOGRAD_F64).
+    for (ty, suffix, guard) in [
+        ("float", "f32", "AUTOGRAD_F32"),
+        ("double", "f64", "AUTOGRAD_F64"),
+    ] {
         s.push_str(&format!(
-            "extern \"C\" __global__ void {name}_{suffix}(unsigned long long n, unsigned long long what, \
+            "#if {guard}\n\
+             extern \"C\" __global__ void {name}_{suffix}(unsigned long long n, unsigned long long what, \
              const {ty}* x0, const {ty}* x1, const {ty}* x2, const {ty}* x3, const {ty}* g, {ty}* out, \
              double p0, double p1, double p2, double p3) {{\n  \
              (void)p0; (void)p1; (void)p2; (void)p3;\n  \
              const {name}_params p = {{{}}};\n  \
-             {name}_run<{ty}>(n, what, x0, x1, x2, x3, g, out, p);\n}}\n",
+             {name}_run<{ty}>(n, what, x0, x1, x2, x3, g, out, p);\n}}\n\
+             #endif\n",
             inits.join(", ")
         ));
     }

@@ -337,7 +337,9 @@ fn fnv(s: &str) -> u64 {
 
 /// The fused kernel's source: the prelude, the programs of the generated ops it
 /// calls (each once, by full path, in a namespace of its own, without their entry
-/// points: `AUTOGRAD_FUNCTIONS_ONLY`), helpers, and the kernel `<key>_<dtype>`
+/// points: `AUTOGRAD_FUNCTIONS_ONLY`), of both only the text for the kernel's
+/// dtype and the derivative orders its steps evaluate ([`select`]), helpers, and
+/// the kernel `<key>_<dtype>`
 /// (named by the caller from the source's hash, so it is declared with a
 /// placeholder). Result
 /// `k` is written to `out<k>`: the values of step `j` for `outputs[k] = (j, sink)`,
@@ -351,29 +353,42 @@ fn source(
     outputs: &[(usize, Sink)],
     wide: bool,
 ) -> String {
-    let mut s = String::from(CUDA_PRELUDE);
-    // The generated ops' programs without their entry points, each once (by the
-    // op's full path) in a namespace of its own: two ops of one name (a user's
-    // `gelu` and the standard one) each keep their functions.
-    s.push_str("\n#define AUTOGRAD_FUNCTIONS_ONLY\n");
-    let mut programs: Vec<&str> = Vec::new();
+    let f64 = ty == "double";
+    // The derivative orders each program's steps evaluate (bit k: order k), and all
+    // of them together (the prelude's dual numbers and seeds).
+    let mut programs: Vec<(&str, &str, u32)> = Vec::new();
     for step in steps {
         if let FusedOp::Kernel(k) = &step.op {
             let call = k.cuda();
-            if !programs.contains(&call.program) {
-                programs.push(call.program);
-                let _ = writeln!(
-                    s,
-                    "// {}\nnamespace {} {{\n{}\n}}",
-                    call.program,
-                    namespace(call.program),
-                    call.source
-                );
+            let order = 1u32 << (call.what & 0xff).min(31);
+            match programs.iter_mut().find(|p| p.0 == call.program) {
+                Some(p) => p.2 |= order,
+                None => programs.push((call.program, call.source, order)),
             }
         }
     }
-    s.push_str(HELPERS);
+    let all = programs.iter().fold(0, |m, p| m | p.2);
+    let mut s = select(CUDA_PRELUDE, Guards { f64, orders: all });
+    // The generated ops' programs without their entry points, each once (by the
+    // op's full path) in a namespace of its own: two ops of one name (a user's
+    // `gelu` and the standard one) each keep their functions; of each, only the
+    // dtype and derivative orders the chain evaluates.
+    s.push_str("\n#define AUTOGRAD_FUNCTIONS_ONLY\n");
+    for &(program, source, orders) in &programs {
+        let _ = writeln!(
+            s,
+            "// {program}\nnamespace {} {{\n{}\n}}",
+            namespace(program),
+            select(source, Guards { f64, orders })
+        );
+    }
     let sums = outputs.iter().any(|&(_, sink)| sink == Sink::Sum);
+    s.push_str(if f64 { HELPERS_F64 } else { HELPERS_F32 });
+    if sums && !f64 {
+        // A sum adds in double.
+        s.push_str(DOUBLE_ADD);
+    }
+    s.push_str(HELPERS);
     if sums {
         s.push_str(BLOCK_REDUCE);
     }
@@ -494,28 +509,103 @@ fn source(
 /// The fixed ops' formulas as unary.cu and binary.cu compute them, through the
 /// round-to-nearest intrinsics, which are never contracted into a fused
 /// multiply-add (whatever the compiler's contraction setting: the emulated device,
-/// whose shim has them too, contracts everything else).
-const HELPERS: &str = r#"
+/// whose shim has them too, contracts everything else). A kernel holds its dtype's
+/// (and an f32 kernel with a sum [`DOUBLE_ADD`], the sum's addition).
+const HELPERS_F32: &str = r#"
 __device__ __forceinline__ float fz_add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ float fz_sub(float a, float b) { return __fsub_rn(a, b); }
 __device__ __forceinline__ float fz_mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float fz_div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ double fz_add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double fz_sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double fz_mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double fz_div(double a, double b) { return __ddiv_rn(a, b); }
 __device__ __forceinline__ float fz_pow(float x, float p) {
     if (p == 2.0f) return fz_mul(x, x);
     if (p == 1.0f) return x;
     return powf(x, p);
 }
+"#;
+
+/// A sum's addition, in double.
+const DOUBLE_ADD: &str =
+    "__device__ __forceinline__ double fz_add(double a, double b) { return __dadd_rn(a, b); }\n";
+
+/// [`HELPERS_F32`] in double.
+const HELPERS_F64: &str = r#"
+__device__ __forceinline__ double fz_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double fz_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double fz_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double fz_div(double a, double b) { return __ddiv_rn(a, b); }
 __device__ __forceinline__ double fz_pow(double x, double p) {
     if (p == 2.0) return fz_mul(x, x);
     if (p == 1.0) return x;
     return pow(x, p);
 }
-template <typename T> __device__ __forceinline__ T fz_mask(bool c) { return c ? (T)1 : (T)0; }
 "#;
+
+/// The comparisons' mask, for either dtype.
+const HELPERS: &str = r#"template <typename T> __device__ __forceinline__ T fz_mask(bool c) { return c ? (T)1 : (T)0; }
+"#;
+
+/// What a fused kernel keeps of the prelude and the ops' programs: its dtype (f64,
+/// or f32) and the derivative orders its steps evaluate (bit k: order k).
+#[derive(Clone, Copy)]
+struct Guards {
+    f64: bool,
+    orders: u32,
+}
+
+impl Guards {
+    /// Whether the text under the guard `line` (one of the exact lines the
+    /// prelude and the macro write) is kept; `None` for any other line.
+    fn keeps(self, line: &str) -> Option<bool> {
+        match line.trim_end() {
+            "#if AUTOGRAD_F32" => Some(!self.f64),
+            "#if AUTOGRAD_F64" => Some(self.f64),
+            // The entry points and their loop: the kernel calls `<op>_at` alone.
+            "#ifndef AUTOGRAD_FUNCTIONS_ONLY" => Some(false),
+            // The prelude's defaults (every guard on): resolved here instead.
+            "#ifndef AUTOGRAD_F32" | "#ifndef AUTOGRAD_F64" | "#ifndef AUTOGRAD_ORDERS" => {
+                Some(false)
+            }
+            l => {
+                let bits = l.strip_prefix("#if AUTOGRAD_ORDERS & 0x")?;
+                Some(u32::from_str_radix(bits, 16).ok()? & self.orders != 0)
+            }
+        }
+    }
+}
+
+/// `text` (the prelude, or an op's program) with the sections under the guards
+/// [`Guards::keeps`] knows resolved as the preprocessor would with `guards`
+/// defined: their lines kept or dropped, the guards themselves dropped. Other
+/// preprocessor conditionals are left as they are (nested ones are followed to
+/// their `#endif`).
+fn select(text: &str, guards: Guards) -> String {
+    // Per open conditional: `Some(kept)` for a known guard, `None` for another.
+    let mut open: Vec<Option<bool>> = Vec::new();
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let directive = line.trim_start();
+        let kept = open.iter().all(|g| g.unwrap_or(true));
+        if directive.starts_with("#if") {
+            let guard = guards.keeps(directive);
+            open.push(guard);
+            if guard.is_some() {
+                continue;
+            }
+        } else if directive.starts_with("#else") {
+            if let Some(Some(g)) = open.last_mut() {
+                *g = !*g;
+                continue;
+            }
+        } else if directive.starts_with("#endif") && open.pop().flatten().is_some() {
+            continue;
+        }
+        if kept {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
 
 fn binary(op: BinaryOp, x: &str, y: &str) -> String {
     match op {
@@ -540,5 +630,38 @@ fn unary(op: UnaryOp, x: &str, s: &str) -> String {
         UnaryOp::PowScalar(_) => format!("fz_pow({x}, {s})"),
         // A chain never holds these; the value passes through.
         UnaryOp::Fill(_) | UnaryOp::Copy => x.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Guards, select};
+
+    /// Known guards are resolved (their lines kept or dropped, the guards
+    /// dropped), other conditionals kept as they are, nested or not.
+    #[test]
+    fn select_resolves_the_known_guards_alone() {
+        let text = "a\n#if AUTOGRAD_F64\nd\n#ifdef X\nx\n#endif\n#else\nf\n#endif\n\
+                    #if AUTOGRAD_ORDERS & 0x4\ntwo\n#endif\n#ifdef Y\n#if AUTOGRAD_ORDERS & 0x2\n\
+                    one\n#endif\n#endif\n#ifndef AUTOGRAD_FUNCTIONS_ONLY\nentry\n#endif\nz\n";
+        let f32_first = select(
+            text,
+            Guards {
+                f64: false,
+                orders: 0x2,
+            },
+        );
+        assert_eq!(f32_first, "a\nf\n#ifdef Y\none\n#endif\nz\n");
+        let f64_second = select(
+            text,
+            Guards {
+                f64: true,
+                orders: 0x4,
+            },
+        );
+        assert_eq!(
+            f64_second,
+            "a\nd\n#ifdef X\nx\n#endif\ntwo\n#ifdef Y\n#endif\nz\n"
+        );
     }
 }
