@@ -10,8 +10,8 @@
 #                                       the PyTorch peer script
 #                                       (default DIR: target/gpu-bundle)
 #   DIR/gpu-check.sh run                on the GPU machine: a smoke test first
-#                                       (one op there and back; nothing else runs
-#                                       if it fails), the NVRTC check, every
+#                                       (a small model there and back; nothing else
+#                                       runs if it fails), the NVRTC check, every
 #                                       #[ignore]d GPU test, the layer_norm and
 #                                       cnn examples with --cuda, W2/W3 at their
 #                                       GPU sizes here and in PyTorch with the
@@ -144,10 +144,11 @@ run() {
     echo "CUDA libraries on that path:"
     list_libraries | sed 's/^/  /'
 
-    # One op to the GPU and back, with its gradient: the driver, a context, NVRTC
-    # and a kernel launch. If this fails nothing else can pass.
-    if ! step "smoke: one op on the GPU and back" 30 "$bin/gpu" --exact \
-        availability::asking_for_a_gpu_is_an_error_where_there_is_none_never_a_panic; then
+    # A small model forward and backward on the GPU, against the CPU: the driver, a
+    # context, NVRTC, kernel launches, cuBLAS, copies back. If this fails nothing
+    # else can pass. (A test that needs the GPU: with none it fails.)
+    if ! step "smoke: one small model on the GPU and back" 30 "$bin/gpu" --ignored --exact \
+        engine::forward_and_backward_stay_on_the_device; then
         echo "== gpu-check: the smoke test failed; nothing else was run"
         return 1
     fi
