@@ -76,9 +76,13 @@ pub struct CudaStorage {
     device: Arc<CudaDevice>,
 }
 
+/// The device buffer, boxed: a tensor on the GPU pays one small host allocation,
+/// and every CPU storage stays small. (`Storage` holds a CPU or a CUDA storage in
+/// one enum; with the buffer inline, the CUDA one made every CPU storage 88 bytes
+/// and moving one a `memcpy` call: W1 +1.1% instructions.)
 pub(crate) enum CudaData {
-    F32(Buf<f32>),
-    F64(Buf<f64>),
+    F32(Box<Buf<f32>>),
+    F64(Box<Buf<f64>>),
 }
 
 impl Drop for CudaStorage {
@@ -128,7 +132,7 @@ macro_rules! cuda_element {
     ($t:ty, $variant:ident, $in:ident, $out:ident) => {
         impl CudaElement for $t {
             fn wrap(s: Buf<Self>) -> CudaData {
-                CudaData::$variant(s)
+                CudaData::$variant(Box::new(s))
             }
             fn get(d: &CudaData) -> Option<&Buf<Self>> {
                 match d {
