@@ -9,7 +9,7 @@
 use crate::fusion;
 pub use crate::transfer::to_device;
 use crate::{DType, Error, Result, Shape, Tensor};
-use autograd_kernels::cpu::fused::FusedOp;
+use autograd_kernels::program::FusedOp;
 use autograd_kernels::{BinaryOp, Layout, ReduceOp, UnaryOp, broadcast_shapes};
 use smallvec::smallvec;
 use std::borrow::Cow;

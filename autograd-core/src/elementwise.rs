@@ -12,7 +12,7 @@ use crate::op::{BackwardContext, Differentiable, Grads, OpEntry};
 use crate::storage::{Storage, StorageData, check_size};
 use crate::{Error, Result, Tensor};
 use autograd_kernels::broadcast_shapes;
-use autograd_kernels::cpu::fused::FusedOp;
+use autograd_kernels::program::FusedOp;
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -140,8 +140,8 @@ impl<K: ElementwiseKernel + 'static> fusion::BlockKernel for Fused<K> {
         self.kernel.name()
     }
 
-    fn cuda(&self) -> autograd_kernels::cpu::fused::CudaCall {
-        autograd_kernels::cpu::fused::CudaCall {
+    fn cuda(&self) -> autograd_kernels::program::CudaCall {
+        autograd_kernels::program::CudaCall {
             name: self.kernel.name(),
             program: self.kernel.program(),
             source: self.kernel.cuda_source(),

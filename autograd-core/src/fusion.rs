@@ -54,13 +54,13 @@ use crate::storage::Storage;
 use crate::storage::deferred::Pending;
 use crate::{DType, Shape};
 use autograd_kernels::Layout;
-use autograd_kernels::cpu::fused::FusedOp;
+use autograd_kernels::program::FusedOp;
 use smallvec::SmallVec;
 use std::cell::Cell;
 use std::sync::{Arc, OnceLock};
 
 pub use crate::storage::deferred::Fusion;
-pub use autograd_kernels::cpu::fused::BlockKernel;
+pub use autograd_kernels::program::BlockKernel;
 
 /// Most deferred ops on one path of a chain.
 pub const MAX_DEPTH: u32 = 16;

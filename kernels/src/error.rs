@@ -13,6 +13,10 @@ pub enum KernelError {
     /// The kernel was handed layouts that do not fit together or the buffer.
     #[error("invalid layout: {0}")]
     Layout(String),
+    /// A broken internal invariant: a program or launch the library built itself is
+    /// malformed. Never the caller's mistake; please report it.
+    #[error("internal error (a bug in autograd; please report it): {0}")]
+    Internal(String),
     /// An argument of a layout or shape function that does not fit the layout or
     /// shape (an axis out of range, strides of another rank, a range past the end).
     #[error("`{op}`: {msg}")]

@@ -373,7 +373,7 @@ fn fused_cuda_kernels_compile_with_nvrtc() -> Result<()> {
     // one a sum over one block or split into chunks (double partial sums).
     let many = |wide: bool| {
         use autograd_kernels::BinaryOp;
-        use autograd_kernels::cpu::fused::{FusedOp, Operand, Sink, Step};
+        use autograd_kernels::program::{FusedOp, Operand, Sink, Step};
         let step = |op: BinaryOp, a: Operand, b: Operand| Step {
             op: FusedOp::Binary(op),
             args: [a, b].into_iter().collect(),

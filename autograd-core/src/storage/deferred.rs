@@ -3,7 +3,8 @@
 
 use super::{Storage, StorageData};
 use crate::{DType, Device, Error, Result, Shape};
-use autograd_kernels::cpu::fused::{self, FusedOp, Operand, Sink, Step};
+use autograd_kernels::cpu::fused;
+use autograd_kernels::program::{FusedOp, Operand, Sink, Step};
 use autograd_kernels::{KernelError, Layout};
 use smallvec::SmallVec;
 use std::sync::Arc;
