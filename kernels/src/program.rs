@@ -196,4 +196,3 @@ pub fn check_program<S>(
     }
     Ok(read)
 }
-

@@ -976,8 +976,8 @@ extern "C" __global__ void contract_f64(RAW_PARAMS(double)) { contract(p, in0, i
 #[ignore = "needs a CUDA GPU (or the emulated device)"]
 fn a_fused_kernel_with_several_results_gives_the_bits_of_the_unfused_ops() {
     use autograd_kernels::cpu::fused;
-    use autograd_kernels::program::{FusedOp, Operand, Sink, Step};
     use autograd_kernels::cuda::fused::{MAX_RESULTS, kernel_source_many};
+    use autograd_kernels::program::{FusedOp, Operand, Sink, Step};
     let dev = gpu();
     let step = |op: BinaryOp, a: Operand, b: Operand| Step {
         op: FusedOp::Binary(op),

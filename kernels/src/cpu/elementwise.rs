@@ -4,6 +4,7 @@
 
 use super::{pool, reduce, stream};
 use crate::generated::loops;
+use crate::op::{dispatch_arith, dispatch_binary, dispatch_unary};
 use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, Result, UnaryOp};
 use std::ops::Range;
@@ -122,56 +123,6 @@ fn zip_assign<T: Element>(a: &mut [T], la: &Layout, b: &[T], lb: &Layout, f: imp
     );
 }
 
-#[inline(always)]
-fn mask<T: Element>(c: bool) -> T {
-    if c { T::ONE } else { T::ZERO }
-}
-
-macro_rules! dispatch_binary {
-    ($op:expr, $kernel:ident, $($args:expr),*) => {
-        match $op {
-            BinaryOp::Add => $kernel($($args),*, |x, y| x + y),
-            BinaryOp::Sub => $kernel($($args),*, |x, y| x - y),
-            BinaryOp::Mul => $kernel($($args),*, |x, y| x * y),
-            BinaryOp::Div => $kernel($($args),*, |x, y| x / y),
-            BinaryOp::Eq => $kernel($($args),*, |x, y| mask(x == y)),
-            BinaryOp::Gt => $kernel($($args),*, |x, y| mask(x > y)),
-            BinaryOp::Ge => $kernel($($args),*, |x, y| mask(x >= y)),
-            BinaryOp::Lt => $kernel($($args),*, |x, y| mask(x < y)),
-            BinaryOp::Le => $kernel($($args),*, |x, y| mask(x <= y)),
-        }
-    };
-}
-
-/// `$kernel(.., f)` with `f` the formula of the unary `$op` (not `Fill`, which
-/// reads nothing, and not `Copy`, handled by the caller).
-macro_rules! dispatch_unary {
-    ($op:expr, $T:ty, $kernel:ident, $($args:expr),*) => {
-        match $op {
-            UnaryOp::Neg => $kernel($($args),*, |x: $T| -x),
-            UnaryOp::AddScalar(s) => {
-                let s = <$T>::from_f64(s);
-                $kernel($($args),*, |x: $T| x + s)
-            }
-            UnaryOp::MulScalar(s) => {
-                let s = <$T>::from_f64(s);
-                $kernel($($args),*, |x: $T| x * s)
-            }
-            UnaryOp::DivScalar(s) => {
-                let s = <$T>::from_f64(s);
-                $kernel($($args),*, |x: $T| x / s)
-            }
-            UnaryOp::PowScalar(p) if p == 2.0 => $kernel($($args),*, |x: $T| x * x),
-            UnaryOp::PowScalar(p) if p == 1.0 => $kernel($($args),*, |x: $T| x),
-            UnaryOp::PowScalar(p) => {
-                let p = <$T>::from_f64(p);
-                $kernel($($args),*, |x: $T| x.powf(p))
-            }
-            UnaryOp::Fill(_) | UnaryOp::Copy => $kernel($($args),*, |x: $T| x),
-        }
-    };
-}
-
 pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
     match op {
         UnaryOp::Fill(v) => pool::filled(l.numel(), T::from_f64(v)),
@@ -244,32 +195,6 @@ pub(crate) enum Fold {
     Right,
     /// `outer(t, t)` with `t = inner(a, b)`.
     Both,
-}
-
-/// `$body` with `$f` the formula of the arithmetic `$op` (`+ - * /`), as
-/// `dispatch_binary` computes it; `$other` for any other op.
-macro_rules! dispatch_arith {
-    ($op:expr, $T:ty, $f:ident => $body:expr, $other:expr) => {
-        match $op {
-            BinaryOp::Add => {
-                let $f = |x: $T, y: $T| x + y;
-                $body
-            }
-            BinaryOp::Sub => {
-                let $f = |x: $T, y: $T| x - y;
-                $body
-            }
-            BinaryOp::Mul => {
-                let $f = |x: $T, y: $T| x * y;
-                $body
-            }
-            BinaryOp::Div => {
-                let $f = |x: $T, y: $T| x / y;
-                $body
-            }
-            _ => $other,
-        }
-    };
 }
 
 /// Two arithmetic steps of a chain in one loop, the inner one's value never

@@ -21,8 +21,8 @@ use super::stream::{STREAM_BYTES, append_streaming, fence};
 use super::{CpuElement, CpuStorage, pool, reduce};
 use crate::generated::Cursor;
 use crate::program::{BlockKernel, FusedOp, Operand, Sink, Step, check_program};
-use smallvec::SmallVec;
 use crate::{BinaryOp, DType, KernelError, Layout, Result};
+use smallvec::SmallVec;
 
 /// Elements per block: a whole number of the sum's blocks
 /// (the 1024 elements of the sum reduction's blocks), and small enough that a dozen steps' buffers stay in

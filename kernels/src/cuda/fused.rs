@@ -19,8 +19,8 @@ use super::compile::{BLOCK_REDUCE, Contraction};
 use super::driver::{Driver, KernelArg, LaunchCfg};
 use super::index::ReducePlan;
 use super::{CudaElement, CudaStorage, alloc, launch_config, reduce};
-use crate::program::{CudaCall, FusedOp, Operand, Sink, Step, check_program};
 use crate::generated::CUDA_PRELUDE;
+use crate::program::{CudaCall, FusedOp, Operand, Sink, Step, check_program};
 use crate::{
     BackendStorage, BinaryOp, DType, KernelError, Layout, ReduceOp, Result, Shape, UnaryOp,
 };
