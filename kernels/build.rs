@@ -1,8 +1,10 @@
 //! With the `cuda-emulator` feature (tests only), compiles the CUDA kernel sources
 //! as host C++ into the emulator's shared library; otherwise does nothing.
 //!
-//! Each module's source is written exactly as `cuda/compile.rs` concatenates it
-//! for NVRTC (`common.cuh`, a `#line` directive, the `.cu` file), behind one
+//! Each module's source is written exactly as `cuda/compile.rs` assembles it for
+//! NVRTC (`cuda/sources.rs`, compiled into this script: `common.cuh`, the headers,
+//! the `.cu` file, and for `unary.cu` and `binary.cu` one line per op of op.rs's
+//! table, which is compiled into this script too), behind one
 //! `#include "shim.h"`; `cuda::emu` checks at run time that the two agree.
 
 fn main() {
@@ -11,8 +13,30 @@ fn main() {
     emulator::build();
 }
 
+/// The fixed ops' table (`BinaryOp::ALL`, `UnaryOp::all`, `name`, `cuda`): the
+/// kernels of `unary.cu` and `binary.cu` are instantiated from it. Only its enums
+/// are used here; its CPU formulas and dispatch macros are not.
+#[cfg(feature = "cuda-emulator")]
+#[allow(dead_code, unused_imports, unused_macros)]
+#[path = "src/op.rs"]
+mod op;
+
+#[cfg(feature = "cuda-emulator")]
+#[path = "src/cuda/sources.rs"]
+mod sources;
+
+/// What op.rs's `mask` asks of an element type.
+#[cfg(feature = "cuda-emulator")]
+#[allow(dead_code)]
+trait Element: Sized {
+    const ONE: Self;
+    const ZERO: Self;
+}
+
 #[cfg(feature = "cuda-emulator")]
 mod emulator {
+    use crate::op::{BinaryOp, UnaryOp};
+    use crate::sources::module_source;
     use std::path::{Path, PathBuf};
 
     const MODULES: [&str; 4] = ["unary.cu", "binary.cu", "reduce.cu", "copy.cu"];
@@ -41,23 +65,26 @@ mod emulator {
         let cuda = PathBuf::from("src/cuda");
         let emu = cuda.join("emu");
         let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-        let common = read(&cuda.join("common.cuh"));
+        read(Path::new("src/op.rs"));
+        read(&cuda.join("sources.rs"));
         read(&emu.join("shim.h"));
         read(&emu.join("runtime.cpp"));
         // The raw programs' parameter struct, which the runtime passes by value.
         read(Path::new("src/raw.cuh"));
         let mut files = vec![emu.join("runtime.cpp")];
+        let unary: Vec<(&str, &str)> = UnaryOp::all(0.0)
+            .iter()
+            .map(|op| (op.name(), op.cuda()))
+            .collect();
+        let binary: Vec<(&str, &str)> = BinaryOp::ALL
+            .iter()
+            .map(|op| (op.name(), op.cuda()))
+            .collect();
+        // Each file read through `read`: the script reruns when one changes.
+        let text = |name: &str| read(&cuda.join(name));
         for m in MODULES {
-            // The source! macro of compile.rs, byte for byte, behind the shim
-            // (reduce.cu after its header, block_reduce.cuh).
-            let header = match m {
-                "reduce.cu" => {
-                    let h = "block_reduce.cuh";
-                    format!("\n#line 1 \"{h}\"\n{}", read(&cuda.join(h)))
-                }
-                _ => String::new(),
-            };
-            let source = format!("{common}{header}\n#line 1 \"{m}\"\n{}", read(&cuda.join(m)));
+            // What compile.rs hands NVRTC, byte for byte, behind the shim.
+            let source = module_source(m, &text, &unary, &binary);
             let stem = m.trim_end_matches(".cu");
             std::fs::write(out.join(format!("{stem}.source")), &source).expect("write source");
             let unit = out.join(format!("emu_{stem}.cpp"));

@@ -4,8 +4,9 @@
 //! buffers); `autograd_core::raw` is the API ops use, and the CUDA launch is
 //! `cuda::CudaStorage::run_raw`.
 
-use crate::cpu::CpuElement;
-use crate::{Result, cpu::pool};
+use crate::Result;
+use crate::cpu::pool;
+use crate::cpu::storage::CpuElement;
 
 /// The prelude of every raw CUDA program (`raw.cuh`): the parameter struct
 /// `RawParams`, the `RAW_PARAMS(T)` parameter list and the `raw_at*` index helpers.

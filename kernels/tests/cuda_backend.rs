@@ -177,6 +177,69 @@ fn every_unary_op_matches_the_cpu() {
     check_all(failures, total);
 }
 
+/// Every fixed op of op.rs's table computes the same bits as one step of a fused
+/// chain as in its own kernel (both print the table's CUDA expression, with the
+/// `fz_*` arithmetic of arith.cuh), and as on the CPU (but for a general power,
+/// CUDA's `pow`); pow's special-cased exponents (2 and 1) too.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn every_fixed_op_fused_gives_the_bits_of_its_own_kernel() {
+    use autograd_kernels::program::{FusedOp, Operand, Step};
+    let dev = gpu();
+    let n = 300;
+    let l = Layout::contiguous(Shape::from([n]));
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for dtype in [DType::F32, DType::F64] {
+        let a = data(n, 11, 0.2, 2.0, dtype);
+        // Every third element equal to a's, so the comparisons see ties.
+        let b = {
+            let (va, vb) = (values(&a), values(&data(n, 12, 0.5, 2.0, dtype)));
+            let v: Vec<f64> = (0..n)
+                .map(|i| if i % 3 == 0 { va[i] } else { vb[i] })
+                .collect();
+            match dtype {
+                DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
+                DType::F64 => CpuStorage::F64(v),
+            }
+        };
+        let (ga, gb) = (upload(&dev, &a), upload(&dev, &b));
+        let leaves = [(&ga, &l), (&gb, &l)];
+        let mut unary: Vec<UnaryOp> = every_unary_op()
+            .into_iter()
+            .filter(|op| !matches!(op, UnaryOp::Fill(_) | UnaryOp::Copy))
+            .collect();
+        unary.extend([UnaryOp::PowScalar(2.0), UnaryOp::PowScalar(1.0)]);
+        for op in unary {
+            let step = Step {
+                op: FusedOp::Unary(op),
+                args: [Operand::Leaf(0)].into_iter().collect(),
+            };
+            let fused = CudaStorage::run_fused(&[step], &leaves[..1], n, dtype).unwrap();
+            let own = ga.unary(&l, op).unwrap();
+            let cpu = values(&a.unary(&l, op).unwrap());
+            let what = format!("{op:?} {dtype}");
+            assert_eq!(bits(&host(&fused)), bits(&host(&own)), "{what}: fused");
+            // A general power is CUDA's `pow`, within an ulp or two of the CPU's.
+            if !matches!(op, UnaryOp::PowScalar(p) if p != 2.0 && p != 1.0) {
+                assert_eq!(bits(&host(&own)), bits(&cpu), "{what}: CPU");
+            }
+        }
+        for op in every_binary_op() {
+            let step = Step {
+                op: FusedOp::Binary(op),
+                args: [Operand::Leaf(0), Operand::Leaf(1)].into_iter().collect(),
+            };
+            let fused = CudaStorage::run_fused(&[step], &leaves, n, dtype).unwrap();
+            let own = ga.binary(&l, &gb, &l, op).unwrap();
+            let cpu = values(&a.binary(&l, &b, &l, op).unwrap());
+            let what = format!("{op:?} {dtype}");
+            assert_eq!(bits(&host(&fused)), bits(&host(&own)), "{what}: fused");
+            assert_eq!(bits(&host(&own)), bits(&cpu), "{what}: CPU");
+        }
+    }
+    dev.synchronize().unwrap();
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_binary_op_matches_the_cpu_in_place_too() {

@@ -121,3 +121,46 @@ fn a_kernel_with_a_syntax_error_fails_to_compile_with_the_compiler_log() {
         "{msg}"
     );
 }
+
+/// A fused chain of every fixed op of op.rs's table (one step each, printed from
+/// the table's CUDA expression, over the `fz_*` arithmetic of arith.cuh) compiles
+/// with NVRTC for either dtype, stored and summed.
+#[test]
+fn a_fused_chain_of_every_fixed_op_compiles_with_nvrtc() {
+    if !nvrtc_or_skip("a_fused_chain_of_every_fixed_op_compiles_with_nvrtc") {
+        return;
+    }
+    use autograd_kernels::cuda::fused::kernel_source_many;
+    use autograd_kernels::program::{FusedOp, Operand, Sink, Step};
+    use autograd_kernels::{BinaryOp, DType, Layout, Shape, UnaryOp};
+    let mut steps: Vec<Step> = Vec::new();
+    for &op in BinaryOp::ALL {
+        steps.push(Step {
+            op: FusedOp::Binary(op),
+            args: [Operand::Leaf(0), Operand::Leaf(1)].into_iter().collect(),
+        });
+    }
+    for op in UnaryOp::all(3.0) {
+        if !matches!(op, UnaryOp::Fill(_) | UnaryOp::Copy) {
+            let last = Operand::Step(steps.len() - 1);
+            steps.push(Step {
+                op: FusedOp::Unary(op),
+                args: [last].into_iter().collect(),
+            });
+        }
+    }
+    let l = Layout::contiguous(Shape::from([1000]));
+    let last = steps.len() - 1;
+    for dtype in [DType::F32, DType::F64] {
+        for outputs in [
+            vec![(last, Sink::Store)],
+            vec![(last, Sink::Sum), (0, Sink::Store)],
+        ] {
+            let (_, name, source) = kernel_source_many(&steps, &[&l, &l], dtype, &outputs);
+            let code = compile_source(&format!("{name}.cu"), &source, "compute_90", Output::Ptx)
+                .unwrap_or_else(|e| panic!("{dtype} {outputs:?}: {e}\n{source}"));
+            let ptx = String::from_utf8_lossy(&code);
+            assert!(ptx.contains(&format!(".entry {name}(")), "{ptx}");
+        }
+    }
+}

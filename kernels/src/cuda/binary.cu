@@ -1,12 +1,9 @@
 // Elementwise functions of two operands of one (already broadcast) shape: per
 // BinaryOp variant and dtype, binary_<op>_<dtype> writes a fresh contiguous output
 // and binary_assign_<op>_<dtype> updates the first operand in place. The expression
-// sees `x` (first operand) and `y` (second).
-
-template <typename T>
-__device__ __forceinline__ T mask(bool c) {
-    return c ? (T)1 : (T)0;
-}
+// sees `x` (first operand) and `y` (second). The kernels are instantiated after
+// this file, one `BINARY(name, expression)` line per op of op.rs's table
+// (cuda/sources.rs), with the `fz_*` arithmetic of arith.cuh.
 
 #define BINARY_KERNEL(SUF, TYPE, NAME, ...)                                                           \
     extern "C" __global__ void binary_##NAME##_##SUF(                                              \
@@ -58,12 +55,3 @@ __device__ __forceinline__ T mask(bool c) {
 
 #define BINARY(NAME, ...) FOR_EACH_DTYPE(BINARY_KERNEL, NAME, __VA_ARGS__)
 
-BINARY(add, x + y)
-BINARY(sub, x - y)
-BINARY(mul, x * y)
-BINARY(div, x / y)
-BINARY(eq, mask<T>(x == y))
-BINARY(gt, mask<T>(x > y))
-BINARY(ge, mask<T>(x >= y))
-BINARY(lt, mask<T>(x < y))
-BINARY(le, mask<T>(x <= y))

@@ -121,10 +121,6 @@ __device__ __forceinline__ void strided_offset2(const Index2& ix, I i, I* oa, I*
         }                                                                                          \
     }
 
-// pow_scalar's power for f32 and f64 (the float form, not a promotion to double).
-__device__ __forceinline__ float m_pow(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double m_pow(double x, double y) { return pow(x, y); }
-
 __device__ __forceinline__ float m_inf(float) { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ double m_inf(double) { return __longlong_as_double(0x7ff0000000000000LL); }
 

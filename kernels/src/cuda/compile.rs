@@ -1,20 +1,27 @@
 //! The kernel sources and their compilation by NVRTC.
 //!
 //! Each `.cu` file of this directory is one compilation unit ([`Module`]), compiled
-//! with `common.cuh` in front of it at first use on a device, for that device's
-//! architecture, straight to machine code (CUBIN: unlike PTX, it loads on a driver
-//! older than the NVRTC that made it), without contraction into fused
-//! multiply-adds, as every program of the library is ([`Contraction`]). Every kernel the backend launches has a name
-//! built by one of the functions below from an op variant and a dtype;
-//! [`kernel_names`] lists all of them, and [`check_sources`] compiles every module
-//! and checks that each name is defined and takes the parameters the backend passes
-//! ([`kernel_params`]: counts, order, scalar types and the sizes of the index
-//! structs), which needs NVRTC but no GPU.
+//! with `common.cuh` (and its own headers) in front of it at first use on a
+//! device, for that device's architecture, straight to machine code (CUBIN: unlike
+//! PTX, it loads on a driver older than the NVRTC that made it), without
+//! contraction into fused multiply-adds, as every program of the library is
+//! ([`Contraction`]). The kernels of the fixed elementwise ops are instantiated
+//! from op.rs's table, one line per op after `unary.cu` and `binary.cu`
+//! ([`Module::source`]), so an op added to the table gets its kernels, their
+//! names and their place in the checks below with no edit here. Every kernel the
+//! backend launches has a name built by one of the functions below from an op
+//! variant (its `name()`) and a dtype; [`kernel_names`] lists all of them, and
+//! [`check_sources`] compiles every module and checks that each name is defined
+//! and takes the parameters the backend passes ([`kernel_params`]: counts, order,
+//! scalar types and the sizes of the index structs), which needs NVRTC but no
+//! GPU.
 
 use super::index::{Index1, Index2, ReduceIndex};
+use super::sources::module_source;
 use crate::{BinaryOp, DType, KernelError, ReduceOp, Result, UnaryOp};
 use cudarc::nvrtc::{result as nvrtc, sys as nvrtc_sys};
 use std::ffi::{CStr, CString, c_char};
+use std::sync::OnceLock;
 
 /// One kernel source file, compiled as a unit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -29,35 +36,13 @@ pub enum Module {
     Copy,
 }
 
-macro_rules! source {
-    ($file:literal) => {
-        concat!(
-            include_str!("common.cuh"),
-            "\n#line 1 \"",
-            $file,
-            "\"\n",
-            include_str!($file)
-        )
-    };
-    // A module with a header of its own between common.cuh and the file.
-    ($file:literal, $header:literal) => {
-        concat!(
-            include_str!("common.cuh"),
-            "\n#line 1 \"",
-            $header,
-            "\"\n",
-            include_str!($header),
-            "\n#line 1 \"",
-            $file,
-            "\"\n",
-            include_str!($file)
-        )
-    };
-}
-
 /// `block_reduce.cuh`: a block's sum in the reductions' order, shared by
 /// `reduce.cu` and the fused kernels of chains ending in a sum.
 pub const BLOCK_REDUCE: &str = include_str!("block_reduce.cuh");
+
+/// `arith.cuh`: the fixed ops' arithmetic (`fz_add`, .., `fz_mask`), shared by
+/// `unary.cu`, `binary.cu` and the fused kernels.
+pub const ARITH: &str = include_str!("arith.cuh");
 
 impl Module {
     /// Every module, in the order they are compiled and checked.
@@ -73,16 +58,45 @@ impl Module {
         }
     }
 
-    /// The full source NVRTC compiles: `common.cuh`, then the file (`reduce.cu`
-    /// after `block_reduce.cuh`).
+    /// The full source NVRTC compiles: `common.cuh`, the file's headers
+    /// (`arith.cuh` for `unary.cu` and `binary.cu`, `block_reduce.cuh` for
+    /// `reduce.cu`), the file, then one line per op of op.rs's table
+    /// instantiating its kernels (`unary.cu` and `binary.cu`; see
+    /// `cuda/sources.rs`). Assembled once per process.
     pub fn source(self) -> &'static str {
-        match self {
-            Module::Unary => source!("unary.cu"),
-            Module::Binary => source!("binary.cu"),
-            Module::Reduce => source!("reduce.cu", "block_reduce.cuh"),
-            Module::Copy => source!("copy.cu"),
-        }
+        static SOURCES: OnceLock<Vec<String>> = OnceLock::new();
+        let sources = SOURCES.get_or_init(|| {
+            let unary: Vec<(&str, &str)> = UnaryOp::all(0.0)
+                .iter()
+                .map(|op| (op.name(), op.cuda()))
+                .collect();
+            let binary: Vec<(&str, &str)> = BinaryOp::ALL
+                .iter()
+                .map(|op| (op.name(), op.cuda()))
+                .collect();
+            Module::ALL
+                .iter()
+                .map(|m| module_source(m.file(), &file_text, &unary, &binary))
+                .collect()
+        });
+        let at = Module::ALL.iter().position(|&m| m == self);
+        at.map_or("", |k| sources[k].as_str())
     }
+}
+
+/// The content of the kernel source file `name` of this directory.
+fn file_text(name: &str) -> String {
+    match name {
+        "common.cuh" => include_str!("common.cuh"),
+        "arith.cuh" => ARITH,
+        "block_reduce.cuh" => BLOCK_REDUCE,
+        "unary.cu" => include_str!("unary.cu"),
+        "binary.cu" => include_str!("binary.cu"),
+        "reduce.cu" => include_str!("reduce.cu"),
+        "copy.cu" => include_str!("copy.cu"),
+        _ => "",
+    }
+    .to_string()
 }
 
 /// Every variant of an op enum, as a list whose completeness the compiler checks:
@@ -101,15 +115,15 @@ macro_rules! every_variant {
     }};
 }
 
-/// Every [`UnaryOp`] variant (parameterised ones with an arbitrary parameter).
+/// Every [`UnaryOp`] variant, op.rs's table's list, parameterised ones with the
+/// parameter 0.5 (an exponent `fz_pow` does not special-case).
 pub fn every_unary_op() -> Vec<UnaryOp> {
-    every_variant!(UnaryOp: Neg, AddScalar(0.5), MulScalar(0.5), DivScalar(0.5), PowScalar(3.0),
-        Fill(0.5), Copy)
+    UnaryOp::all(0.5)
 }
 
-/// Every [`BinaryOp`] variant.
+/// Every [`BinaryOp`] variant: op.rs's table's list.
 pub fn every_binary_op() -> Vec<BinaryOp> {
-    every_variant!(BinaryOp: Add, Sub, Mul, Div, Eq, Gt, Ge, Lt, Le)
+    BinaryOp::ALL.to_vec()
 }
 
 /// Every [`ReduceOp`] variant.
@@ -119,53 +133,17 @@ pub fn every_reduce_op() -> Vec<ReduceOp> {
 
 pub(crate) const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
-/// A kernel's name for each dtype: the parts, then `_f32` or `_f64`.
-macro_rules! by_dtype {
-    ($dtype:expr, $($part:literal),+) => {
-        match $dtype {
-            DType::F32 => concat!($($part,)+ "_f32"),
-            DType::F64 => concat!($($part,)+ "_f64"),
-        }
-    };
-}
-
 /// The kernel of unary.cu computing `op` over `dtype` (`unary_<op>_<dtype>`).
-pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> &'static str {
-    match op {
-        UnaryOp::Neg => by_dtype!(dtype, "unary_neg"),
-        UnaryOp::AddScalar(_) => by_dtype!(dtype, "unary_add_scalar"),
-        UnaryOp::MulScalar(_) => by_dtype!(dtype, "unary_mul_scalar"),
-        UnaryOp::DivScalar(_) => by_dtype!(dtype, "unary_div_scalar"),
-        UnaryOp::PowScalar(_) => by_dtype!(dtype, "unary_pow_scalar"),
-        UnaryOp::Fill(_) => by_dtype!(dtype, "unary_fill"),
-        UnaryOp::Copy => by_dtype!(dtype, "unary_copy"),
-    }
+pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> String {
+    format!("unary_{}_{dtype}", op.name())
 }
 
 /// The kernels of binary.cu computing `op` over `dtype`: into a fresh output
 /// (`binary_<op>_<dtype>`), or into the first operand when `assign`
 /// (`binary_assign_<op>_<dtype>`).
-pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType, assign: bool) -> &'static str {
-    macro_rules! both {
-        ($op:literal) => {
-            if assign {
-                by_dtype!(dtype, "binary_assign_", $op)
-            } else {
-                by_dtype!(dtype, "binary_", $op)
-            }
-        };
-    }
-    match op {
-        BinaryOp::Add => both!("add"),
-        BinaryOp::Sub => both!("sub"),
-        BinaryOp::Mul => both!("mul"),
-        BinaryOp::Div => both!("div"),
-        BinaryOp::Eq => both!("eq"),
-        BinaryOp::Gt => both!("gt"),
-        BinaryOp::Ge => both!("ge"),
-        BinaryOp::Lt => both!("lt"),
-        BinaryOp::Le => both!("le"),
-    }
+pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType, assign: bool) -> String {
+    let assign = if assign { "assign_" } else { "" };
+    format!("binary_{assign}{}_{dtype}", op.name())
 }
 
 /// The three reduction kernels of reduce.cu, chosen by `reduce.rs`.
@@ -313,11 +291,11 @@ pub fn kernel_names() -> Vec<(Module, String)> {
     let mut names = Vec::new();
     for dtype in DTYPES {
         for op in every_unary_op() {
-            names.push((Module::Unary, unary_kernel(op, dtype).to_string()));
+            names.push((Module::Unary, unary_kernel(op, dtype)));
         }
         for op in every_binary_op() {
-            names.push((Module::Binary, binary_kernel(op, dtype, false).to_string()));
-            names.push((Module::Binary, binary_kernel(op, dtype, true).to_string()));
+            names.push((Module::Binary, binary_kernel(op, dtype, false)));
+            names.push((Module::Binary, binary_kernel(op, dtype, true)));
         }
         for op in every_reduce_op() {
             for output in DTYPES {
@@ -615,6 +593,30 @@ mod tests {
                 assert_eq!(fresh, format!("binary_{}_{dtype}", op.name()));
                 assert_eq!(assign, format!("binary_assign_{}_{dtype}", op.name()));
             }
+        }
+    }
+
+    /// `unary.cu` and `binary.cu` instantiate one op of op.rs's table per line
+    /// after the file, from its name and CUDA expression, and include the `fz_*`
+    /// arithmetic (`arith.cuh`) before it.
+    #[test]
+    fn the_elementwise_modules_instantiate_the_tables_ops() {
+        for module in [Module::Unary, Module::Binary] {
+            let source = module.source();
+            let arith = source.find("fz_mask(bool c)").expect("arith.cuh");
+            let file = source.find(&format!("#line 1 \"{}\"", module.file()));
+            assert!(file.is_some_and(|f| arith < f), "{}", module.file());
+        }
+        for op in UnaryOp::all(1.0) {
+            let line = format!("\nUNARY({}, {})\n", op.name(), op.cuda());
+            assert!(Module::Unary.source().contains(&line), "{line}");
+        }
+        for op in BinaryOp::ALL {
+            let line = format!("\nBINARY({}, {})\n", op.name(), op.cuda());
+            assert!(Module::Binary.source().contains(&line), "{line}");
+        }
+        for module in [Module::Reduce, Module::Copy] {
+            assert!(!module.source().contains("fz_"), "{}", module.file());
         }
     }
 

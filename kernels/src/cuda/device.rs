@@ -68,7 +68,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// whether the emulator library loads.)
 pub fn driver_available() -> bool {
     #[cfg(not(feature = "cuda-emulator"))]
-    return super::real::driver_available();
+    return super::hardware::driver_available();
     #[cfg(feature = "cuda-emulator")]
     return Drv::check_libraries().is_ok();
 }
@@ -76,7 +76,7 @@ pub fn driver_available() -> bool {
 /// True when cuBLAS can be loaded (needed for matrix products only).
 pub fn cublas_available() -> bool {
     #[cfg(not(feature = "cuda-emulator"))]
-    return super::real::cublas_available();
+    return super::hardware::cublas_available();
     #[cfg(feature = "cuda-emulator")]
     return Drv::check_libraries().is_ok();
 }

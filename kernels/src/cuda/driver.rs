@@ -3,16 +3,15 @@
 //! Everything in `mod.rs`, `reduce.rs` and `matmul.rs` that reaches the device
 //! (allocation, copies, memset, kernel lookup and launch, cuBLAS's gemm,
 //! synchronisation, the memory pool) goes through [`Driver`]. Two
-//! implementations exist, chosen at build time: `real::Cudarc` (cudarc: the GPU),
-//! and, with the test-only feature `cuda-emulator`, `emu::Emulator`, which runs
+//! implementations exist, chosen at build time: `hardware::Cudarc` (cudarc: the
+//! GPU), and, with the test-only feature `cuda-emulator`, `emu::Emulator`, which runs
 //! the same `.cu` sources on the host (see [`super::emu`]). The launch planning
 //! (grids, splits, leading dimensions) stays in the backend, so the emulated
 //! device runs exactly the backend's own code.
 
 use super::CudaElement;
 use super::compile::{Contraction, Module};
-use super::index::{Index1, Index2, ReduceIndex};
-use super::raw::RawParams;
+use super::index::{Index1, Index2, RawParams, ReduceIndex};
 use crate::Result;
 
 /// The dynamic shared memory a kernel may launch with unless it opted in to more

@@ -5,9 +5,11 @@
 //! arguments, so a chain with other numbers reuses the compiled kernel.
 //!
 //! Each thread computes its elements through every step, reading each leaf once
-//! and writing the result once. The fixed ops use the round-to-nearest intrinsics
-//! (`__fadd_rn`, `__dmul_rn`, ..), which NVRTC never contracts into a fused
-//! multiply-add, so a step computes what the op's own kernel computes; a generated
+//! and writing the result once. A fixed op's step is its CUDA expression from
+//! op.rs's table, as its own kernel's (`unary.cu`, `binary.cu`), over the same
+//! `fz_*` functions (`arith.cuh`: the round-to-nearest intrinsics, `__fadd_rn`,
+//! `__dmul_rn`, .., which NVRTC never contracts into a fused multiply-add), so a
+//! step computes what the op's own kernel computes; a generated
 //! op's step calls the per-element function its own kernel calls (`<op>_at`, whose
 //! arithmetic is written with the same intrinsics), from the op's program, which
 //! the kernel includes once in a namespace named after the op's full path (two ops
@@ -15,7 +17,7 @@
 //! contracted with the product that computed it. The program is compiled with
 //! `--fmad=false` besides (`compile::Contraction::Off`), as the ops' own are.
 
-use super::compile::{BLOCK_REDUCE, Contraction};
+use super::compile::{ARITH, BLOCK_REDUCE, Contraction};
 use super::driver::{Driver, KernelArg, LaunchCfg};
 use super::index::ReducePlan;
 use super::{CudaElement, CudaStorage, alloc, launch_config, reduce};
@@ -80,7 +82,7 @@ impl CudaStorage {
         let mut outs =
             CudaStorage::run_fused_many(steps, leaves, n, dtype, &[(last, Sink::Store)])?;
         outs.pop()
-            .ok_or_else(|| KernelError::Layout("a fused chain returned no result".into()))
+            .ok_or_else(|| KernelError::Internal("a fused chain returned no result".into()))
     }
 
     /// Runs `steps` over `n` elements as [`CudaStorage::run_fused`] does, as one
@@ -107,11 +109,13 @@ impl CudaStorage {
         outputs: &[(usize, Sink)],
     ) -> Result<Vec<CudaStorage>> {
         let Some(&(first, _)) = leaves.first() else {
-            return Err(KernelError::Layout("a fused chain reads no buffer".into()));
+            return Err(KernelError::Internal(
+                "a fused chain reads no buffer".into(),
+            ));
         };
         check_program(steps, leaves, n, outputs)?;
         if !fits_many(steps, leaves.len(), outputs.len()) {
-            return Err(KernelError::Layout(format!(
+            return Err(KernelError::Internal(format!(
                 "a fused CUDA kernel takes at most {MAX_LEAVES} buffers and {MAX_SCALARS} \
                  scalars, and writes at most {MAX_RESULTS} results: got {} steps over {} \
                  buffers with {} results",
@@ -335,17 +339,13 @@ fn fnv(s: &str) -> u64 {
     })
 }
 
-/// The fused kernel's source: the prelude, the programs of the generated ops it
-/// calls (each once, by full path, in a namespace of its own, without their entry
-/// points: `AUTOGRAD_FUNCTIONS_ONLY`), of both only the text for the kernel's
-/// dtype and the derivative orders its steps evaluate ([`select`]), helpers, and
-/// the kernel `<key>_<dtype>`
+/// The fused kernel's source: [`preamble`], then the kernel `<key>_<dtype>`
 /// (named by the caller from the source's hash, so it is declared with a
-/// placeholder). Result
-/// `k` is written to `out<k>`: the values of step `j` for `outputs[k] = (j, sink)`,
-/// stored, or summed per block (in double with `wide`); the result slots past the
-/// last are never written. Without a sum the kernel is a grid-stride loop; with
-/// one, the sum reduction's `rows` loop over chunks of `chunk` elements.
+/// placeholder). Result `k` is written to `out<k>`: the values of step `j` for
+/// `outputs[k] = (j, sink)`, stored, or summed per block (in double with `wide`);
+/// the result slots past the last are never written. Without a sum the kernel is
+/// a grid-stride loop; with one, the sum reduction's `rows` loop over chunks of
+/// `chunk` elements.
 fn source(
     steps: &[Step],
     reads: &[Read],
@@ -353,45 +353,8 @@ fn source(
     outputs: &[(usize, Sink)],
     wide: bool,
 ) -> String {
-    let f64 = ty == "double";
-    // The derivative orders each program's steps evaluate (bit k: order k), and all
-    // of them together (the prelude's dual numbers and seeds).
-    let mut programs: Vec<(&str, &str, u32)> = Vec::new();
-    for step in steps {
-        if let FusedOp::Kernel(k) = &step.op {
-            let call = k.cuda();
-            let order = 1u32 << (call.what & 0xff).min(31);
-            match programs.iter_mut().find(|p| p.0 == call.program) {
-                Some(p) => p.2 |= order,
-                None => programs.push((call.program, call.source, order)),
-            }
-        }
-    }
-    let all = programs.iter().fold(0, |m, p| m | p.2);
-    let mut s = select(CUDA_PRELUDE, Guards { f64, orders: all });
-    // The generated ops' programs without their entry points, each once (by the
-    // op's full path) in a namespace of its own: two ops of one name (a user's
-    // `gelu` and the standard one) each keep their functions; of each, only the
-    // dtype and derivative orders the chain evaluates.
-    s.push_str("\n#define AUTOGRAD_FUNCTIONS_ONLY\n");
-    for &(program, source, orders) in &programs {
-        let _ = writeln!(
-            s,
-            "// {program}\nnamespace {} {{\n{}\n}}",
-            namespace(program),
-            select(source, Guards { f64, orders })
-        );
-    }
     let sums = outputs.iter().any(|&(_, sink)| sink == Sink::Sum);
-    s.push_str(if f64 { HELPERS_F64 } else { HELPERS_F32 });
-    if sums && !f64 {
-        // A sum adds in double.
-        s.push_str(DOUBLE_ADD);
-    }
-    s.push_str(HELPERS);
-    if sums {
-        s.push_str(BLOCK_REDUCE);
-    }
+    let mut s = preamble(steps, ty == "double", sums);
     let leaves: Vec<String> = (0..MAX_LEAVES)
         .map(|k| format!("const {ty}* __restrict__ L{k}"))
         .collect();
@@ -445,44 +408,7 @@ fn source(
         // This step's scalars are kernel arguments s<first>.. .
         let first = next_scalar;
         next_scalar += scalars(&step.op).len();
-        let arg = |a: &Operand| match a {
-            Operand::Leaf(k) => format!("l{k}"),
-            Operand::Step(i) => format!("v{i}"),
-        };
-        let expr = match &step.op {
-            FusedOp::Binary(op) => {
-                let (x, y) = (arg(&step.args[0]), arg(&step.args[1]));
-                binary(*op, &x, &y)
-            }
-            FusedOp::Unary(op) => {
-                let x = arg(&step.args[0]);
-                unary(*op, &x, &format!("(T)s{first}"))
-            }
-            FusedOp::Kernel(k) => {
-                let call: CudaCall = k.cuda();
-                let mut xs: Vec<String> = step.args.iter().take(call.arity).map(arg).collect();
-                let g = if call.derivative {
-                    step.args
-                        .get(call.arity)
-                        .map(arg)
-                        .unwrap_or_else(|| xs[0].clone())
-                } else {
-                    xs[0].clone()
-                };
-                while xs.len() < 4 {
-                    xs.push(xs[0].clone());
-                }
-                let p: Vec<String> = (first..next_scalar).map(|k| format!("s{k}")).collect();
-                format!(
-                    "{ns}::{name}_at<T>({what}ull, {xs}, {g}, {ns}::{name}_make({p}))",
-                    ns = namespace(call.program),
-                    name = call.name,
-                    what = call.what,
-                    xs = xs.join(", "),
-                    p = p.join(", ")
-                )
-            }
-        };
+        let expr = step_expr(step, first..next_scalar);
         let _ = writeln!(s, "    const T v{j} = {expr};");
     }
     for (k, &(j, sink)) in outputs.iter().enumerate() {
@@ -506,50 +432,123 @@ fn source(
     s
 }
 
-/// The fixed ops' formulas as unary.cu and binary.cu compute them, through the
-/// round-to-nearest intrinsics, which are never contracted into a fused
-/// multiply-add (whatever the compiler's contraction setting: the emulated device,
-/// whose shim has them too, contracts everything else). A kernel holds its dtype's
-/// (and an f32 kernel with a sum [`DOUBLE_ADD`], the sum's addition).
-const HELPERS_F32: &str = r#"
-__device__ __forceinline__ float fz_add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ float fz_sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ __forceinline__ float fz_mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ float fz_div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ float fz_pow(float x, float p) {
-    if (p == 2.0f) return fz_mul(x, x);
-    if (p == 1.0f) return x;
-    return powf(x, p);
+/// What a fused kernel's source holds before the kernel: the prelude, the
+/// programs of the generated ops `steps` call (each once, by full path, in a
+/// namespace of its own, without their entry points: `AUTOGRAD_FUNCTIONS_ONLY`),
+/// of both only the text for the kernel's dtype (`f64`, or f32) and the
+/// derivative orders its steps evaluate ([`select`]), the fixed ops' arithmetic
+/// (`arith.cuh`) and, with a sum, the block's sum (`block_reduce.cuh`).
+fn preamble(steps: &[Step], f64: bool, sums: bool) -> String {
+    // The derivative orders each program's steps evaluate (bit k: order k), and all
+    // of them together (the prelude's dual numbers and seeds).
+    let mut programs: Vec<(&str, &str, u32)> = Vec::new();
+    for step in steps {
+        if let FusedOp::Kernel(k) = &step.op {
+            let call = k.cuda();
+            let order = 1u32 << (call.what & 0xff).min(31);
+            match programs.iter_mut().find(|p| p.0 == call.program) {
+                Some(p) => p.2 |= order,
+                None => programs.push((call.program, call.source, order)),
+            }
+        }
+    }
+    let all = programs.iter().fold(0, |m, p| m | p.2);
+    let mut s = select(
+        CUDA_PRELUDE,
+        Guards {
+            f64,
+            orders: all,
+            double_sum: false,
+        },
+    );
+    // The generated ops' programs without their entry points, each once (by the
+    // op's full path) in a namespace of its own: two ops of one name (a user's
+    // `gelu` and the standard one) each keep their functions; of each, only the
+    // dtype and derivative orders the chain evaluates.
+    s.push_str("\n#define AUTOGRAD_FUNCTIONS_ONLY\n");
+    for &(program, source, orders) in &programs {
+        let _ = writeln!(
+            s,
+            "// {program}\nnamespace {} {{\n{}\n}}",
+            namespace(program),
+            select(
+                source,
+                Guards {
+                    f64,
+                    orders,
+                    double_sum: false
+                }
+            )
+        );
+    }
+    // The fixed ops' arithmetic, as unary.cu and binary.cu compute it: of the
+    // kernel's dtype (and the double addition, which a sum adds with).
+    s.push_str(&select(
+        ARITH,
+        Guards {
+            f64,
+            orders: 0,
+            double_sum: sums,
+        },
+    ));
+    if sums {
+        s.push_str(BLOCK_REDUCE);
+    }
+    s
 }
-"#;
 
-/// A sum's addition, in double.
-const DOUBLE_ADD: &str =
-    "__device__ __forceinline__ double fz_add(double a, double b) { return __dadd_rn(a, b); }\n";
-
-/// [`HELPERS_F32`] in double.
-const HELPERS_F64: &str = r#"
-__device__ __forceinline__ double fz_add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ double fz_sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ double fz_mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ double fz_div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ double fz_pow(double x, double p) {
-    if (p == 2.0) return fz_mul(x, x);
-    if (p == 1.0) return x;
-    return pow(x, p);
+/// The CUDA expression of `step`, whose scalars are the kernel arguments
+/// `s<k>` for `k` in `params`.
+fn step_expr(step: &Step, params: std::ops::Range<usize>) -> String {
+    let first = params.start;
+    let arg = |a: &Operand| match a {
+        Operand::Leaf(k) => format!("l{k}"),
+        Operand::Step(i) => format!("v{i}"),
+    };
+    match &step.op {
+        FusedOp::Binary(op) => {
+            let (x, y) = (arg(&step.args[0]), arg(&step.args[1]));
+            binary(*op, &x, &y)
+        }
+        FusedOp::Unary(op) => {
+            let x = arg(&step.args[0]);
+            unary(*op, &x, &format!("(T)s{first}"))
+        }
+        FusedOp::Kernel(k) => {
+            let call: CudaCall = k.cuda();
+            let mut xs: Vec<String> = step.args.iter().take(call.arity).map(arg).collect();
+            let g = if call.derivative {
+                step.args
+                    .get(call.arity)
+                    .map(arg)
+                    .unwrap_or_else(|| xs[0].clone())
+            } else {
+                xs[0].clone()
+            };
+            while xs.len() < 4 {
+                xs.push(xs[0].clone());
+            }
+            let p: Vec<String> = params.map(|k| format!("s{k}")).collect();
+            format!(
+                "{ns}::{name}_at<T>({what}ull, {xs}, {g}, {ns}::{name}_make({p}))",
+                ns = namespace(call.program),
+                name = call.name,
+                what = call.what,
+                xs = xs.join(", "),
+                p = p.join(", ")
+            )
+        }
+    }
 }
-"#;
 
-/// The comparisons' mask, for either dtype.
-const HELPERS: &str = r#"template <typename T> __device__ __forceinline__ T fz_mask(bool c) { return c ? (T)1 : (T)0; }
-"#;
-
-/// What a fused kernel keeps of the prelude and the ops' programs: its dtype (f64,
-/// or f32) and the derivative orders its steps evaluate (bit k: order k).
+/// What a fused kernel keeps of the prelude, the ops' programs and `arith.cuh`:
+/// its dtype (f64, or f32), the derivative orders its steps evaluate (bit k:
+/// order k), and whether it sums in double (an f32 kernel's sum).
 #[derive(Clone, Copy)]
 struct Guards {
     f64: bool,
     orders: u32,
+    double_sum: bool,
 }
 
 impl Guards {
@@ -559,6 +558,7 @@ impl Guards {
         match line.trim_end() {
             "#if AUTOGRAD_F32" => Some(!self.f64),
             "#if AUTOGRAD_F64" => Some(self.f64),
+            "#if AUTOGRAD_F64 || AUTOGRAD_DOUBLE_SUM" => Some(self.f64 || self.double_sum),
             // The entry points and their loop: the kernel calls `<op>_at` alone.
             "#ifndef AUTOGRAD_FUNCTIONS_ONLY" => Some(false),
             // The prelude's defaults (every guard on): resolved here instead.
@@ -607,35 +607,50 @@ fn select(text: &str, guards: Guards) -> String {
     out
 }
 
-fn binary(op: BinaryOp, x: &str, y: &str) -> String {
-    match op {
-        BinaryOp::Add => format!("fz_add({x}, {y})"),
-        BinaryOp::Sub => format!("fz_sub({x}, {y})"),
-        BinaryOp::Mul => format!("fz_mul({x}, {y})"),
-        BinaryOp::Div => format!("fz_div({x}, {y})"),
-        BinaryOp::Eq => format!("fz_mask<T>({x} == {y})"),
-        BinaryOp::Gt => format!("fz_mask<T>({x} > {y})"),
-        BinaryOp::Ge => format!("fz_mask<T>({x} >= {y})"),
-        BinaryOp::Lt => format!("fz_mask<T>({x} < {y})"),
-        BinaryOp::Le => format!("fz_mask<T>({x} <= {y})"),
+/// The CUDA expression of op.rs's table for a step: `expr` with each identifier
+/// `x`, `y` and `s` replaced by the step's operands and parameter.
+fn substitute(expr: &str, x: &str, y: &str, s: &str) -> String {
+    let mut out = String::with_capacity(expr.len() + x.len() + y.len());
+    let mut rest = expr;
+    while let Some(c) = rest.chars().next() {
+        if c.is_ascii_alphabetic() || c == '_' {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            let word = &rest[..end];
+            out.push_str(match word {
+                "x" => x,
+                "y" => y,
+                "s" => s,
+                w => w,
+            });
+            rest = &rest[end..];
+        } else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
     }
+    out
 }
 
+/// A fused step of the binary `op` over `x` and `y`.
+fn binary(op: BinaryOp, x: &str, y: &str) -> String {
+    substitute(op.cuda(), x, y, "")
+}
+
+/// A fused step of the unary `op` over `x` with the parameter `s` (a chain never
+/// holds `Fill` or `Copy`; the value passes through).
 fn unary(op: UnaryOp, x: &str, s: &str) -> String {
     match op {
-        UnaryOp::Neg => format!("(-{x})"),
-        UnaryOp::AddScalar(_) => format!("fz_add({x}, {s})"),
-        UnaryOp::MulScalar(_) => format!("fz_mul({x}, {s})"),
-        UnaryOp::DivScalar(_) => format!("fz_div({x}, {s})"),
-        UnaryOp::PowScalar(_) => format!("fz_pow({x}, {s})"),
-        // A chain never holds these; the value passes through.
         UnaryOp::Fill(_) | UnaryOp::Copy => x.to_string(),
+        op => substitute(op.cuda(), x, "", s),
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Guards, select};
+    use super::{Guards, binary, select, unary};
+    use crate::{BinaryOp, UnaryOp};
 
     /// Known guards are resolved (their lines kept or dropped, the guards
     /// dropped), other conditionals kept as they are, nested or not.
@@ -649,6 +664,7 @@ mod tests {
             Guards {
                 f64: false,
                 orders: 0x2,
+                double_sum: false,
             },
         );
         assert_eq!(f32_first, "a\nf\n#ifdef Y\none\n#endif\nz\n");
@@ -657,11 +673,32 @@ mod tests {
             Guards {
                 f64: true,
                 orders: 0x4,
+                double_sum: false,
             },
         );
         assert_eq!(
             f64_second,
             "a\nd\n#ifdef X\nx\n#endif\ntwo\n#ifdef Y\n#endif\nz\n"
         );
+    }
+
+    /// A step prints its op's expression from op.rs's table with the operands
+    /// and the parameter in place of `x`, `y` and `s` (identifiers only: `T` and
+    /// the helpers' names stay).
+    #[test]
+    fn steps_print_the_tables_expressions() {
+        assert_eq!(binary(BinaryOp::Add, "l0", "v1"), "fz_add(l0, v1)");
+        assert_eq!(binary(BinaryOp::Le, "x", "y"), "fz_mask<T>(x <= y)");
+        assert_eq!(binary(BinaryOp::Gt, "l1", "l0"), "fz_mask<T>(l1 > l0)");
+        assert_eq!(unary(UnaryOp::Neg, "v2", "(T)s0"), "(-v2)");
+        assert_eq!(
+            unary(UnaryOp::PowScalar(3.0), "l0", "(T)s3"),
+            "fz_pow(l0, (T)s3)"
+        );
+        assert_eq!(
+            unary(UnaryOp::DivScalar(2.0), "v0", "(T)s1"),
+            "fz_div(v0, (T)s1)"
+        );
+        assert_eq!(unary(UnaryOp::Copy, "l0", "(T)s0"), "l0");
     }
 }

@@ -21,7 +21,7 @@ impl CudaStorage {
     ) -> Result<CudaStorage> {
         check(kernel, what, ins.len())?;
         let Some(&(first, _)) = ins.first() else {
-            return Err(KernelError::Layout(format!(
+            return Err(KernelError::Internal(format!(
                 "`{}`: an elementwise kernel needs at least one operand",
                 kernel.name()
             )));
@@ -29,7 +29,7 @@ impl CudaStorage {
         for &(s, l) in ins {
             first.same_kind(s)?;
             if l.shape() != shape {
-                return Err(KernelError::Layout(format!(
+                return Err(KernelError::Internal(format!(
                     "`{}`: an operand of shape {} for an output of shape {shape}",
                     kernel.name(),
                     l.shape()

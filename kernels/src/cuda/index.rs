@@ -1,5 +1,5 @@
 //! Views as kernel arguments: the `#[repr(C)]` twins of the index structs in
-//! `common.cuh`, passed by value, so a strided or broadcast operand is read in place
+//! `common.cuh` (and of a raw program's `RawParams`, raw.cuh), passed by value, so a strided or broadcast operand is read in place
 //! (no copy to make it contiguous first, no host round trip).
 //!
 //! Axes are merged the way the CPU walker merges them (size-1 axes dropped, axes
@@ -11,6 +11,7 @@
 //! run in 32-bit arithmetic when every element count and storage offset of the
 //! launch fits in 32 bits, in 64-bit otherwise.
 
+use crate::raw::{MAX_DIMS as RAW_MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS};
 use crate::walk::Walk;
 use crate::{KernelError, Layout, Result};
 use cudarc::driver::DeviceRepr;
@@ -61,6 +62,52 @@ pub(crate) struct ReduceIndex {
 unsafe impl DeviceRepr for Index1 {}
 unsafe impl DeviceRepr for Index2 {}
 unsafe impl DeviceRepr for ReduceIndex {}
+
+/// `RawView` of raw.cuh.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RawView {
+    rank: u64,
+    offset: u64,
+    numel: u64,
+    dims: [u64; RAW_MAX_DIMS],
+    strides: [u64; RAW_MAX_DIMS],
+}
+
+/// `RawParams` of raw.cuh (its `RawScalar` unions as their 8 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct RawParams {
+    pub n_inputs: u64,
+    pub n_outputs: u64,
+    pub n_scalars: u64,
+    pub reserved: u64,
+    pub inputs: [RawView; MAX_INPUTS],
+    pub outputs: [RawView; MAX_OUTPUTS],
+    pub scalars: [u64; MAX_SCALARS],
+}
+
+// SAFETY: plain `#[repr(C)]` structs of u64 with the field order and types of
+// their C twins in raw.cuh; passed to kernels by value.
+#[cfg(not(feature = "cuda-emulator"))]
+unsafe impl DeviceRepr for RawParams {}
+
+impl RawView {
+    /// The view `l` as a raw program reads it: its own dims and strides, unmerged.
+    pub(crate) fn of(l: &Layout) -> RawView {
+        let mut v = RawView {
+            rank: l.rank() as u64,
+            offset: l.offset() as u64,
+            numel: l.numel() as u64,
+            ..RawView::default()
+        };
+        for (k, (&d, &s)) in l.shape().dims().iter().zip(l.strides()).enumerate() {
+            v.dims[k] = d as u64;
+            v.strides[k] = s as u64;
+        }
+        v
+    }
+}
 
 fn too_many_axes(rank: usize) -> KernelError {
     KernelError::Layout(format!(

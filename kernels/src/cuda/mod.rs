@@ -8,7 +8,7 @@
 //! pools), freed on the device's stream when the last handle goes.
 //!
 //! Every call that reaches the device goes through one small trait
-//! (`driver::Driver`): cudarc on a GPU (`real.rs`), and with the test-only feature
+//! (`driver::Driver`): cudarc on a GPU (`hardware.rs`), and with the test-only feature
 //! `cuda-emulator` a host emulator (`cuda::emu`) that runs the same `.cu` sources, so
 //! that CI tests this backend's own launch code without a GPU.
 //!
@@ -21,12 +21,13 @@ mod device;
 mod driver;
 #[cfg(feature = "cuda-emulator")]
 pub mod emu;
+#[cfg(not(feature = "cuda-emulator"))]
+mod hardware;
 mod index;
 mod lru;
 mod matmul;
-#[cfg(not(feature = "cuda-emulator"))]
-mod real;
 mod reduce;
+mod sources;
 
 pub use device::{
     CudaAllocator, CudaDevice, MAX_GENERATED_PROGRAMS, cublas_available, device, device_count,
@@ -40,14 +41,14 @@ use compile::Module;
 use driver::{AllocError, Driver, KernelArg, LaunchCfg};
 #[cfg(feature = "cuda-emulator")]
 use emu::DriverElement;
-use index::{Index1, Index2};
 #[cfg(not(feature = "cuda-emulator"))]
-use real::DriverElement;
+use hardware::DriverElement;
+use index::{Index1, Index2};
 use std::sync::Arc;
 
 /// The device implementation: cudarc, or the host emulator in tests.
 #[cfg(not(feature = "cuda-emulator"))]
-pub(crate) type Drv = real::Cudarc;
+pub(crate) type Drv = hardware::Cudarc;
 /// The device implementation: cudarc, or the host emulator in tests.
 #[cfg(feature = "cuda-emulator")]
 pub(crate) type Drv = emu::Emulator;
@@ -417,7 +418,7 @@ impl CudaStorage {
             // SAFETY: the arguments match the kernel's signature in unary.cu
             // (n, Index1, const T*, T*, double); the view fits `src` (checked) and
             // `out` holds n elements.
-            unsafe { launch(dev, Module::Unary, name, launch_config(dev, n), &mut args)? };
+            unsafe { launch(dev, Module::Unary, &name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -446,7 +447,7 @@ impl CudaStorage {
             ];
             // SAFETY: matches binary.cu's (n, Index2, const T*, const T*, T*); both
             // views fit their buffers (checked) and `out` holds n elements.
-            unsafe { launch(dev, Module::Binary, name, launch_config(dev, n), &mut args)? };
+            unsafe { launch(dev, Module::Binary, &name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -484,7 +485,7 @@ impl CudaStorage {
             launch(
                 &dev,
                 Module::Binary,
-                name,
+                &name,
                 launch_config(&dev, n),
                 &mut args,
             )
@@ -508,7 +509,7 @@ impl CudaStorage {
             (false, false) => "copy",
             // Refused by check_writes_once before: the writes would race.
             (false, true) => {
-                return Err(KernelError::Layout(
+                return Err(KernelError::Internal(
                     "copy into a view with repeated elements".into(),
                 ));
             }
@@ -678,6 +679,38 @@ impl BackendStorage for CudaStorage {
 
     fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Self> {
         Self::filled(&self.device, len, dtype, value)
+    }
+
+    fn run_elementwise<K: crate::generated::ElementwiseKernel>(
+        kernel: &K,
+        what: crate::generated::Eval<'_>,
+        ins: &[(&Self, &Layout)],
+        shape: &crate::Shape,
+    ) -> Result<Self> {
+        Self::run_generated(kernel, what, ins, shape)
+    }
+
+    fn run_fused(
+        steps: &[crate::program::Step],
+        leaves: &[(&Self, &Layout)],
+        n: usize,
+        dtype: DType,
+        outputs: &[(usize, crate::program::Sink)],
+    ) -> Result<Vec<Self>> {
+        Self::run_fused_many(steps, leaves, n, dtype, outputs)
+    }
+
+    fn fused_fits(steps: &[crate::program::Step], leaves: usize, results: usize) -> bool {
+        fused::fits_many(steps, leaves, results)
+    }
+
+    unsafe fn run_raw(
+        launch: &crate::raw::RawLaunch<'_>,
+        ins: &[(&Self, &Layout)],
+        outs: &[crate::Shape],
+    ) -> Result<Vec<Self>> {
+        // SAFETY: forwarded to the caller.
+        unsafe { Self::run_raw(launch, ins, outs) }
     }
 }
 

@@ -4,52 +4,10 @@
 
 use super::compile::Contraction;
 use super::driver::{DEFAULT_MAX_DYNAMIC_SHARED, Driver, KernelArg, LaunchCfg};
+use super::index::{RawParams, RawView};
 use super::{CudaElement, CudaStorage, alloc};
 use crate::raw::{CUDA_PRELUDE, MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS, RawLaunch};
 use crate::{BackendStorage, DType, KernelError, Layout, Result, Shape};
-
-/// `RawView` of raw.cuh.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct RawView {
-    rank: u64,
-    offset: u64,
-    numel: u64,
-    dims: [u64; MAX_DIMS],
-    strides: [u64; MAX_DIMS],
-}
-
-/// `RawParams` of raw.cuh (its `RawScalar` unions as their 8 bytes).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct RawParams {
-    n_inputs: u64,
-    n_outputs: u64,
-    n_scalars: u64,
-    reserved: u64,
-    inputs: [RawView; MAX_INPUTS],
-    outputs: [RawView; MAX_OUTPUTS],
-    scalars: [u64; MAX_SCALARS],
-}
-
-// SAFETY: plain `#[repr(C)]` structs of u64 with the field order and types of
-// their C twins in raw.cuh; passed to kernels by value.
-#[cfg(not(feature = "cuda-emulator"))]
-unsafe impl cudarc::driver::DeviceRepr for RawParams {}
-
-fn view(l: &Layout) -> RawView {
-    let mut v = RawView {
-        rank: l.rank() as u64,
-        offset: l.offset() as u64,
-        numel: l.numel() as u64,
-        ..RawView::default()
-    };
-    for (k, (&d, &s)) in l.shape().dims().iter().zip(l.strides()).enumerate() {
-        v.dims[k] = d as u64;
-        v.strides[k] = s as u64;
-    }
-    v
-}
 
 fn layout_error(what: String) -> KernelError {
     KernelError::Layout(what)
@@ -130,10 +88,10 @@ unsafe fn run_typed<T: CudaElement>(
             ..RawParams::default()
         };
         for (k, (_, l)) in ins.iter().enumerate() {
-            p.inputs[k] = view(l);
+            p.inputs[k] = RawView::of(l);
         }
         for (k, s) in outs.iter().enumerate() {
-            p.outputs[k] = view(&Layout::contiguous(s.clone()));
+            p.outputs[k] = RawView::of(&Layout::contiguous(s.clone()));
         }
         for (k, s) in launch.scalars.iter().enumerate() {
             p.scalars[k] = s.bits();

@@ -1,16 +1,10 @@
 // Elementwise functions of one operand: one kernel per UnaryOp variant and dtype,
-// named unary_<op>_<dtype> (compile.rs lists them). The expression sees the element
-// `x` and the variant's scalar parameter `s` (already converted to the element
-// type). Only the engine's arithmetic is here: functions with a formula of their own
-// are ops generated from one Rust function, CPU and CUDA alike.
-
-template <typename T>
-__device__ __forceinline__ T op_pow_scalar(T x, T p) {
-    // The CPU backend special-cases these exponents; do the same so both agree bit for bit.
-    if (p == (T)2) return x * x;
-    if (p == (T)1) return x;
-    return m_pow(x, p);
-}
+// named unary_<op>_<dtype>. The expression sees the element `x` and the variant's
+// scalar parameter `s` (already converted to the element type). The kernels are
+// instantiated after this file, one `UNARY(name, expression)` line per op of
+// op.rs's table (cuda/sources.rs), with the `fz_*` arithmetic of arith.cuh. Only
+// the engine's arithmetic is here: functions with a formula of their own are ops
+// generated from one Rust function, CPU and CUDA alike.
 
 #define UNARY_KERNEL(SUF, TYPE, NAME, ...)                                                            \
     extern "C" __global__ void unary_##NAME##_##SUF(                                               \
@@ -46,10 +40,3 @@ __device__ __forceinline__ T op_pow_scalar(T x, T p) {
 
 #define UNARY(NAME, ...) FOR_EACH_DTYPE(UNARY_KERNEL, NAME, __VA_ARGS__)
 
-UNARY(neg, -x)
-UNARY(add_scalar, x + s)
-UNARY(mul_scalar, x * s)
-UNARY(div_scalar, x / s)
-UNARY(pow_scalar, op_pow_scalar(x, s))
-UNARY(fill, s)
-UNARY(copy, x)
