@@ -1,10 +1,14 @@
 //! Elementwise kernels generated from one scalar function (`#[differentiable]` with
-//! an `#[elementwise]` forward): the interface the generated code implements, and
-//! the CPU loop that runs it over any views.
+//! an `#[elementwise]` forward): the interface the generated code implements, the
+//! checks both devices make before running one (each device runs it in its own
+//! module: `cpu::generated`, `cuda::generated`). The loops the generated code calls
+//! are the CPU's ([`loops`], re-exported from `cpu::loops`).
 
-use crate::cpu::{CpuElement, CpuStorage, pool};
+use crate::cpu::storage::CpuElement;
 use crate::real::Real;
-use crate::{KernelError, Layout, Result, Shape};
+use crate::{KernelError, Result};
+
+pub use crate::cpu::loops;
 
 /// What a generated kernel computes per element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,32 +109,6 @@ pub trait ElementwiseKernel: Send + Sync {
     }
 }
 
-/// Elements computed per call of the kernel when operands have to be gathered
-/// (strided or broadcast views): small enough to stay in cache, large enough that
-/// the vectorized loop dominates.
-const CHUNK: usize = 1024;
-
-/// Runs `kernel` over views of `shape` on the CPU: `ins[k]` is operand `k`'s
-/// storage with its layout, already broadcast to `shape`. The result is contiguous.
-pub fn run_cpu<K: ElementwiseKernel>(
-    kernel: &K,
-    what: Eval<'_>,
-    ins: &[(&CpuStorage, &Layout)],
-    shape: &Shape,
-) -> Result<CpuStorage> {
-    check(kernel, what, ins.len())?;
-    let Some(&(first, _)) = ins.first() else {
-        return Err(KernelError::Layout(format!(
-            "`{}`: an elementwise kernel needs at least one operand",
-            kernel.name()
-        )));
-    };
-    match first {
-        CpuStorage::F32(_) => run_typed::<f32, K>(kernel, what, ins, shape).map(CpuStorage::F32),
-        CpuStorage::F64(_) => run_typed::<f64, K>(kernel, what, ins, shape).map(CpuStorage::F64),
-    }
-}
-
 /// Checks the operand count and the derivative multi-index against the kernel.
 pub fn check<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, operands: usize) -> Result<()> {
     let arity = kernel.arity();
@@ -159,338 +137,13 @@ pub fn check<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, operands: usize) 
     Ok(())
 }
 
-fn run_typed<T: Real + CpuElement, K: ElementwiseKernel>(
-    kernel: &K,
-    what: Eval<'_>,
-    ins: &[(&CpuStorage, &Layout)],
-    shape: &Shape,
-) -> Result<Vec<T>> {
-    let n = shape.numel();
-    let mut typed: Vec<(&[T], &Layout)> = Vec::with_capacity(ins.len());
-    for &(s, l) in ins {
-        let data = operand::<T>(s, l)?;
-        if l.shape() != shape {
-            return Err(KernelError::Layout(format!(
-                "`{}`: an operand of shape {} for an output of shape {shape}",
-                kernel.name(),
-                l.shape()
-            )));
-        }
-        typed.push((data, l));
-    }
-    let mut out: Vec<T> = pool::take(n)?;
-    let dense: Option<Vec<&[T]>> = typed
-        .iter()
-        .map(|&(d, l)| crate::cpu::dense_range(l).map(|r| &d[r]))
-        .collect();
-    if let Some(slices) = dense {
-        kernel.eval(what, &slices, &mut out);
-        return complete(kernel, out, n);
-    }
-    // Some operand is strided or broadcast: gather chunks of every such operand
-    // into a buffer (dense ones are sliced), then run the kernel on the chunk.
-    let mut cursors: Vec<Cursor> = typed.iter().map(|(_, l)| Cursor::new(l)).collect();
-    let mut buffers: Vec<Vec<T>> = typed
-        .iter()
-        .map(|(_, l)| {
-            if l.is_contiguous() {
-                Vec::new()
-            } else {
-                vec![T::ZERO; CHUNK.min(n)]
-            }
-        })
-        .collect();
-    let mut start = 0;
-    while start < n {
-        let len = CHUNK.min(n - start);
-        for ((buf, cursor), &(data, l)) in buffers.iter_mut().zip(&mut cursors).zip(&typed) {
-            if !l.is_contiguous() {
-                cursor.gather(data, l, &mut buf[..len]);
-            }
-        }
-        let slices: Vec<&[T]> = buffers
-            .iter()
-            .zip(&typed)
-            .map(|(buf, &(data, l))| {
-                if l.is_contiguous() {
-                    &data[l.offset() + start..l.offset() + start + len]
-                } else {
-                    &buf[..len]
-                }
-            })
-            .collect();
-        kernel.eval(what, &slices, &mut out);
-        start += len;
-    }
-    complete(kernel, out, n)
-}
-
-/// The elements of `s` as `T`, checked to hold the view `l` (an error naming the
-/// dtypes when `s` holds another type).
-pub(crate) fn operand<'a, T: CpuElement>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
-    let data = T::slice(s).ok_or(KernelError::DTypeMismatch {
-        lhs: T::DTYPE,
-        rhs: crate::BackendStorage::dtype(s),
-    })?;
-    crate::check::check_fits(data.len(), l)?;
-    Ok(data)
-}
-
-/// The output, once the kernel has appended every element (an error, not a
-/// short buffer, if it did not).
-fn complete<T, K: ElementwiseKernel>(kernel: &K, out: Vec<T>, n: usize) -> Result<Vec<T>> {
-    if out.len() == n {
-        Ok(out)
-    } else {
-        Err(KernelError::Layout(format!(
-            "`{}`: the kernel wrote {} of {n} elements",
-            kernel.name(),
-            out.len()
-        )))
-    }
-}
-
-/// A position in a strided view, walked in row-major order.
-pub(crate) struct Cursor {
-    index: Vec<usize>,
-    offset: usize,
-}
-
-impl Cursor {
-    pub(crate) fn new(l: &Layout) -> Cursor {
-        Cursor {
-            index: vec![0; l.rank()],
-            offset: l.offset(),
-        }
-    }
-
-    /// Copies the next `out.len()` elements of the view into `out`.
-    pub(crate) fn gather<T: Copy>(&mut self, data: &[T], l: &Layout, out: &mut [T]) {
-        let dims = l.shape().dims();
-        let strides = l.strides();
-        let rank = dims.len();
-        let mut k = 0;
-        while k < out.len() {
-            if rank == 0 {
-                out[k] = data[self.offset];
-                k += 1;
-                continue;
-            }
-            // The rest of the innermost axis in one run.
-            let inner = rank - 1;
-            let run = (dims[inner] - self.index[inner]).min(out.len() - k);
-            let s = strides[inner];
-            if s == 0 {
-                out[k..k + run].fill(data[self.offset]);
-            } else if s == 1 {
-                out[k..k + run].copy_from_slice(&data[self.offset..self.offset + run]);
-            } else {
-                for (j, o) in out[k..k + run].iter_mut().enumerate() {
-                    *o = data[self.offset + j * s];
-                }
-            }
-            k += run;
-            self.index[inner] += run;
-            self.offset += run * s;
-            // Carry into the outer axes.
-            let mut axis = inner;
-            while self.index[axis] == dims[axis] && axis > 0 {
-                self.offset -= dims[axis] * strides[axis];
-                self.index[axis] = 0;
-                axis -= 1;
-                self.index[axis] += 1;
-                self.offset += strides[axis];
-            }
-        }
-    }
-}
-
-/// The loops generated kernels run: `out[i] = f(ins[0][i], ..)` over slices of one
-/// length. Separate functions per arity so that the compiler sees plain slices and
-/// vectorizes. Each loop is compiled three times, for the target's baseline, for
-/// AVX2 with FMA and for AVX-512 (on x86-64), and runs in the widest copy the CPU
-/// has, or the one `AUTOGRAD_SIMD` narrows it to (see [`crate::cpu::simd`]); the
-/// copies compute the same bits. The macro marks the closures it passes
-/// `#[inline(always)]`: a closure left as a call (which the compiler may choose for
-/// a large one) runs one element at a time.
-pub mod loops {
-    use crate::cpu::simd::{self, Simd};
-
-    /// Runs the copy of a loop compiled for the set `$simd` (narrowed to what the
-    /// CPU has), or the baseline body for [`Simd::Baseline`] and on other targets.
-    macro_rules! by_simd {
-        ($simd:expr, $avx512:ident, $avx2:ident, $base:expr, ($($arg:expr),*)) => {{
-            #[cfg(target_arch = "x86_64")]
-            match $simd.min(simd::detect()) {
-                // SAFETY (both arms): the CPU has the set (`detect`).
-                Simd::Avx512 => return unsafe { $avx512($($arg),*) },
-                Simd::Avx2 => return unsafe { $avx2($($arg),*) },
-                Simd::Baseline => {}
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            let _ = $simd;
-            $base
-        }};
-    }
-
-    macro_rules! map_n {
-        ($name:ident, $within:ident, $avx2:ident, $avx512:ident, $n:literal) => {
-            /// Appends `f(ins[0][i], .., ins[N-1][i])` to `out` for every `i` of the
-            /// operands (slices of one length).
-            #[inline(always)]
-            pub fn $name<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
-                $within(simd::active(), ins, out, f)
-            }
-
-            /// This loop in the copy for `simd`, or in the widest the CPU has if
-            /// narrower (the tests compare the copies).
-            #[inline(always)]
-            pub(crate) fn $within<T: Copy, F: Fn([T; $n]) -> T>(
-                simd: Simd,
-                ins: &[&[T]],
-                out: &mut Vec<T>,
-                f: F,
-            ) {
-                by_simd!(
-                    simd,
-                    $avx512,
-                    $avx2,
-                    body::<T, F, $n>(ins, out, f),
-                    (ins, out, f)
-                )
-            }
-
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-            fn $avx512<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
-                body::<T, F, $n>(ins, out, f)
-            }
-
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            fn $avx2<T: Copy, F: Fn([T; $n]) -> T>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
-                body::<T, F, $n>(ins, out, f)
-            }
-        };
-    }
-
-    #[inline(always)]
-    fn body<T: Copy, F: Fn([T; N]) -> T, const N: usize>(ins: &[&[T]], out: &mut Vec<T>, f: F) {
-        let n = ins.first().map_or(0, |s| s.len());
-        let ins: [&[T]; N] = std::array::from_fn(|k| &ins[k][..n]);
-        // Written in place, with no pass to initialise the output first (an
-        // `extend` over an iterator of `f` does not vectorize; this loop does).
-        out.reserve(n);
-        let start = out.len();
-        for (i, o) in out.spare_capacity_mut()[..n].iter_mut().enumerate() {
-            o.write(f(std::array::from_fn(|k| ins[k][i])));
-        }
-        // SAFETY: the `n` elements after the old length were just written, and the
-        // capacity holds them (reserved above).
-        unsafe { out.set_len(start + n) };
-    }
-
-    macro_rules! pair_n {
-        ($name:ident, $within:ident, $avx2:ident, $avx512:ident, $n:literal) => {
-            /// Appends `f(ins[0][i], .., ins[N-1][i])`, a pair of values, to `a` and
-            /// `b` for every `i` of the operands (slices of one length).
-            #[inline(always)]
-            pub fn $name<T: Copy, F: Fn([T; $n]) -> (T, T)>(
-                ins: &[&[T]],
-                a: &mut Vec<T>,
-                b: &mut Vec<T>,
-                f: F,
-            ) {
-                $within(simd::active(), ins, a, b, f)
-            }
-
-            /// This loop in the copy for `simd`, or in the widest the CPU has if
-            /// narrower (the tests compare the copies).
-            #[inline(always)]
-            pub(crate) fn $within<T: Copy, F: Fn([T; $n]) -> (T, T)>(
-                simd: Simd,
-                ins: &[&[T]],
-                a: &mut Vec<T>,
-                b: &mut Vec<T>,
-                f: F,
-            ) {
-                by_simd!(
-                    simd,
-                    $avx512,
-                    $avx2,
-                    pair_body::<T, F, $n>(ins, a, b, f),
-                    (ins, a, b, f)
-                )
-            }
-
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-            fn $avx512<T: Copy, F: Fn([T; $n]) -> (T, T)>(
-                ins: &[&[T]],
-                a: &mut Vec<T>,
-                b: &mut Vec<T>,
-                f: F,
-            ) {
-                pair_body::<T, F, $n>(ins, a, b, f)
-            }
-
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            fn $avx2<T: Copy, F: Fn([T; $n]) -> (T, T)>(
-                ins: &[&[T]],
-                a: &mut Vec<T>,
-                b: &mut Vec<T>,
-                f: F,
-            ) {
-                pair_body::<T, F, $n>(ins, a, b, f)
-            }
-        };
-    }
-
-    #[inline(always)]
-    fn pair_body<T: Copy, F: Fn([T; N]) -> (T, T), const N: usize>(
-        ins: &[&[T]],
-        a: &mut Vec<T>,
-        b: &mut Vec<T>,
-        f: F,
-    ) {
-        let n = ins.first().map_or(0, |s| s.len());
-        let ins: [&[T]; N] = std::array::from_fn(|k| &ins[k][..n]);
-        a.reserve(n);
-        b.reserve(n);
-        let (sa, sb) = (a.len(), b.len());
-        let outs = a.spare_capacity_mut()[..n]
-            .iter_mut()
-            .zip(&mut b.spare_capacity_mut()[..n]);
-        for (i, (oa, ob)) in outs.enumerate() {
-            let (x, y) = f(std::array::from_fn(|k| ins[k][i]));
-            oa.write(x);
-            ob.write(y);
-        }
-        // SAFETY: the `n` elements after each old length were just written, within
-        // the capacity reserved above.
-        unsafe {
-            a.set_len(sa + n);
-            b.set_len(sb + n);
-        }
-    }
-
-    pair_n!(pair2, pair2_with, pair2_avx2, pair2_avx512, 2);
-    pair_n!(pair3, pair3_with, pair3_avx2, pair3_avx512, 3);
-    pair_n!(pair4, pair4_with, pair4_avx2, pair4_avx512, 4);
-    pair_n!(pair5, pair5_with, pair5_avx2, pair5_avx512, 5);
-
-    map_n!(map1, map1_with, map1_avx2, map1_avx512, 1);
-    map_n!(map2, map2_with, map2_avx2, map2_avx512, 2);
-    map_n!(map3, map3_with, map3_avx2, map3_avx512, 3);
-    map_n!(map4, map4_with, map4_avx2, map4_avx512, 4);
-    map_n!(map5, map5_with, map5_avx2, map5_avx512, 5);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::generated::run_cpu;
+    use crate::cpu::storage::CpuStorage;
     use crate::real::Dual;
+    use crate::{Layout, Shape};
 
     /// `x * y + 1`, by hand, as the macro would generate it.
     struct MulAddOne;
@@ -701,7 +354,7 @@ mod tests {
 
     #[test]
     fn long_strided_views_cross_chunks() {
-        let n = 3 * CHUNK + 7;
+        let n = 3 * crate::cpu::program::BLOCK + 7;
         let shape = Shape::from([n, 2]);
         let a: Vec<f64> = (0..2 * n).map(|i| i as f64).collect();
         // The transpose of an [2, n] buffer: strided along both axes.

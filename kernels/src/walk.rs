@@ -5,7 +5,13 @@
 //! back to back in every operand are merged first, so a contiguous tensor (or a
 //! contiguous tensor plus a broadcast row) is walked as a few long runs whose inner
 //! loops the compiler vectorises.
+//!
+//! [`Walk::for_each_run`] hands each run to a closure (copies, reductions, the
+//! in-place kernels); a [`Cursor`] walks one view the same way in pieces of any
+//! length, gathering its next elements into a buffer (the blocks of the CPU
+//! program runner).
 
+use crate::Layout;
 use smallvec::SmallVec;
 
 /// Axes of one traversal after merging: shape plus one stride list per operand.
@@ -95,6 +101,71 @@ impl<const K: usize> Walk<K> {
     }
 }
 
+/// A position in a view, walked in row-major order over its merged axes (see
+/// [`Walk`]): each [`Self::gather`] copies the next elements out.
+pub(crate) struct Cursor {
+    walk: Walk<1>,
+    /// The multi-index over the merged axes.
+    index: SmallVec<[usize; 4]>,
+    offset: usize,
+}
+
+impl Cursor {
+    /// A cursor at the first element of the view `l`.
+    pub(crate) fn new(l: &Layout) -> Cursor {
+        let walk = Walk::new(l.shape(), [l.strides()]);
+        Cursor {
+            index: SmallVec::from_elem(0, walk.shape.len()),
+            walk,
+            offset: l.offset(),
+        }
+    }
+
+    /// Copies the next `out.len()` elements of the view (which has that many left)
+    /// out of its buffer `data` into `out`, a run of the innermost merged axis at a
+    /// time: filled from one element (a broadcast axis), copied as a slice
+    /// (unit stride), or read element by element.
+    pub(crate) fn gather<T: Copy>(&mut self, data: &[T], out: &mut [T]) {
+        let dims = &self.walk.shape;
+        let strides = &self.walk.strides[0];
+        let rank = dims.len();
+        if rank == 0 {
+            // A single element (every axis of size 1).
+            out.fill(data[self.offset]);
+            return;
+        }
+        let inner = rank - 1;
+        let mut k = 0;
+        while k < out.len() {
+            // The rest of the innermost axis in one run.
+            let run = (dims[inner] - self.index[inner]).min(out.len() - k);
+            let s = strides[inner];
+            let o = self.offset;
+            match s {
+                0 => out[k..k + run].fill(data[o]),
+                1 => out[k..k + run].copy_from_slice(&data[o..o + run]),
+                _ => {
+                    for (j, x) in out[k..k + run].iter_mut().enumerate() {
+                        *x = data[o + j * s];
+                    }
+                }
+            }
+            k += run;
+            self.index[inner] += run;
+            self.offset += run * s;
+            // Carry into the outer axes.
+            let mut axis = inner;
+            while self.index[axis] == dims[axis] && axis > 0 {
+                self.offset -= dims[axis] * strides[axis];
+                self.index[axis] = 0;
+                axis -= 1;
+                self.index[axis] += 1;
+                self.offset += strides[axis];
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +200,34 @@ mod tests {
             }
         });
         assert_eq!(seen, vec![0, 2, 4, 1, 3, 5]);
+    }
+
+    #[test]
+    fn a_cursor_gathers_a_view_in_pieces_of_any_length() {
+        use crate::Shape;
+        // [3, 4, 5] transposed to [5, 4, 3], and a [4, 1] column broadcast over 5
+        // rows and 3 columns: pieces cross runs and axes anywhere.
+        let data: Vec<u32> = (0..60).collect();
+        let t = Layout::contiguous(Shape::from([3, 4, 5]))
+            .transpose(0, 2)
+            .unwrap();
+        let b = Layout::contiguous(Shape::from([4, 1]))
+            .broadcast_to(&Shape::from([5, 4, 3]))
+            .unwrap();
+        for l in [t, b] {
+            let mut want = vec![];
+            Walk::new(l.shape(), [l.strides()]).for_each_run([l.offset()], |[o], len, [s]| {
+                want.extend((0..len).map(|j| data[o + j * s]))
+            });
+            for piece in [1, 2, 7, 12, 60] {
+                let mut cursor = Cursor::new(&l);
+                let mut got = vec![0; 60];
+                for chunk in got.chunks_mut(piece) {
+                    cursor.gather(&data, chunk);
+                }
+                assert_eq!(got, want, "{piece}");
+            }
+        }
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Elementwise kernels: every variant of [`UnaryOp`] and [`BinaryOp`] becomes one
-//! monomorphised loop, with fast paths for the runs the compiler vectorises
-//! (both operands unit-stride, or one of them a repeated scalar).
+//! monomorphised block loop ([`unary_block`], [`binary_block`]), which an unfused
+//! op runs as a program of one step (`program::run_step`) and a fused chain runs
+//! as its steps. Two direct paths stay outside the programs: the in-place
+//! [`binary_assign`] (it writes into its left operand, which a program never
+//! does), and [`map`], a conversion between element types.
 
-use super::{pool, reduce, stream};
-use crate::generated::loops;
+use super::CpuElement;
+use super::{loops, pool, program, reduce, stream};
 use crate::op::{dispatch_arith, dispatch_binary, dispatch_unary};
 use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, Result, UnaryOp};
@@ -48,48 +51,6 @@ pub(crate) fn map<T: Element, U: Element>(
     Ok(out)
 }
 
-/// `f(a, b)` over two views of one shape, written contiguously.
-pub(crate) fn zip<T: Element>(
-    a: &[T],
-    la: &Layout,
-    b: &[T],
-    lb: &Layout,
-    f: impl Fn(T, T) -> T,
-) -> Result<Vec<T>> {
-    let mut out = pool::take(la.numel())?;
-    if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
-        let (a, b) = (&a[ra], &b[rb]);
-        if a.len() <= SMALL {
-            a.iter().zip(b).for_each(|(&x, &y)| out.push(f(x, y)));
-        } else {
-            out.extend(a.iter().zip(b).map(|(&x, &y)| f(x, y)));
-        }
-        return Ok(out);
-    }
-    let walk = Walk::new(la.shape(), [la.strides(), lb.strides()]);
-    walk.for_each_run(
-        [la.offset(), lb.offset()],
-        |[oa, ob], len, [sa, sb]| match (sa, sb) {
-            (1, 1) => out.extend(
-                a[oa..oa + len]
-                    .iter()
-                    .zip(&b[ob..ob + len])
-                    .map(|(&x, &y)| f(x, y)),
-            ),
-            (1, 0) => {
-                let y = b[ob];
-                out.extend(a[oa..oa + len].iter().map(|&x| f(x, y)));
-            }
-            (0, 1) => {
-                let x = a[oa];
-                out.extend(b[ob..ob + len].iter().map(|&y| f(x, y)));
-            }
-            _ => out.extend((0..len).map(|j| f(a[oa + j * sa], b[ob + j * sb]))),
-        },
-    );
-    Ok(out)
-}
-
 /// `a[i] = f(a[i], b[i])` where `la` is contiguous.
 fn zip_assign<T: Element>(a: &mut [T], la: &Layout, b: &[T], lb: &Layout, f: impl Fn(T, T) -> T) {
     if let (Some(ra), Some(rb)) = (dense(la), dense(lb)) {
@@ -123,10 +84,37 @@ fn zip_assign<T: Element>(a: &mut [T], la: &Layout, b: &[T], lb: &Layout, f: imp
     );
 }
 
-pub(crate) fn unary<T: Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
+/// `f(ins[0][i], ..)` for the few elements (at most [`SMALL`]) of dense operands:
+/// the direct path of [`unary`] and [`binary`] for the smallest tensors (a scalar
+/// recurrence), where the one-step program's fixed cost (the operands gathered
+/// for a `dyn` call of the step, the op chosen inside it, the loop's vector copy
+/// picked) is most of an op's time. The formula [`unary_block`] and
+/// [`binary_block`] compute: the same bits.
+fn small<T: Element>(a: &[T], f: impl Fn(T) -> T) -> Result<Vec<T>> {
+    let mut out = pool::take(a.len())?;
+    a.iter().for_each(|&x| out.push(f(x)));
+    Ok(out)
+}
+
+/// [`small`] for a binary op: `f(a[i], b[i])`.
+fn small2<T: Element>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> Result<Vec<T>> {
+    let mut out = pool::take(a.len())?;
+    a.iter().zip(b).for_each(|(&x, &y)| out.push(f(x, y)));
+    Ok(out)
+}
+
+/// `op(a)` over the view `l` of `a` (within it), written contiguously: a program
+/// of one step, except `Fill`, which reads nothing (a direct fill), and a few
+/// dense elements ([`small`], [`small2`]).
+pub(crate) fn unary<T: CpuElement>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
     match op {
         UnaryOp::Fill(v) => pool::filled(l.numel(), T::from_f64(v)),
-        _ => dispatch_unary!(op, T, map, a, l),
+        _ if l.numel() <= SMALL && l.is_contiguous() => {
+            dispatch_unary!(op, T, small, &a[l.offset()..l.offset() + l.numel()])
+        }
+        _ => program::run_step(&[(a, l)], l.numel(), &mut |ins, out| {
+            unary_block(ins[0], Dest::Append(out), op)
+        }),
     }
 }
 
@@ -158,6 +146,12 @@ macro_rules! dest_map {
         #[inline(always)]
         fn $name(self, ins: [&[T]; $n], f: impl Fn([T; $n]) -> T) {
             match self {
+                // A few elements: a plain loop costs less than picking the
+                // loop's vector copy (`simd`) and calling it.
+                Dest::Append(out) if ins[0].len() <= SMALL => {
+                    let n = ins[0].len();
+                    out.extend((0..n).map(|i| f(std::array::from_fn(|k| ins[k][i]))));
+                }
                 Dest::Append(out) => loops::$name(&ins, out, f),
                 Dest::Stream(out) => {
                     if !stream::$name(ins, out, &f) {
@@ -223,37 +217,23 @@ pub(crate) fn binary2_block<T: Element>(
     }, false), false)
 }
 
-/// NaN-propagating maximum; of two equal values the positive zero (max(-0, +0)
-/// is +0 in either order), so the result never depends on the order the backends
-/// combine in: reductions use it too, and the CUDA kernels the same rule
-/// (common.cuh, `m_max`).
-#[inline(always)]
-pub(super) fn maximum<T: Element>(a: T, b: T) -> T {
-    if a.is_nan() || a > b || (a == b && b.is_sign_negative()) {
-        a
-    } else {
-        b
-    }
-}
-
-/// NaN-propagating minimum; of two equal values the negative zero.
-#[inline(always)]
-pub(super) fn minimum<T: Element>(a: T, b: T) -> T {
-    if a.is_nan() || a < b || (a == b && a.is_sign_negative()) {
-        a
-    } else {
-        b
-    }
-}
-
-pub(crate) fn binary<T: Element>(
+/// `op(a, b)` over two views of one shape (each within its buffer), written
+/// contiguously: a program of one step, except a few dense elements ([`small`], [`small2`]).
+pub(crate) fn binary<T: CpuElement>(
     a: &[T],
     la: &Layout,
     b: &[T],
     lb: &Layout,
     op: BinaryOp,
 ) -> Result<Vec<T>> {
-    dispatch_binary!(op, zip, a, la, b, lb)
+    if la.numel() <= SMALL
+        && let (Some(ra), Some(rb)) = (dense(la), dense(lb))
+    {
+        return dispatch_binary!(op, small2, &a[ra], &b[rb]);
+    }
+    program::run_step(&[(a, la), (b, lb)], la.numel(), &mut |ins, out| {
+        binary_block(ins[0], ins[1], Dest::Append(out), op)
+    })
 }
 
 pub(crate) fn binary_assign<T: Element>(
@@ -284,12 +264,5 @@ mod tests {
             unary(&x, &l, UnaryOp::DivScalar(4.0)).unwrap(),
             vec![-0.25, 0.125, 0.5]
         );
-    }
-
-    #[test]
-    fn nan_propagates_through_maximum() {
-        assert!(maximum(f32::NAN, 1.0).is_nan());
-        assert!(maximum(1.0, f32::NAN).is_nan());
-        assert!(minimum(f64::NAN, 1.0).is_nan());
     }
 }

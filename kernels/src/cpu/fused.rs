@@ -9,6 +9,13 @@
 //! each leaf once and writes one result, where k separate kernels would write and
 //! read back k − 1 intermediates.
 //!
+//! Scheduling and execution are apart: a `Plan`, made before any block runs,
+//! decides which steps share a loop and which write their results directly; the
+//! block loop (`run_program`) then runs each step of each block as planned, over
+//! the leaves' sources (`program::Source`, which the one-step programs of the
+//! unfused ops read too) and the block loops of the fixed ops
+//! (`elementwise::unary_block`, ..), which an unfused op runs as well.
+//!
 //! Each step computes the formula the unfused kernel of its op computes, per
 //! element and in the same order, so a fused value is the same bits as the unfused
 //! one; a trailing sum adds in the same blocks as the sum reduction. Two steps run
@@ -19,15 +26,12 @@
 use super::elementwise::{Dest, Fold, binary_block, binary2_block, unary_block};
 use super::stream::{STREAM_BYTES, append_streaming, fence};
 use super::{CpuElement, CpuStorage, pool, reduce};
-use crate::generated::Cursor;
 use crate::program::{BlockKernel, FusedOp, Operand, Sink, Step, check_program};
 use crate::{BinaryOp, DType, KernelError, Layout, Result};
 use smallvec::SmallVec;
 
-/// Elements per block: a whole number of the sum's blocks
-/// (the 1024 elements of the sum reduction's blocks), and small enough that a dozen steps' buffers stay in
-/// the first two levels of cache.
-pub const BLOCK: usize = 2 * reduce::SUM_BLOCK;
+pub use super::program::BLOCK;
+use super::program::{Source, Sources};
 
 /// Runs `steps` (in dependency order; the last is the result) over `n` elements.
 /// `leaves[k]` is leaf `k`'s buffer with its layout, already broadcast to the
@@ -57,21 +61,21 @@ pub fn run_many(
     outputs: &[(usize, Sink)],
 ) -> Result<Vec<CpuStorage>> {
     match dtype {
-        DType::F32 => run_typed::<f32>(
+        DType::F32 => run_program::<f32>(
             steps,
             leaves,
             n,
             outputs,
-            |k, i, o| k.eval_f32(i, o),
-            |k, value, i, v, d| k.eval_pair_f32(value, i, v, d),
+            &|k, i, o| k.eval_f32(i, o),
+            &|k, value, i, v, d| k.eval_pair_f32(value, i, v, d),
         ),
-        DType::F64 => run_typed::<f64>(
+        DType::F64 => run_program::<f64>(
             steps,
             leaves,
             n,
             outputs,
-            |k, i, o| k.eval_f64(i, o),
-            |k, value, i, v, d| k.eval_pair_f64(value, i, v, d),
+            &|k, i, o| k.eval_f64(i, o),
+            &|k, value, i, v, d| k.eval_pair_f64(value, i, v, d),
         ),
     }
 }
@@ -95,16 +99,6 @@ fn two_mut<T>(v: &mut [T], i: usize, k: usize) -> (&mut T, &mut T) {
     }
 }
 
-/// How a leaf is read, block by block.
-enum Source<'a, T> {
-    /// Back to back from this position.
-    Dense(&'a [T]),
-    /// A run repeated (see [`Layout::broadcast_period`]), filled into a block once.
-    Repeated(Vec<T>),
-    /// Any other view: gathered into a block buffer.
-    Gathered(&'a [T], &'a Layout, Cursor, Vec<T>),
-}
-
 /// Where a result of [`run_many`] goes while the blocks run.
 enum Out<T> {
     /// Stored: the values so far.
@@ -114,121 +108,198 @@ enum Out<T> {
     Sum(f64, Option<T>),
 }
 
-fn run_typed<T: CpuElement>(
+/// A generated kernel's computation on one block (`BlockKernel::eval_f32`, ..).
+type KernelFn<'a, T> = &'a dyn Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>);
+
+/// A generated op's value and its derivative in one loop
+/// (`BlockKernel::eval_pair_f32`, ..): `false` when the kernels have none.
+type PairFn<'a, T> =
+    &'a dyn Fn(&dyn BlockKernel, &dyn BlockKernel, &[&[T]], &mut Vec<T>, &mut Vec<T>) -> bool;
+
+/// The schedule of a program, decided before its blocks run: which steps run in
+/// one loop, and which write their results directly.
+struct Plan {
+    /// Elements per block.
+    block: usize,
+    /// Whether stored results are written past the caches (see `stream`).
+    stream: bool,
+    /// `pairs[p] = (value, derivative)`: a generated op's value and its first
+    /// derivative over the same operands, in one loop at step `p`, the first of
+    /// the two.
+    pairs: Vec<Option<(usize, usize)>>,
+    /// The steps of `pairs`.
+    in_pair: Vec<bool>,
+    /// `folds[k] = (j, how k reads j)`: arithmetic step `j`, read only by step
+    /// `k`, computed in `k`'s loop, its value never stored.
+    folds: Vec<Option<(usize, Fold)>>,
+    /// The steps `folds` computes in the loop of their reader.
+    folded: Vec<bool>,
+    /// `own[j] = Some(k)`: step `j`'s loop writes (or sums) result `k` directly.
+    own: Vec<Option<usize>>,
+}
+
+impl Plan {
+    /// The schedule of `steps` over `n` elements of `size` bytes with results
+    /// `outputs`; `read[j]` is how often step `j` is read (`check_program`).
+    fn new(
+        steps: &[Step],
+        n: usize,
+        outputs: &[(usize, Sink)],
+        read: &[usize],
+        size: usize,
+    ) -> Plan {
+        let len = steps.len();
+        let mut plan = Plan {
+            block: BLOCK.min(n.max(1)),
+            stream: n * size >= STREAM_BYTES,
+            pairs: vec![None; len],
+            in_pair: vec![false; len],
+            folds: vec![None; len],
+            folded: vec![false; len],
+            own: Vec::new(),
+        };
+        if len > 1 {
+            plan.pair(steps);
+            plan.fold(steps, read);
+        }
+        plan.own = (0..len)
+            .map(|j| plan.owner(steps, j, n, outputs, read))
+            .collect();
+        plan
+    }
+
+    /// Pairs each generated op's first derivative with its value over the same
+    /// operands, when every step the derivative reads comes before the first of
+    /// the two.
+    fn pair(&mut self, steps: &[Step]) {
+        for (d, sd) in steps.iter().enumerate() {
+            let Some(kd) = kernel_of(sd).filter(|_| sd.args.len() >= 2 && !self.in_pair[d]) else {
+                continue;
+            };
+            let arity = sd.args.len() - 1;
+            let in_pair = &self.in_pair;
+            let value = steps.iter().enumerate().position(|(v, sv)| {
+                let p = v.min(d);
+                v != d
+                    && !in_pair[v]
+                    && sv.args[..] == sd.args[..arity]
+                    && sd
+                        .args
+                        .iter()
+                        .all(|a| !matches!(*a, Operand::Step(i) if i >= p))
+                    && kernel_of(sv).is_some_and(|kv| kd.derivative_of(kv))
+            });
+            if let Some(v) = value {
+                self.pairs[v.min(d)] = Some((v, d));
+                self.in_pair[v] = true;
+                self.in_pair[d] = true;
+            }
+        }
+    }
+
+    /// Folds an arithmetic step read only by one later arithmetic step into that
+    /// step's loop: a chain `x * x + b` is one loop, not two. One level deep: a
+    /// folded step folds nothing itself.
+    fn fold(&mut self, steps: &[Step], read: &[usize]) {
+        let in_pair = &self.in_pair;
+        let arith = |j: usize| {
+            !in_pair[j]
+                && matches!(
+                    steps[j].op,
+                    FusedOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div)
+                )
+        };
+        for (k, step) in steps.iter().enumerate() {
+            if !arith(k) {
+                continue;
+            }
+            let folds = &self.folds;
+            let inner = |a: Operand| match a {
+                Operand::Step(j) if arith(j) && folds[j].is_none() => Some(j),
+                _ => None,
+            };
+            let fold = match (inner(step.args[0]), inner(step.args[1])) {
+                (Some(j), Some(i)) if i == j && read[j] == 2 => Some((j, Fold::Both)),
+                (Some(j), _) if read[j] == 1 => Some((j, Fold::Left)),
+                (_, Some(j)) if read[j] == 1 => Some((j, Fold::Right)),
+                _ => None,
+            };
+            if let Some((j, _)) = fold {
+                self.folded[j] = true;
+            }
+            self.folds[k] = fold;
+        }
+    }
+
+    /// The output step `j`'s own loop writes, when nothing else reads the step: a
+    /// stored result is appended to its output directly, and a binary step that
+    /// only a sum reads is summed in its loop, its values never stored (the block
+    /// sum's lanes take them as they are computed, in the order they would read
+    /// them from a buffer). Every other step computes into a block buffer of its
+    /// own, stored results then copied out of it, summed ones added up from it.
+    /// Results larger than the caches are written past them (see `stream`): from
+    /// the loop of an arithmetic or unary step, which streams its values as it
+    /// computes them, else copied out of the block buffer.
+    fn owner(
+        &self,
+        steps: &[Step],
+        j: usize,
+        n: usize,
+        outputs: &[(usize, Sink)],
+        read: &[usize],
+    ) -> Option<usize> {
+        // (Read once: by its one output and no step.)
+        let k = outputs.iter().position(|&(i, _)| i == j)?;
+        let fits = match outputs[k].1 {
+            Sink::Store => {
+                !self.stream || matches!(steps[j].op, FusedOp::Unary(_) | FusedOp::Binary(_))
+            }
+            Sink::Sum => n > reduce::LANES && matches!(steps[j].op, FusedOp::Binary(_)),
+        };
+        (read[j] == 1 && !self.in_pair[j] && fits).then_some(k)
+    }
+
+    /// A block buffer for every step that computes into one.
+    fn buffers<T>(&self) -> Vec<Vec<T>> {
+        self.own
+            .iter()
+            .zip(&self.folded)
+            .map(|(own, &folded)| match own {
+                None if !folded => Vec::with_capacity(self.block),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+}
+
+/// The leaves' values for the block of `len` elements from `start`.
+struct Block<'s, 'a, T> {
+    sources: &'s [Source<'a, T>],
+    start: usize,
+    len: usize,
+}
+
+impl<'s, T: CpuElement> Block<'s, '_, T> {
+    #[inline(always)]
+    fn leaf(&self, k: usize) -> &'s [T] {
+        self.sources[k].block(self.start, self.len)
+    }
+}
+
+/// Runs a program (checked, then planned: see [`Plan`]) block by block, on `T`
+/// operands; `kernel` and `pair` run the generated ops' steps.
+fn run_program<T: CpuElement>(
     steps: &[Step],
     leaves: &[(&CpuStorage, &Layout)],
     n: usize,
     outputs: &[(usize, Sink)],
-    kernel: impl Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>),
-    pair: impl Fn(&dyn BlockKernel, &dyn BlockKernel, &[&[T]], &mut Vec<T>, &mut Vec<T>) -> bool,
+    kernel: KernelFn<T>,
+    pair: PairFn<T>,
 ) -> Result<Vec<CpuStorage>> {
     let read = check_program(steps, leaves, n, outputs)?;
-    let block = BLOCK.min(n.max(1));
-    let mut sources = Vec::with_capacity(leaves.len());
-    for &(s, l) in leaves {
-        let data = crate::generated::operand::<T>(s, l)?;
-        sources.push(if l.is_contiguous() {
-            Source::Dense(&data[l.offset()..l.offset() + n])
-        } else if let Some(r) = l
-            .broadcast_period()
-            .filter(|&r| n > 0 && block.is_multiple_of(r))
-        {
-            // Every block starts at a multiple of the period: one block of it serves all.
-            let run = &data[l.offset()..l.offset() + r];
-            Source::Repeated(run.iter().copied().cycle().take(block).collect())
-        } else {
-            Source::Gathered(data, l, Cursor::new(l), vec![T::ZERO; block])
-        });
-    }
-    // A generated op's value and its first derivative over the same operands run
-    // in one loop (`pairs[p] = (value, derivative)`), at the first of the two steps,
-    // when all the derivative reads comes before it.
-    let mut pairs: Vec<Option<(usize, usize)>> = vec![None; steps.len()];
-    let mut in_pair = vec![false; steps.len()];
-    for (d, sd) in steps.iter().enumerate() {
-        let Some(kd) = kernel_of(sd).filter(|_| sd.args.len() >= 2 && !in_pair[d]) else {
-            continue;
-        };
-        let arity = sd.args.len() - 1;
-        let value = steps.iter().enumerate().position(|(v, sv)| {
-            let p = v.min(d);
-            v != d
-                && !in_pair[v]
-                && sv.args[..] == sd.args[..arity]
-                && sd
-                    .args
-                    .iter()
-                    .all(|a| !matches!(*a, Operand::Step(i) if i >= p))
-                && kernel_of(sv).is_some_and(|kv| kd.derivative_of(kv))
-        });
-        if let Some(v) = value {
-            pairs[v.min(d)] = Some((v, d));
-            in_pair[v] = true;
-            in_pair[d] = true;
-        }
-    }
-    // An arithmetic step read only by one later arithmetic step is computed in that
-    // step's loop, its value never stored (`folds[k] = (j, how k reads j)`): a
-    // chain `x * x + b` is one loop, not two. One level deep: a folded step folds
-    // nothing itself.
-    let arith = |j: usize| {
-        !in_pair[j]
-            && matches!(
-                steps[j].op,
-                FusedOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div)
-            )
-    };
-    let mut folds: Vec<Option<(usize, Fold)>> = vec![None; steps.len()];
-    let mut folded = vec![false; steps.len()];
-    for (k, step) in steps.iter().enumerate() {
-        if !arith(k) {
-            continue;
-        }
-        let inner = |a: Operand| match a {
-            Operand::Step(j) if arith(j) && folds[j].is_none() => Some(j),
-            _ => None,
-        };
-        folds[k] = match (inner(step.args[0]), inner(step.args[1])) {
-            (Some(j), Some(i)) if i == j && read[j] == 2 => Some((j, Fold::Both)),
-            (Some(j), _) if read[j] == 1 => Some((j, Fold::Left)),
-            (_, Some(j)) if read[j] == 1 => Some((j, Fold::Right)),
-            _ => None,
-        };
-        if let Some((j, _)) = folds[k] {
-            folded[j] = true;
-        }
-    }
-    // The output a step's own loop writes (`own[j]`), when nothing else reads the
-    // step: a stored result is appended to its output directly, and a binary step
-    // that only a sum reads is summed in its loop, its values never stored (the
-    // block sum's lanes take them as they are computed, in the order they would
-    // read them from a buffer). Every other step computes into a block buffer of
-    // its own, stored results then copied out of it, summed ones added up from it.
-    // Results larger than the caches are written past them (see `stream`): from
-    // the loop of an arithmetic or unary step, which streams its values as it
-    // computes them, else copied out of the block buffer.
-    let stream = n * std::mem::size_of::<T>() >= STREAM_BYTES;
-    let own: Vec<Option<usize>> = (0..steps.len())
-        .map(|j| {
-            // (Read once: by its one output and no step.)
-            let k = outputs.iter().position(|&(i, _)| i == j)?;
-            let fits = match outputs[k].1 {
-                Sink::Store => {
-                    !stream || matches!(steps[j].op, FusedOp::Unary(_) | FusedOp::Binary(_))
-                }
-                Sink::Sum => n > reduce::LANES && matches!(steps[j].op, FusedOp::Binary(_)),
-            };
-            (read[j] == 1 && !in_pair[j] && fits).then_some(k)
-        })
-        .collect();
-    let mut bufs: Vec<Vec<T>> = own
-        .iter()
-        .zip(&folded)
-        .map(|(own, &folded)| match own {
-            None if !folded => Vec::with_capacity(block),
-            _ => Vec::new(),
-        })
-        .collect();
+    let plan = Plan::new(steps, n, outputs, &read, std::mem::size_of::<T>());
+    let mut sources: Sources<T> = Source::plan(leaves, n, plan.block)?;
+    let mut bufs = plan.buffers::<T>();
     let mut outs = outputs
         .iter()
         .map(|&(_, sink)| {
@@ -237,124 +308,174 @@ fn run_typed<T: CpuElement>(
                 Sink::Sum => Out::Sum(0.0, None),
             })
         })
-        .collect::<Result<Vec<Out<T>>>>()?;
+        .collect::<Result<SmallVec<[Out<T>; 4]>>>()?;
     let mut with_value = vec![false; steps.len()];
     let mut start = 0;
     while start < n {
-        let len = block.min(n - start);
-        for source in &mut sources {
-            if let Source::Gathered(data, l, cursor, buf) = source {
-                cursor.gather(data, l, &mut buf[..len]);
-            }
-        }
-        let leaf = |k: usize| -> &[T] {
-            match &sources[k] {
-                Source::Dense(d) => &d[start..start + len],
-                Source::Repeated(b) | Source::Gathered(_, _, _, b) => &b[..len],
-            }
+        let len = plan.block.min(n - start);
+        Source::advance(&mut sources, len);
+        let block = Block {
+            sources: &sources,
+            start,
+            len,
         };
         with_value.fill(false);
-        for (j, step) in steps.iter().enumerate() {
-            if with_value[j] || folded[j] {
+        for j in 0..steps.len() {
+            if with_value[j] || plan.folded[j] {
                 continue; // computed with its pair, or in the loop of the step reading it
             }
-            if let Some((v, d)) = pairs[j]
-                && let (Some(kv), Some(kd)) = (kernel_of(&steps[v]), kernel_of(&steps[d]))
+            if let Some((v, d)) = plan.pairs[j]
+                && pair_block(steps, j, (v, d), &mut bufs, &block, pair)
             {
-                let (done, rest) = bufs.split_at_mut(j);
-                let (bv, bd) = two_mut(rest, v - j, d - j);
-                bv.clear();
-                bd.clear();
-                let ins: SmallVec<[&[T]; 5]> = steps[d]
-                    .args
-                    .iter()
-                    .map(|&a| match a {
-                        Operand::Leaf(k) => leaf(k),
-                        Operand::Step(i) => &done[i][..],
-                    })
-                    .collect();
-                if pair(kd, kv, &ins, bv, bd) {
-                    with_value[v] = true;
-                    with_value[d] = true;
-                    continue;
-                }
-                bv.clear();
-                bd.clear();
+                with_value[v] = true;
+                with_value[d] = true;
+                continue;
             }
-            let (done, rest) = bufs.split_at_mut(j);
-            let dest = match own[j].map(|k| &mut outs[k]) {
-                Some(Out::Sum(total, _)) => Dest::Sum(total),
-                Some(Out::Store(out)) if stream => Dest::Stream(out),
-                Some(Out::Store(out)) => Dest::Append(out),
-                None => {
-                    let b = &mut rest[0];
-                    b.clear();
-                    Dest::Append(b)
-                }
-            };
-            let arg = |a: Operand| -> &[T] {
-                match a {
-                    Operand::Leaf(k) => leaf(k),
-                    Operand::Step(i) => &done[i],
-                }
-            };
-            match (&step.op, dest) {
-                (FusedOp::Unary(op), dest) => unary_block(arg(step.args[0]), dest, *op),
-                (FusedOp::Binary(op), dest) => match folds[j] {
-                    None => binary_block(arg(step.args[0]), arg(step.args[1]), dest, *op),
-                    Some((i, fold)) => {
-                        let inner = &steps[i];
-                        let (a, b) = (arg(inner.args[0]), arg(inner.args[1]));
-                        let c = match fold {
-                            Fold::Left => arg(step.args[1]),
-                            Fold::Right => arg(step.args[0]),
-                            Fold::Both => a,
-                        };
-                        let two = match inner.op {
-                            FusedOp::Binary(f) => binary2_block([a, b, c], dest, f, *op, fold),
-                            _ => false,
-                        };
-                        if !two {
-                            // (Only arithmetic steps are folded: not reached.)
-                            return Err(KernelError::Layout(format!(
-                                "step {j} of a fused chain ({}) cannot compute step {i} ({})",
-                                step.op.name(),
-                                inner.op.name()
-                            )));
-                        }
-                    }
-                },
-                (FusedOp::Kernel(k), Dest::Append(target)) => {
-                    let ins: SmallVec<[&[T]; 5]> = step.args.iter().map(|&a| arg(a)).collect();
-                    kernel(&**k, &ins, target);
-                }
-                // (Only binary steps are summed in their loop, and only unary and
-                // binary steps stream: not reached.)
-                (FusedOp::Kernel(_), Dest::Sum(_) | Dest::Stream(_)) => {
+            step_block(steps, &plan, j, &mut bufs, &mut outs, &block, kernel)?;
+        }
+        store_block(&plan, outputs, &mut outs, &bufs, n);
+        start += len;
+    }
+    if plan.stream {
+        fence();
+    }
+    finish(steps, outputs, outs, n)
+}
+
+/// Computes the pair `(v, d)` planned at step `j` in one loop, into their block
+/// buffers; `false`, the buffers left empty, when the kernels have no such loop.
+fn pair_block<T: CpuElement>(
+    steps: &[Step],
+    j: usize,
+    (v, d): (usize, usize),
+    bufs: &mut [Vec<T>],
+    block: &Block<'_, '_, T>,
+    pair: PairFn<T>,
+) -> bool {
+    let (Some(kv), Some(kd)) = (kernel_of(&steps[v]), kernel_of(&steps[d])) else {
+        return false;
+    };
+    let (done, rest) = bufs.split_at_mut(j);
+    let (bv, bd) = two_mut(rest, v - j, d - j);
+    bv.clear();
+    bd.clear();
+    let ins: SmallVec<[&[T]; 5]> = steps[d]
+        .args
+        .iter()
+        .map(|&a| match a {
+            Operand::Leaf(k) => block.leaf(k),
+            Operand::Step(i) => &done[i][..],
+        })
+        .collect();
+    if pair(kd, kv, &ins, bv, bd) {
+        return true;
+    }
+    bv.clear();
+    bd.clear();
+    false
+}
+
+/// Computes step `j` on one block: into its block buffer, or into the result it
+/// owns (see [`Plan::owner`]), with the step it folds (see [`Plan::fold`]).
+fn step_block<T: CpuElement>(
+    steps: &[Step],
+    plan: &Plan,
+    j: usize,
+    bufs: &mut [Vec<T>],
+    outs: &mut [Out<T>],
+    block: &Block<'_, '_, T>,
+    kernel: KernelFn<T>,
+) -> Result<()> {
+    let step = &steps[j];
+    let (done, rest) = bufs.split_at_mut(j);
+    let dest = match plan.own[j].map(|k| &mut outs[k]) {
+        Some(Out::Sum(total, _)) => Dest::Sum(total),
+        Some(Out::Store(out)) if plan.stream => Dest::Stream(out),
+        Some(Out::Store(out)) => Dest::Append(out),
+        None => {
+            let b = &mut rest[0];
+            b.clear();
+            Dest::Append(b)
+        }
+    };
+    let arg = |a: Operand| -> &[T] {
+        match a {
+            Operand::Leaf(k) => block.leaf(k),
+            Operand::Step(i) => &done[i],
+        }
+    };
+    match (&step.op, dest) {
+        (FusedOp::Unary(op), dest) => unary_block(arg(step.args[0]), dest, *op),
+        (FusedOp::Binary(op), dest) => match plan.folds[j] {
+            None => binary_block(arg(step.args[0]), arg(step.args[1]), dest, *op),
+            Some((i, fold)) => {
+                let inner = &steps[i];
+                let (a, b) = (arg(inner.args[0]), arg(inner.args[1]));
+                let c = match fold {
+                    Fold::Left => arg(step.args[1]),
+                    Fold::Right => arg(step.args[0]),
+                    Fold::Both => a,
+                };
+                let two = match inner.op {
+                    FusedOp::Binary(f) => binary2_block([a, b, c], dest, f, *op, fold),
+                    _ => false,
+                };
+                if !two {
+                    // (Only arithmetic steps are folded: not reached.)
                     return Err(KernelError::Layout(format!(
-                        "step {j} of a fused chain ({}) cannot be summed or streamed in its loop",
-                        step.op.name()
+                        "step {j} of a fused chain ({}) cannot compute step {i} ({})",
+                        step.op.name(),
+                        inner.op.name()
                     )));
                 }
             }
+        },
+        (FusedOp::Kernel(k), Dest::Append(target)) => {
+            let ins: SmallVec<[&[T]; 5]> = step.args.iter().map(|&a| arg(a)).collect();
+            kernel(&**k, &ins, target);
         }
-        for (k, (&(j, _), out)) in outputs.iter().zip(&mut outs).enumerate() {
-            match out {
-                _ if own[j] == Some(k) => {} // written or summed by its loop
-                Out::Store(out) if stream => append_streaming(out, &bufs[j]),
-                Out::Store(out) => out.extend_from_slice(&bufs[j]),
-                // (A sum this short is a plain fold, as the reduction does it.)
-                Out::Sum(_, small) if n <= reduce::LANES => {
-                    *small = Some(bufs[j].iter().fold(T::ZERO, |a, &b| a + b));
-                }
-                Out::Sum(total, _) => reduce::sum_blocks_into(&bufs[j], total),
+        // (Only binary steps are summed in their loop, and only unary and
+        // binary steps stream: not reached.)
+        (FusedOp::Kernel(_), Dest::Sum(_) | Dest::Stream(_)) => {
+            return Err(KernelError::Layout(format!(
+                "step {j} of a fused chain ({}) cannot be summed or streamed in its loop",
+                step.op.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Adds a block's values to the results their steps' loops did not write.
+fn store_block<T: CpuElement>(
+    plan: &Plan,
+    outputs: &[(usize, Sink)],
+    outs: &mut [Out<T>],
+    bufs: &[Vec<T>],
+    n: usize,
+) {
+    for (k, (&(j, _), out)) in outputs.iter().zip(outs).enumerate() {
+        match out {
+            _ if plan.own[j] == Some(k) => {} // written or summed by its loop
+            Out::Store(out) if plan.stream => append_streaming(out, &bufs[j]),
+            Out::Store(out) => out.extend_from_slice(&bufs[j]),
+            // (A sum this short is a plain fold, as the reduction does it.)
+            Out::Sum(_, small) if n <= reduce::LANES => {
+                *small = Some(bufs[j].iter().fold(T::ZERO, |a, &b| a + b));
             }
+            Out::Sum(total, _) => reduce::sum_blocks_into(&bufs[j], total),
         }
-        start += len;
     }
-    if stream {
-        fence();
-    }
+}
+
+/// The results, once every block ran: stored values checked complete, sums as
+/// buffers of one element.
+fn finish<T: CpuElement>(
+    steps: &[Step],
+    outputs: &[(usize, Sink)],
+    outs: SmallVec<[Out<T>; 4]>,
+    n: usize,
+) -> Result<Vec<CpuStorage>> {
     outputs
         .iter()
         .zip(outs)

@@ -2,11 +2,14 @@
 
 mod elementwise;
 pub mod fused;
-pub(crate) use elementwise::dense as dense_range;
+pub(crate) mod generated;
+pub mod loops;
 mod matmul;
 pub mod pool;
+pub(crate) mod program;
 mod reduce;
 pub mod simd;
+pub(crate) mod storage;
 mod stream;
 
 use crate::check::{
@@ -17,67 +20,9 @@ use crate::{
     BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
 };
 
-/// A CPU buffer of one element type.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CpuStorage {
-    /// `f32` elements.
-    F32(Vec<f32>),
-    /// `f64` elements.
-    F64(Vec<f64>),
-}
-
-/// Conversion between a typed `Vec` and [`CpuStorage`].
-pub trait CpuElement: Element {
-    /// Moves `v` into a storage of this element type (no copy).
-    fn wrap(v: Vec<Self>) -> CpuStorage;
-    /// The elements, or `None` when `s` holds another element type.
-    fn slice(s: &CpuStorage) -> Option<&[Self]>;
-    /// The element vector, mutably, or `None` when `s` holds another element type.
-    fn slice_mut(s: &mut CpuStorage) -> Option<&mut Vec<Self>>;
-}
-
-impl CpuElement for f32 {
-    fn wrap(v: Vec<Self>) -> CpuStorage {
-        CpuStorage::F32(v)
-    }
-    fn slice(s: &CpuStorage) -> Option<&[Self]> {
-        match s {
-            CpuStorage::F32(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn slice_mut(s: &mut CpuStorage) -> Option<&mut Vec<Self>> {
-        match s {
-            CpuStorage::F32(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-
-impl CpuElement for f64 {
-    fn wrap(v: Vec<Self>) -> CpuStorage {
-        CpuStorage::F64(v)
-    }
-    fn slice(s: &CpuStorage) -> Option<&[Self]> {
-        match s {
-            CpuStorage::F64(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn slice_mut(s: &mut CpuStorage) -> Option<&mut Vec<Self>> {
-        match s {
-            CpuStorage::F64(v) => Some(v),
-            _ => None,
-        }
-    }
-}
+pub use storage::{CpuElement, CpuStorage};
 
 impl CpuStorage {
-    /// The buffer as a typed slice, if it holds `T`.
-    pub fn as_slice<T: CpuElement>(&self) -> Option<&[T]> {
-        T::slice(self)
-    }
-
     /// The elements of the view `l`, in logical order, converted to `T`.
     ///
     /// An error when the view reaches past the buffer ([`KernelError::Layout`]) or
@@ -115,17 +60,11 @@ fn mismatch(a: &CpuStorage, b: &CpuStorage) -> KernelError {
 
 impl BackendStorage for CpuStorage {
     fn dtype(&self) -> DType {
-        match self {
-            CpuStorage::F32(_) => DType::F32,
-            CpuStorage::F64(_) => DType::F64,
-        }
+        CpuStorage::dtype(self)
     }
 
     fn len(&self) -> usize {
-        match self {
-            CpuStorage::F32(v) => v.len(),
-            CpuStorage::F64(v) => v.len(),
-        }
+        CpuStorage::len(self)
     }
 
     fn unary(&self, l: &Layout, op: UnaryOp) -> Result<Self> {
@@ -216,6 +155,36 @@ impl BackendStorage for CpuStorage {
 
     fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Self> {
         CpuStorage::filled(len, dtype, value)
+    }
+
+    fn run_elementwise<K: crate::generated::ElementwiseKernel>(
+        kernel: &K,
+        what: crate::generated::Eval<'_>,
+        ins: &[(&Self, &Layout)],
+        shape: &crate::Shape,
+    ) -> Result<Self> {
+        generated::run_cpu(kernel, what, ins, shape)
+    }
+
+    fn run_fused(
+        steps: &[crate::program::Step],
+        leaves: &[(&Self, &Layout)],
+        n: usize,
+        dtype: DType,
+        outputs: &[(usize, crate::program::Sink)],
+    ) -> Result<Vec<Self>> {
+        fused::run_many(steps, leaves, n, dtype, outputs)
+    }
+
+    unsafe fn run_raw(
+        launch: &crate::raw::RawLaunch<'_>,
+        _: &[(&Self, &Layout)],
+        _: &[crate::Shape],
+    ) -> Result<Vec<Self>> {
+        Err(KernelError::Layout(format!(
+            "raw program `{}`: the CPU does not run CUDA programs; launch it on a CUDA device",
+            launch.program.name
+        )))
     }
 }
 

@@ -37,14 +37,14 @@ pub(crate) fn map_sum_blocks_into<T: Element, const N: usize>(
     total: &mut f64,
     f: impl Fn([T; N]) -> T,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if super::simd::active() >= super::simd::Simd::Avx2 {
-        // SAFETY: the CPU has the features the copy is compiled for (`active` is
-        // within what it has).
-        unsafe { map_sum_avx2(ins, total, f) };
-        return;
-    }
-    map_sum(ins, total, f)
+    // (No AVX-512 copy: the sum is bound by memory.)
+    super::simd::by_simd!(
+        super::simd::active(),
+        map_sum_avx2,
+        map_sum_avx2,
+        map_sum(ins, total, f),
+        (ins, total, f)
+    )
 }
 
 /// [`map_sum`] compiled for AVX2 and FMA (which Rust never contracts into): each
@@ -101,14 +101,26 @@ fn map_sum<T: Element, const N: usize>(ins: [&[T]; N], total: &mut f64, f: impl 
     }
 }
 
+/// NaN-propagating maximum; of two equal values the positive zero (max(-0, +0)
+/// is +0 in either order), so the result never depends on the order the backends
+/// combine in: the CUDA kernels follow the same rule (common.cuh, `m_max`).
 #[inline(always)]
 fn max<T: Element>(a: T, b: T) -> T {
-    super::elementwise::maximum(a, b)
+    if a.is_nan() || a > b || (a == b && b.is_sign_negative()) {
+        a
+    } else {
+        b
+    }
 }
 
+/// NaN-propagating minimum; of two equal values the negative zero.
 #[inline(always)]
 fn min<T: Element>(a: T, b: T) -> T {
-    super::elementwise::minimum(a, b)
+    if a.is_nan() || a < b || (a == b && a.is_sign_negative()) {
+        a
+    } else {
+        b
+    }
 }
 
 fn reduce_with<T: Element>(
@@ -275,6 +287,13 @@ mod tests {
         assert_eq!(reduce(&v, &l, ReduceOp::Sum, &[1]).unwrap(), vec![2.5; 4]);
         // Max over a broadcast axis is unaffected.
         assert_eq!(reduce(&v, &l, ReduceOp::Max, &[0]).unwrap(), vec![0.5; 5]);
+    }
+
+    #[test]
+    fn nan_propagates_through_maximum() {
+        assert!(max(f32::NAN, 1.0).is_nan());
+        assert!(max(1.0, f32::NAN).is_nan());
+        assert!(min(f64::NAN, 1.0).is_nan());
     }
 
     #[test]

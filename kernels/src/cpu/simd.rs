@@ -12,16 +12,14 @@
 //! any width, and each lane computes its own elements.
 //!
 //! The generated loops gain most from AVX-512: a user-defined activation's value
-//! and derivative (`exp`, `ln`, `tanh` and their derivatives, in one loop) reload
-//! their constants from memory with AVX2's 16 vector registers (51 broadcasts in
-//! about 200 instructions per 8 elements, under `perf annotate`); with AVX-512's 32
-//! registers and 16 lanes, W6 (a user-defined mish) took 13.2–14.2 ms a step
-//! instead of 22.6–23.4 with AVX2 and 43.4–46.2 with the baseline
-//! (`AUTOGRAD_SIMD=<set> WORKLOADS_REPS=10 cargo run --release --example workloads W6`,
-//! the three alternating, four runs each, 2-vCPU AMD EPYC VM). The streamed
-//! results and the fused sums, bound by memory, have no AVX-512 copy: the whole
-//! workloads example built for this CPU (`-C target-cpu=native`) ran W3 and W4 in
-//! the same time as the default build (six interleaved runs each).
+//! and derivative (`exp`, `ln`, `tanh` and their derivatives, in one loop) keep
+//! their constants in AVX-512's 32 registers where AVX2's 16 reload them from
+//! memory. The streamed results and the fused sums, bound by memory, have no
+//! AVX-512 copy.
+//!
+//! [`by_simd!`](by_simd) is the one place a loop's copy is chosen: the generated
+//! loops ([`crate::cpu::loops`]), the streamed maps and the block sums all call
+//! their copies through it.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -58,6 +56,27 @@ impl Simd {
         }
     }
 }
+
+/// Runs the copy of a loop compiled for the set `$simd` (narrowed to what the CPU
+/// has): `return`s `$avx512(args..)` or `$avx2(args..)` from the calling function
+/// (functions marked `#[target_feature]` for that set), or evaluates to `$base`
+/// for [`Simd::Baseline`] and on other targets. A loop without an AVX-512 copy
+/// passes its AVX2 copy for both.
+macro_rules! by_simd {
+    ($simd:expr, $avx512:ident, $avx2:ident, $base:expr, ($($arg:expr),*)) => {{
+        #[cfg(target_arch = "x86_64")]
+        match $crate::cpu::simd::Simd::min($simd, $crate::cpu::simd::detect()) {
+            // SAFETY (both arms): the CPU has the set (`detect`).
+            $crate::cpu::simd::Simd::Avx512 => return unsafe { $avx512($($arg),*) },
+            $crate::cpu::simd::Simd::Avx2 => return unsafe { $avx2($($arg),*) },
+            $crate::cpu::simd::Simd::Baseline => {}
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = $simd;
+        $base
+    }};
+}
+pub(crate) use by_simd;
 
 /// The widest set this CPU has (of those the loops are compiled for), whatever
 /// `AUTOGRAD_SIMD` says. Probed once.

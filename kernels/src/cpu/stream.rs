@@ -15,6 +15,7 @@ pub(super) const STREAM_BYTES: usize = 4 << 20;
 /// [`map1`]; a plain copy elsewhere): a result larger than the caches would
 /// otherwise be read into them before each line is written, and push the chain's
 /// own operands out.
+#[inline]
 pub(super) fn append_streaming<T: Copy>(out: &mut Vec<T>, src: &[T]) {
     if !map1([src], out, |[x]| x) {
         out.extend_from_slice(src);
@@ -46,45 +47,37 @@ macro_rules! stream_map {
         /// written, elsewhere.
         ///
         /// Sixteen values at a time are computed into registers and written out in
-        /// whole cache lines. A copy out of a block buffer instead (one loop
-        /// computing the block, another streaming it) took 0.72–0.96 ms where this
-        /// took 0.38–0.49, in a C model of W4's pass (`gcc -O3 -mavx2`, 2048-element
-        /// blocks, medians of 200 passes, five runs each, 2-vCPU VM).
+        /// whole cache lines, never through a block buffer (one loop computing the
+        /// block and another streaming it out of the buffer costs a second pass).
         #[inline(always)]
         pub(crate) fn $name<T: Copy>(
             ins: [&[T]; $n],
             out: &mut Vec<T>,
             f: impl Fn([T; $n]) -> T,
         ) -> bool {
-            #[cfg(target_arch = "x86_64")]
+            let n = ins[0].len();
+            if matches!(std::mem::size_of::<T>(), 2 | 4 | 8)
+                && ins.iter().all(|s| s.len() == n)
+                && out.capacity() - out.len() >= n
             {
-                let n = ins[0].len();
-                if matches!(std::mem::size_of::<T>(), 2 | 4 | 8)
-                    && ins.iter().all(|s| s.len() == n)
-                    && out.capacity() - out.len() >= n
-                    && super::simd::active() >= super::simd::Simd::Avx2
-                {
-                    // SAFETY: the CPU has the features (`active` is within what it
-                    // has); `out` has room for `n` more
-                    // elements, every operand has `n`, and `T` is 2, 4 or 8 bytes
-                    // (checked above).
-                    unsafe { $avx(ins, out, f) };
-                    return true;
-                }
+                // SAFETY (of the copies `by_simd` calls): `out` has room for `n`
+                // more elements, every operand has `n`, and `T` is 2, 4 or 8 bytes
+                // (checked above). No AVX-512 copy: the stores are bound by memory.
+                super::simd::by_simd!(super::simd::active(), $avx, $avx, {}, (ins, out, f));
             }
             let _ = (ins, out, f);
             false
         }
 
         /// [`$name`] compiled for AVX2 and FMA: the values are the bits of any other
-        /// copy of the loops (see `simd`).
+        /// copy of the loops (see `simd`). Always `true` (all written).
         ///
         /// # Safety
         /// The CPU has AVX2 and FMA; every operand has `n` elements and `out` room
         /// for `n` more; `T` is 2, 4 or 8 bytes.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn $avx<T: Copy>(ins: [&[T]; $n], out: &mut Vec<T>, f: impl Fn([T; $n]) -> T) {
+        unsafe fn $avx<T: Copy>(ins: [&[T]; $n], out: &mut Vec<T>, f: impl Fn([T; $n]) -> T) -> bool {
             use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256};
             use std::mem::MaybeUninit;
             let n = ins[0].len();
@@ -122,6 +115,7 @@ macro_rules! stream_map {
                 }
                 out.set_len(start + n);
             }
+            true
         }
     };
 }
