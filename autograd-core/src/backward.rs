@@ -9,11 +9,12 @@
 //! for every op (broadcasting is undone centrally), and an op's saved tensors are
 //! released as soon as its backward has run.
 
-use crate::graph::{Edge, Node, drop_node};
+use crate::graph::{Edge, GraphUse, Node, drop_node};
 use crate::op::{BackwardContext, Grads};
 use crate::storage::Storage;
-use crate::tensor::{Autograd, GradSlot, HookList};
+use crate::tensor::{Autograd, GradSlot, HookList, TensorId};
 use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
+use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashSet};
@@ -80,8 +81,9 @@ impl BackwardOptions {
     }
 }
 
-/// Where gradients that reach leaves (and requested interior tensors) go.
-trait Sink {
+/// Where the gradients a pass computes go: those that reach leaves, and those of
+/// op outputs (kept when they were asked for: `grad()` of an interior tensor).
+trait GradDestination {
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()>;
     fn node_output(&mut self, node: &Arc<Node>, grad: &Tensor);
 }
@@ -96,7 +98,7 @@ struct AccumulateIntoLeaves {
 impl AccumulateIntoLeaves {
     /// After the pass: the roots' values and the gradients left in the leaves, when
     /// deferred, are computed together when the first of them is read (one pass
-    /// over their common inputs: see `Storage::read_together`).
+    /// over their common inputs: see `fusion::read_together`).
     fn read_together(self, roots: &[(&Tensor, Tensor)]) {
         let mut storages: Vec<Arc<Storage>> = roots.iter().map(|(r, _)| r.storage_arc()).collect();
         for slot in &self.reached {
@@ -104,11 +106,11 @@ impl AccumulateIntoLeaves {
                 storages.push(g.storage_arc());
             }
         }
-        Storage::read_together(&storages);
+        crate::fusion::read_together(&storages);
     }
 }
 
-impl Sink for AccumulateIntoLeaves {
+impl GradDestination for AccumulateIntoLeaves {
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
         let mut current = slot.lock();
         if slot.is_orphaned() {
@@ -150,7 +152,7 @@ struct Capture {
     targets: Vec<(Target, Option<Tensor>)>,
 }
 
-impl Sink for Capture {
+impl GradDestination for Capture {
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
         for (target, acc) in &mut self.targets {
             if let Target::Leaf(s) = target
@@ -178,30 +180,30 @@ impl Sink for Capture {
 
 /// Leaves with gradient hooks get one gradient per pass, the sum of its
 /// contributions, as an op's node does: their contributions wait here until the pass
-/// has run every node, then go through the hooks into the sink. Leaves without hooks
-/// go straight to the sink.
+/// has run every node, then go through the hooks into the dest. Leaves without hooks
+/// go straight to the dest.
 struct Hooked<'a> {
-    sink: &'a mut dyn Sink,
+    dest: &'a mut dyn GradDestination,
     held: Vec<(Arc<GradSlot>, Option<Tensor>)>,
 }
 
 impl Hooked<'_> {
-    /// Runs the held leaves' hooks and hands their gradients to the sink.
+    /// Runs the held leaves' hooks and hands their gradients to the dest.
     fn flush(&mut self, create_graph: bool) -> Result<()> {
         for (slot, grad) in std::mem::take(&mut self.held) {
             let Some(grad) = grad else { continue };
             let grad = slot.hook_list().run(grad, &|| "a leaf".to_string())?;
-            self.sink.leaf(&slot, grad, create_graph)?;
+            self.dest.leaf(&slot, grad, create_graph)?;
         }
         Ok(())
     }
 }
 
-impl Sink for Hooked<'_> {
+impl GradDestination for Hooked<'_> {
     #[inline]
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
         if !slot.has_hooks() {
-            return self.sink.leaf(slot, grad, create_graph);
+            return self.dest.leaf(slot, grad, create_graph);
         }
         match self.held.iter_mut().find(|(s, _)| Arc::ptr_eq(s, slot)) {
             Some((_, acc)) => {
@@ -217,7 +219,7 @@ impl Sink for Hooked<'_> {
 
     #[inline]
     fn node_output(&mut self, node: &Arc<Node>, grad: &Tensor) {
-        self.sink.node_output(node, grad)
+        self.dest.node_output(node, grad)
     }
 }
 
@@ -364,9 +366,9 @@ fn seed_for(root: &Tensor, seed: Option<&Tensor>) -> Result<Tensor> {
 pub fn backward(root: &Tensor, opts: BackwardOptions) -> Result<()> {
     let seed = seed_for(root, opts.seed.as_ref())?;
     let roots = [(root, seed)];
-    let mut sink = AccumulateIntoLeaves::default();
-    run(&roots, &opts, &mut sink)?;
-    sink.read_together(&roots);
+    let mut dest = AccumulateIntoLeaves::default();
+    run(&roots, &opts, &mut dest)?;
+    dest.read_together(&roots);
     Ok(())
 }
 
@@ -406,9 +408,9 @@ pub fn backward_many(
     opts: BackwardOptions,
 ) -> Result<()> {
     let roots = seeded("backward_many", roots, seeds, &opts)?;
-    let mut sink = AccumulateIntoLeaves::default();
-    run(&roots, &opts, &mut sink)?;
-    sink.read_together(&roots);
+    let mut dest = AccumulateIntoLeaves::default();
+    run(&roots, &opts, &mut dest)?;
+    dest.read_together(&roots);
     Ok(())
 }
 
@@ -560,9 +562,9 @@ fn capture(
             });
         }
     }
-    let mut sink = Capture { targets };
-    run(roots, opts, &mut sink)?;
-    sink.targets
+    let mut dest = Capture { targets };
+    run(roots, opts, &mut dest)?;
+    dest.targets
         .into_iter()
         .enumerate()
         .map(|(index, (target, g))| match (g, opts.allow_unused) {
@@ -647,14 +649,18 @@ fn reached(roots: &[(&Tensor, Tensor)], targets: &[(Target, Option<Tensor>)]) ->
     reached
 }
 
-fn run(roots: &[(&Tensor, Tensor)], opts: &BackwardOptions, sink: &mut dyn Sink) -> Result<()> {
+fn run(
+    roots: &[(&Tensor, Tensor)],
+    opts: &BackwardOptions,
+    dest: &mut dyn GradDestination,
+) -> Result<()> {
     // Every root is checked before any gradient moves.
     if roots.iter().any(|(root, _)| !root.requires_grad()) {
         return Err(Error::NoGradRoot);
     }
     grad_mode::with_backward_mode(opts.create_graph, || {
-        let mut sink = Hooked {
-            sink,
+        let mut dest = Hooked {
+            dest,
             held: Vec::new(),
         };
         let pass = Pass::start();
@@ -663,7 +669,7 @@ fn run(roots: &[(&Tensor, Tensor)], opts: &BackwardOptions, sink: &mut dyn Sink)
         for (root, seed) in roots {
             match root.autograd() {
                 Autograd::None => return Err(Error::NoGradRoot),
-                Autograd::Leaf(slot) => sink.leaf(slot, seed.clone(), opts.create_graph)?,
+                Autograd::Leaf(slot) => dest.leaf(slot, seed.clone(), opts.create_graph)?,
                 a @ Autograd::Interior(_) => {
                     let node = a.node_arc().ok_or(Error::NoGradRoot)?;
                     // Queued as soon as it is claimed: on an error the queue's drop
@@ -679,8 +685,8 @@ fn run(roots: &[(&Tensor, Tensor)], opts: &BackwardOptions, sink: &mut dyn Sink)
                 }
             }
         }
-        drain(&mut ready, pass, opts, &mut sink)?;
-        sink.flush(opts.create_graph)
+        drain(&mut ready, pass, opts, &mut dest)?;
+        dest.flush(opts.create_graph)
     })
 }
 
@@ -711,12 +717,12 @@ fn drain(
     ready: &mut Queue,
     pass: Pass,
     opts: &BackwardOptions,
-    sink: &mut Hooked<'_>,
+    dest: &mut Hooked<'_>,
 ) -> Result<()> {
     while let Some(Ready(node)) = ready.0.pop() {
         let step = {
             let _running = Running(&node);
-            run_node(&node, opts, sink)
+            run_node(&node, opts, dest)
         };
         // (Taken from a slice of the gradients: a smallvec's by-value iterator asks
         // where its elements live at every step.)
@@ -725,7 +731,7 @@ fn drain(
             let Some(grad) = grad.take() else { continue };
             match &input.edge {
                 Edge::None => {}
-                Edge::Leaf(slot) => sink.leaf(slot, grad, opts.create_graph)?,
+                Edge::Leaf(slot) => dest.leaf(slot, grad, opts.create_graph)?,
                 Edge::Node(next) => {
                     // Claimed first: a node another pass holds is not touched. A node
                     // this pass claims is queued at once, so that on an error below
@@ -751,40 +757,36 @@ fn drain(
     Ok(())
 }
 
+/// What a node holds for its backward, taken out of it for one run.
+struct Taken {
+    /// The gradient of the node's output (summed over its uses).
+    grad: Tensor,
+    /// The inputs the op saved.
+    saved: SmallVec<[Option<Tensor>; 2]>,
+    /// The output, when the op saved it.
+    output: Option<Tensor>,
+    /// The output's hooks (a copy, run without the lock) and whether it retains
+    /// its gradient.
+    extras: Option<(Option<HookList>, bool)>,
+}
+
 /// Runs one node's backward and returns one checked gradient per input.
-fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> Result<Grads> {
+fn run_node(node: &Arc<Node>, opts: &BackwardOptions, dest: &mut Hooked<'_>) -> Result<Grads> {
     let name = node.name();
-    let (grad_out, mut saved, saved_output, extras) = {
-        let mut state = node.lock();
-        let grad_out = state.grad.take();
-        // A node that saved nothing lost nothing: a second pass through it works.
-        if state.consumed && node.entry.saves_any() {
-            return Err(Error::GraphConsumed { op: name });
-        }
-        let Some(grad_out) = grad_out else {
-            return Ok(Grads::new());
-        };
-        let producer = opts.create_graph.then_some(node);
-        let output = state.saved_output.as_ref().map(|s| s.to_tensor(producer));
-        // The output's hooks (a copy, run without the lock) and whether it retains
-        // its gradient.
-        let extras = state.extras.as_ref().map(|e| {
-            let hooks = (!e.hooks.is_empty()).then(|| e.hooks.clone());
-            (hooks, e.retains_grad)
-        });
-        if opts.retains() {
-            (grad_out, state.saved.clone(), output, extras)
-        } else {
-            state.consumed = true;
-            state.saved_output = None;
-            (grad_out, std::mem::take(&mut state.saved), output, extras)
-        }
+    let Some(Taken {
+        grad,
+        mut saved,
+        output,
+        extras,
+    }) = take_for_backward(node, opts)?
+    else {
+        return Ok(Grads::new());
     };
     let grad_out = match extras {
-        None => grad_out,
-        Some((hooks, retains)) => hook_node_output(node, grad_out, hooks, retains)?,
+        None => grad,
+        Some((hooks, retains)) => hook_node_output(node, grad, hooks, retains)?,
     };
-    sink.node_output(node, &grad_out);
+    dest.node_output(node, &grad_out);
     // Which inputs want a gradient, on the stack for the usual small arity.
     let mut needs_buf = [false; 8];
     let needs_vec: Vec<bool>;
@@ -797,25 +799,10 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
         needs_vec = node.inputs.iter().map(|i| i.edge.needs_grad()).collect();
         &needs_vec
     };
-    // Under create_graph, a backward that was given tensors requiring grad may
-    // still return gradients that do not: their second derivative is then zero.
-    // That is true when they were computed in the graph from constants (relu's
-    // `grad * mask` or div's `grad / c` with a constant seed, written in place or
-    // not), and false when the backward left the graph: it called an op with
-    // recording off on a tensor that requires grad (`no_grad(|| x * x)`), or called
-    // no op with recording on at all (raw kernels, `compute`, host values). Such
-    // gradients get a node that fails the next backward through them, naming the
-    // op. The candidate anchor is picked before backward runs, as backward may take
-    // the tensors.
-    let anchor = if opts.create_graph {
-        std::iter::once(&grad_out)
-            .chain(saved.iter().flatten())
-            .chain(saved_output.as_ref())
-            .find(|t| t.requires_grad())
-            .cloned()
-    } else {
-        None
-    };
+    let anchor = opts
+        .create_graph
+        .then(|| anchor_candidate(&grad_out, &saved, output.as_ref()))
+        .flatten();
     let grad_out_id = grad_out.id();
     // The context owns the gradient and the saved tensors: a backward that takes
     // them (`grad: Tensor` in the macro) may write its results into their buffers.
@@ -826,7 +813,7 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
         op: name,
         grad: Some(grad_out),
         saved: &mut saved[..],
-        output: saved_output,
+        output,
         needs,
         inputs: &node.inputs,
         taken: 0,
@@ -840,20 +827,105 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
         Error::NotDifferentiable { .. } => e,
         e => e.in_op(name),
     })?;
-    let anchor = anchor.zip(before).and_then(|(anchor, before)| {
-        let after = crate::graph::graph_use();
-        let left = after.escaped != before.escaped || after.recorded == before.recorded;
-        left.then_some(anchor)
+    if let Some((anchor, before)) = anchor.zip(before) {
+        mark_left_graph(node, anchor, before, grad_out_id, &mut grads);
+    }
+    check_grads(node, opts, &mut grads)?;
+    Ok(grads)
+}
+
+/// Takes the node's gradient, saved tensors, output and the output's hooks for a
+/// run of its backward (leaving copies when the graph is retained); `None` when
+/// no gradient reached it. A node that saved something and was run already
+/// without `retain_graph` is [`Error::GraphConsumed`] (one that saved nothing
+/// lost nothing: a second pass through it works).
+#[inline]
+fn take_for_backward(node: &Arc<Node>, opts: &BackwardOptions) -> Result<Option<Taken>> {
+    let mut state = node.lock();
+    let grad = state.grad.take();
+    if state.consumed && node.entry.saves_any() {
+        return Err(Error::GraphConsumed { op: node.name() });
+    }
+    let Some(grad) = grad else {
+        return Ok(None);
+    };
+    let producer = opts.create_graph.then_some(node);
+    let output = state.saved_output.as_ref().map(|s| s.to_tensor(producer));
+    let extras = state.extras.as_ref().map(|e| {
+        let hooks = (!e.hooks.is_empty()).then(|| e.hooks.clone());
+        (hooks, e.retains_grad)
     });
-    if let Some(anchor) = anchor {
-        // (A backward may pass its incoming gradient through unchanged: the identity
-        // has no second derivative to lose.)
-        for grad in grads.iter_mut().flatten() {
-            if !grad.requires_grad() && grad.id() != grad_out_id {
-                *grad = crate::graph::record_not_differentiable(node, &anchor, grad.clone());
-            }
+    let saved = if opts.retains() {
+        state.saved.clone()
+    } else {
+        state.consumed = true;
+        state.saved_output = None;
+        std::mem::take(&mut state.saved)
+    };
+    Ok(Some(Taken {
+        grad,
+        saved,
+        output,
+        extras,
+    }))
+}
+
+/// Under create_graph, a backward that was given tensors requiring grad may
+/// still return gradients that do not: their second derivative is then zero.
+/// That is true when they were computed in the graph from constants (relu's
+/// `grad * mask` or div's `grad / c` with a constant seed, written in place or
+/// not), and false when the backward left the graph: it called an op with
+/// recording off on a tensor that requires grad (`no_grad(|| x * x)`), or called
+/// no op with recording on at all (raw kernels, `compute`, host values). Such
+/// gradients get a node that fails the next backward through them, naming the
+/// op. This picks the candidate anchor of that node, before backward runs, as
+/// backward may take the tensors.
+fn anchor_candidate(
+    grad: &Tensor,
+    saved: &[Option<Tensor>],
+    output: Option<&Tensor>,
+) -> Option<Tensor> {
+    std::iter::once(grad)
+        .chain(saved.iter().flatten())
+        .chain(output)
+        .find(|t| t.requires_grad())
+        .cloned()
+}
+
+/// After a backward under create_graph (see [`anchor_candidate`]): when it left
+/// the graph (recorded nothing, or something escaped recording since `before`),
+/// each gradient that does not require grad gets a node over `anchor` that fails
+/// the next backward through it. (A backward may pass its incoming gradient,
+/// `grad_out_id`, through unchanged: the identity has no second derivative to
+/// lose.)
+#[cold]
+fn mark_left_graph(
+    node: &Arc<Node>,
+    anchor: Tensor,
+    before: GraphUse,
+    grad_out_id: TensorId,
+    grads: &mut Grads,
+) {
+    let after = crate::graph::graph_use();
+    let left = after.escaped != before.escaped || after.recorded == before.recorded;
+    if !left {
+        return;
+    }
+    for grad in grads.iter_mut().flatten() {
+        if !grad.requires_grad() && grad.id() != grad_out_id {
+            *grad = crate::graph::record_not_differentiable(node, &anchor, grad.clone());
         }
     }
+}
+
+/// Checks a backward's gradients against the node's inputs: one per input, each
+/// of its input's dtype and device, and of its shape or one that broadcasting the
+/// input to the output explains (summed back to the input's shape here).
+/// Gradients for inputs that need none are dropped; with anomaly mode on, each
+/// is checked for NaN and infinity.
+#[inline]
+fn check_grads(node: &Node, opts: &BackwardOptions, grads: &mut Grads) -> Result<()> {
+    let name = node.name();
     if grads.len() != node.inputs.len() {
         return Err(Error::GradientCount {
             op: name,
@@ -877,33 +949,36 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, sink: &mut Hooked<'_>) -> 
             });
         }
         if grad.shape() != &input.shape {
-            if !reduces_to(grad.shape(), &input.shape, &node.output_shape) {
-                return Err(Error::BadGradient {
-                    op: name,
-                    input: i,
-                    expected: input.shape.clone(),
-                    got: grad.shape().clone(),
-                    output: Box::new(node.output_shape.clone()),
-                });
-            }
-            let reduced = if opts.create_graph {
-                crate::primitives::sum_to_shape(grad, input.shape.clone())
-            } else {
-                compute::sum_to_shape(grad, &input.shape)
-            };
-            *grad = reduced.map_err(|_| Error::BadGradient {
-                op: name,
-                input: i,
-                expected: input.shape.clone(),
-                got: grad.shape().clone(),
-                output: Box::new(node.output_shape.clone()),
-            })?;
+            *grad = reduce_grad(node, opts, i, grad)?;
         }
         if crate::anomaly::is_enabled() {
             crate::anomaly::check(node, i, grad)?;
         }
     }
-    Ok(grads)
+    Ok(())
+}
+
+/// Input `i`'s gradient `grad`, of another shape than the input's, summed back to
+/// it, when broadcasting explains the difference; else [`Error::BadGradient`].
+#[cold]
+fn reduce_grad(node: &Node, opts: &BackwardOptions, i: usize, grad: &Tensor) -> Result<Tensor> {
+    let input = &node.inputs[i];
+    let bad = || Error::BadGradient {
+        op: node.name(),
+        input: i,
+        expected: input.shape.clone(),
+        got: grad.shape().clone(),
+        output: Box::new(node.output_shape.clone()),
+    };
+    if !reduces_to(grad.shape(), &input.shape, &node.output_shape) {
+        return Err(bad());
+    }
+    let reduced = if opts.create_graph {
+        crate::primitives::sum_to_shape(grad, input.shape.clone())
+    } else {
+        compute::sum_to_shape(grad, &input.shape)
+    };
+    reduced.map_err(|_| bad())
 }
 
 /// The gradient of a node's output after the output's hooks (see

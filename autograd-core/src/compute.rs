@@ -6,7 +6,7 @@
 //! the device the operands live on. View functions (`reshape` of a contiguous
 //! tensor, `transpose`, `broadcast_to`, `narrow`, ...) share the input's storage.
 
-use crate::fusion;
+use crate::fusion::{self, Elementwise};
 pub use crate::transfer::to_device;
 use crate::{DType, Error, Result, Shape, Tensor};
 use autograd_kernels::program::FusedOp;
@@ -62,7 +62,7 @@ pub(crate) fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Resul
 
 /// `op(x)` elementwise.
 pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
-    if !matches!(op, UnaryOp::Fill(_) | UnaryOp::Copy) && fusion::wants(x.numel()) {
+    if fusion::defers(Elementwise::Unary(op), x.numel()) {
         let inputs = smallvec![(x.storage_arc(), x.layout().clone())];
         if let Some(s) = fusion::defer(FusedOp::Unary(op), inputs, x.shape(), x.dtype()) {
             return Ok(Tensor::from_storage(s, x.shape().clone()));
@@ -76,7 +76,7 @@ pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
 pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_same_kind(op.name(), a, b)?;
     if a.shape() == b.shape() {
-        if fusion::wants(a.numel())
+        if fusion::defers(Elementwise::Binary, a.numel())
             && let Some(t) = defer_binary(a, a.layout(), b, b.layout(), a.shape(), op)
         {
             return Ok(t);
@@ -94,7 +94,7 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     check_size(op.name(), &shape, a.dtype())?;
     let la = broadcast_layout(a, &shape)?;
     let lb = broadcast_layout(b, &shape)?;
-    if fusion::wants(shape.numel())
+    if fusion::defers(Elementwise::Binary, shape.numel())
         && let Some(t) = defer_binary(a, &la, b, &lb, &shape, op)
     {
         return Ok(t);
@@ -103,9 +103,9 @@ pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
     Ok(Tensor::from_storage(storage, shape))
 }
 
-/// `op(a, b)` over `a` and `b` viewed as `la` and `lb` (of `shape`), deferred, for
-/// a size fusion wants (see [`crate::fusion`]; the callers test the size inline,
-/// so small tensors, W1's, pay a comparison and no call).
+/// `op(a, b)` over `a` and `b` viewed as `la` and `lb` (of `shape`), deferred,
+/// once [`fusion::defers`] said so (the callers ask inline, so small tensors pay
+/// a comparison and no call).
 #[inline(never)]
 fn defer_binary(
     a: &Tensor,
@@ -200,7 +200,7 @@ pub fn reduce(x: &Tensor, op: ReduceOp, axes: &[usize], keepdim: bool) -> Result
     let whole =
         x.layout().is_contiguous() && x.layout().offset() == 0 && x.numel() == x.storage().len();
     let fused = (op == ReduceOp::Sum && sorted.len() == x.rank() && whole)
-        .then(|| x.storage().fused_sum())
+        .then(|| fusion::sum_all(&x.storage()))
         .flatten();
     let storage = match fused {
         Some(s) => s,

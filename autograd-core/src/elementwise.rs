@@ -9,10 +9,10 @@ use crate::compute::{broadcast_layout, check_same_kind};
 use crate::fusion;
 use crate::graph::apply;
 use crate::op::{BackwardContext, Differentiable, Grads, OpEntry};
-use crate::storage::{Storage, StorageData, check_size};
-use crate::{Error, Result, Tensor};
-use autograd_kernels::broadcast_shapes;
+use crate::storage::{Program, Storage, check_size};
+use crate::{Error, Result, Shape, Tensor};
 use autograd_kernels::program::FusedOp;
+use autograd_kernels::{BackendStorage, KernelError, Layout, broadcast_shapes};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
@@ -58,7 +58,7 @@ pub fn run<K: ElementwiseKernel + Clone + 'static>(
         .iter()
         .map(|t| broadcast_layout(t, &shape))
         .collect::<Result<Vec<_>>>()?;
-    if fusion::wants(shape.numel()) {
+    if fusion::defers(fusion::Elementwise::Generated, shape.numel()) {
         autograd_kernels::generated::check(kernel, what, inputs.len())
             .map_err(|e| Error::from_kernel(e, name, &shape, first.dtype(), first.device()))?;
         let op = FusedOp::Kernel(Arc::new(Fused {
@@ -77,46 +77,41 @@ pub fn run<K: ElementwiseKernel + Clone + 'static>(
             return Ok(Tensor::from_storage(s, shape));
         }
     }
-    let storages: Vec<_> = inputs.iter().map(|t| t.storage_arc()).collect();
+    let storages: SmallVec<[_; 4]> = inputs.iter().map(|t| t.storage_arc()).collect();
     let err = |e| Error::from_kernel(e, name, &shape, first.dtype(), first.device());
-    #[cfg(feature = "cuda")]
-    if let StorageData::Cuda(_) = storages[0].data()? {
-        let mut gpu = Vec::with_capacity(inputs.len());
-        for (s, l) in storages.iter().zip(&layouts) {
-            match s.data()? {
-                StorageData::Cuda(c) => gpu.push((c, l)),
-                StorageData::Cpu(_) => {
-                    return Err(Error::DeviceMismatch {
-                        op: name,
-                        lhs: first.device(),
-                        rhs: s.device(),
-                    });
-                }
-            }
-        }
-        let out = autograd_kernels::cuda::CudaStorage::run_generated(kernel, what, &gpu, &shape)
-            .map_err(err)?;
-        return Ok(Tensor::from_storage(
-            Storage::new(StorageData::Cuda(out), first.device()),
-            shape,
-        ));
+    let program = Generated {
+        kernel,
+        what,
+        shape: &shape,
+    };
+    let reads = storages.iter().map(|s| &**s).zip(&layouts);
+    let out = Storage::run(name, &program, reads, err)?.pop();
+    let out = out.ok_or_else(|| {
+        Error::Kernel(KernelError::Internal(format!(
+            "`{name}` returned no result"
+        )))
+    })?;
+    Ok(Tensor::from_storage(
+        Storage::new(out, first.device()),
+        shape,
+    ))
+}
+
+/// A generated op's kernel run over operands of one backend (see [`Storage::run`]).
+struct Generated<'a, K> {
+    kernel: &'a K,
+    what: Eval<'a>,
+    shape: &'a Shape,
+}
+
+impl<K: ElementwiseKernel> Program for Generated<'_, K> {
+    fn run<B: BackendStorage>(
+        &self,
+        ins: &[(&B, &Layout)],
+    ) -> autograd_kernels::Result<SmallVec<[B; 1]>> {
+        let out = B::run_elementwise(self.kernel, self.what, ins, self.shape)?;
+        Ok(smallvec::smallvec![out])
     }
-    let mut cpu = Vec::with_capacity(inputs.len());
-    for (s, l) in storages.iter().zip(&layouts) {
-        match s.data()? {
-            StorageData::Cpu(c) => cpu.push((c, l)),
-            #[cfg(feature = "cuda")]
-            StorageData::Cuda(_) => {
-                return Err(Error::DeviceMismatch {
-                    op: name,
-                    lhs: first.device(),
-                    rhs: s.device(),
-                });
-            }
-        }
-    }
-    let out = autograd_kernels::generated::run_cpu(kernel, what, &cpu, &shape).map_err(err)?;
-    Ok(Tensor::from_storage(Storage::cpu(out), shape))
 }
 
 /// A generated kernel as a step of a fused chain: its value, or the derivative

@@ -114,13 +114,16 @@
 //! and backward, on both devices.
 
 use crate::compute::check_same_kind;
-use crate::storage::{Storage, StorageData, check_size};
+use crate::storage::{Storage, check_size};
 use crate::{DType, Error, Layout, Result, Shape, Tensor};
+use autograd_kernels::BackendStorage;
 use autograd_kernels::cpu::CpuElement;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 pub use autograd_kernels::raw::{
-    CUDA_PRELUDE, CudaProgram, LaunchConfig, MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS, Scalar,
+    CUDA_PRELUDE, CudaProgram, LaunchConfig, MAX_DIMS, MAX_INPUTS, MAX_OUTPUTS, MAX_SCALARS,
+    RawLaunch, Scalar,
 };
 
 mod sealed {
@@ -283,11 +286,8 @@ fn run_cpu<T: Float, K: CpuKernel + ?Sized>(
 ) -> Result<Vec<Tensor>> {
     let mut views = Vec::with_capacity(inputs.len());
     for (t, s) in inputs.iter().zip(storages) {
-        let data = match s.data()? {
-            StorageData::Cpu(c) => T::slice(c),
-            #[cfg(feature = "cuda")]
-            StorageData::Cuda(_) => None,
-        };
+        s.data()?;
+        let data = s.as_cpu().and_then(T::slice);
         // Checked by `cpu`: every input is a CPU tensor of dtype T.
         let data = data.ok_or(Error::DTypeMismatch {
             op,
@@ -340,18 +340,10 @@ pub unsafe fn run<K: CpuKernel + ?Sized>(
 }
 
 /// A CUDA kernel of a raw program: the program, the entry point (without its
-/// `_f32`/`_f64` suffix), the launch configuration and the scalar parameters.
-#[derive(Clone, Copy, Debug)]
-pub struct CudaKernel<'a> {
-    /// The program (its name is the cache key of its compiled module).
-    pub program: CudaProgram,
-    /// The entry point: `<entry>_f32` or `<entry>_f64` is launched, by the inputs' dtype.
-    pub entry: &'a str,
-    /// Grid, block and dynamic shared memory, as the op chooses them.
-    pub config: LaunchConfig,
-    /// `p.scalar[0..]` in the kernel.
-    pub scalars: &'a [Scalar],
-}
+/// `_f32`/`_f64` suffix, chosen by the inputs' dtype), the launch configuration
+/// (grid, block, dynamic shared memory) and the scalar parameters (`p.scalar[0..]`
+/// in the kernel). The kernels' own launch description, under the name ops use.
+pub type CudaKernel<'a> = RawLaunch<'a>;
 
 /// Launches `kernel` on the CUDA device of `inputs` (passed zero-copy: their
 /// storages and views, see the [module documentation](self)) and returns one new
@@ -379,41 +371,22 @@ pub unsafe fn cuda(
 ) -> Result<Vec<Tensor>> {
     let (dtype, device) = common_kind(op, inputs, "raw::cuda")?;
     check_outputs(op, outputs, dtype)?;
-    let storages: Vec<Arc<Storage>> = inputs.iter().map(|t| t.storage_arc()).collect();
-    #[cfg(feature = "cuda")]
     if let crate::Device::Cuda(_) = device {
-        use autograd_kernels::cuda::CudaStorage;
-        let mut gpu = Vec::with_capacity(inputs.len());
-        for (s, t) in storages.iter().zip(inputs) {
-            match s.data()? {
-                StorageData::Cuda(c) => gpu.push((c, t.layout())),
-                StorageData::Cpu(_) => {
-                    return Err(Error::DeviceMismatch {
-                        op,
-                        lhs: device,
-                        rhs: s.device(),
-                    });
-                }
-            }
-        }
-        let launch = autograd_kernels::raw::RawLaunch {
-            program: kernel.program,
-            entry: kernel.entry,
-            config: kernel.config,
-            scalars: kernel.scalars,
-        };
-        // SAFETY: forwarded to the caller.
-        let outs = unsafe { CudaStorage::run_raw(&launch, &gpu, outputs) }
-            .map_err(|e| Error::from_kernel(e, op, &outputs[0], dtype, device).in_op(op))?;
+        let storages: Vec<Arc<Storage>> = inputs.iter().map(|t| t.storage_arc()).collect();
+        let reads = storages
+            .iter()
+            .map(|s| &**s)
+            .zip(inputs.iter().map(|t| t.layout()));
+        let err = |e| Error::from_kernel(e, op, &outputs[0], dtype, device).in_op(op);
+        let launch = Launch { kernel, outputs };
+        let outs = Storage::run(op, &launch, reads, err)?;
         return Ok(outs
             .into_iter()
             .zip(outputs)
-            .map(|(b, s)| {
-                Tensor::from_storage(Storage::new(StorageData::Cuda(b), device), s.clone())
-            })
+            .map(|(b, s)| Tensor::from_storage(Storage::new(b, device), s.clone()))
             .collect());
     }
-    let _ = (storages, kernel);
+    let _ = kernel;
     Err(Error::InvalidArgument {
         op,
         msg: format!(
@@ -421,4 +394,22 @@ pub unsafe fn cuda(
              kernel there (raw::cpu), or move the inputs with `.to_device(Device::Cuda(0))`"
         ),
     })
+}
+
+/// A raw kernel's launch, run on the inputs' backend (see `Storage::run`); made
+/// only by [`cuda`], whose caller upholds the launch's safety contract.
+struct Launch<'a> {
+    kernel: &'a CudaKernel<'a>,
+    outputs: &'a [Shape],
+}
+
+impl crate::storage::Program for Launch<'_> {
+    fn run<B: BackendStorage>(
+        &self,
+        ins: &[(&B, &Layout)],
+    ) -> autograd_kernels::Result<SmallVec<[B; 1]>> {
+        // SAFETY: a `Launch` is made only inside `cuda`, whose caller upholds the
+        // contract `run_raw` states.
+        unsafe { B::run_raw(self.kernel, ins, self.outputs) }.map(SmallVec::from_vec)
+    }
 }

@@ -13,10 +13,7 @@ use std::thread::LocalKey;
 /// interleaved with one another and with buffers, and keeps them so (released
 /// blocks are reused in the order they were released): backward and the graph's
 /// release walk the chain through a few contiguous runs of memory instead of a
-/// cache miss per node. W1 takes about 30% less time with it, the same
-/// instructions (`WORKLOADS_REPS=20 cargo run --release --example workloads W1`, 8
-/// runs of each build interleaved, 2-vCPU VM, 2026-12-02; `perf` put a quarter of
-/// W1's time on the first read of each node's block as the graph was released).
+/// cache miss per node.
 pub(crate) const BATCH: usize = 32;
 
 /// Keeps [`BATCH`]` - 1` new blocks from `make` as this thread's spares in `spares`

@@ -2,15 +2,15 @@
 
 #[cfg(feature = "cuda")]
 use crate::Layout;
+#[cfg(feature = "cuda")]
+use crate::storage::cuda_device;
+#[cfg(not(feature = "cuda"))]
+use crate::storage::not_compiled;
 use crate::storage::{Storage, StorageData};
 use crate::{Device, Error, Result, Tensor};
 use autograd_kernels::BackendStorage;
 #[cfg(feature = "cuda")]
-use autograd_kernels::KernelError;
-#[cfg(feature = "cuda")]
-use autograd_kernels::cuda::{CudaDevice, CudaStorage};
-#[cfg(feature = "cuda")]
-use std::sync::Arc;
+use autograd_kernels::cuda::CudaStorage;
 
 impl Device {
     /// Waits until the work queued on this device has finished, reporting any
@@ -26,27 +26,6 @@ impl Device {
             Device::Cuda(n) => Err(not_compiled(n)),
         }
     }
-}
-
-#[cfg(not(feature = "cuda"))]
-pub(crate) fn not_compiled(ordinal: usize) -> Error {
-    Error::CudaUnavailable {
-        ordinal,
-        reason: "this build has no CUDA support (the `cuda` feature of the autograd crates is off)"
-            .into(),
-    }
-}
-
-/// The CUDA device `ordinal`, opened at the first call; its absence is
-/// [`Error::CudaUnavailable`].
-#[cfg(feature = "cuda")]
-pub(crate) fn cuda_device(ordinal: usize) -> Result<Arc<CudaDevice>> {
-    autograd_kernels::cuda::device(ordinal).map_err(|e| match e {
-        KernelError::CudaUnavailable { ordinal, reason } => {
-            Error::CudaUnavailable { ordinal, reason }
-        }
-        e => Error::Kernel(e),
-    })
 }
 
 /// `x`'s values on `device`, as a new tensor outside any graph (unrecorded: the

@@ -1,4 +1,7 @@
-use crate::{BinaryOp, DType, Layout, ReduceOp, Result, UnaryOp};
+use crate::generated::{ElementwiseKernel, Eval};
+use crate::program::{Sink, Step};
+use crate::raw::RawLaunch;
+use crate::{BinaryOp, DType, Layout, ReduceOp, Result, Shape, UnaryOp};
 
 /// The interface every device backend implements, over its own buffer type.
 ///
@@ -44,4 +47,48 @@ pub trait BackendStorage: Sized + Send + Sync {
 
     /// A fresh buffer of `len` elements, all `value`, on the same device as `self`.
     fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Self>;
+
+    /// Runs a generated elementwise op's `kernel` (its value or a derivative, as
+    /// `what` says) over `ins`, each operand's buffer with its layout broadcast to
+    /// `shape`; the result is contiguous.
+    fn run_elementwise<K: ElementwiseKernel>(
+        kernel: &K,
+        what: Eval<'_>,
+        ins: &[(&Self, &Layout)],
+        shape: &Shape,
+    ) -> Result<Self>;
+
+    /// Runs the elementwise program `steps` (in dependency order) over `n` elements
+    /// of `dtype` in one pass: `leaves[k]` is leaf `k`'s buffer with its layout
+    /// broadcast to the output's shape, and result `k` is step `outputs[k].0`'s
+    /// values, stored or summed as `outputs[k].1` says.
+    fn run_fused(
+        steps: &[Step],
+        leaves: &[(&Self, &Layout)],
+        n: usize,
+        dtype: DType,
+        outputs: &[(usize, Sink)],
+    ) -> Result<Vec<Self>>;
+
+    /// Whether this device runs a program of `steps` over `leaves` leaves with
+    /// `results` results as one pass ([`Self::run_fused`]). The default, for a
+    /// device whose loop takes any program: yes.
+    fn fused_fits(steps: &[Step], leaves: usize, results: usize) -> bool {
+        let _ = (steps, leaves, results);
+        true
+    }
+
+    /// Launches a raw CUDA program's entry point over `ins` (zero-copy: each
+    /// buffer with its view) and returns one new buffer per shape of `outs`. A
+    /// device that runs no CUDA program (the CPU) returns an error saying so.
+    ///
+    /// # Safety
+    /// As `CudaStorage::run_raw`: the entry points read only inside the inputs'
+    /// views, write every element of every output and nothing else, and run
+    /// correctly with the launch configuration given.
+    unsafe fn run_raw(
+        launch: &RawLaunch<'_>,
+        ins: &[(&Self, &Layout)],
+        outs: &[Shape],
+    ) -> Result<Vec<Self>>;
 }

@@ -20,5 +20,5 @@ pub(crate) use node::{Edge, Node};
 pub(crate) use pool::{clear_spare_nodes, drop_node};
 pub use record::apply;
 pub(crate) use record::{
-    graph_use, record_node, record_not_differentiable, records_or_count, uncounted,
+    GraphUse, graph_use, record_node, record_not_differentiable, records_or_count, uncounted,
 };

@@ -173,7 +173,7 @@ pub(crate) struct Node {
     pub(crate) output_shape: Shape,
     /// Where the output's deferred arithmetic records the kernel it ran in (`None`:
     /// computed when the op was called).
-    pub(crate) fusion: Option<Arc<crate::storage::deferred::Mark>>,
+    pub(crate) fusion: Option<Arc<crate::fusion::Mark>>,
     pub(crate) location: &'static Location<'static>,
     pub(crate) state: Mutex<NodeState>,
     /// Id of the one backward pass currently running through this node (0: none).
@@ -271,7 +271,7 @@ impl Node {
         self.op = op;
         self.output_id = output.id();
         self.output_shape = output.shape().clone();
-        self.fusion = output.storage().fusion_mark();
+        self.fusion = crate::fusion::mark(&output.storage());
         self.location = location;
         *self.claimed.get_mut() = 0;
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());

@@ -3,16 +3,17 @@
 //! the drop of its last handle.
 
 use crate::accounting as memory;
-pub(crate) mod deferred;
 
 use crate::{DType, Device, Error, Result, Shape};
 use autograd_kernels::cpu::{self, CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 use autograd_kernels::cuda::CudaStorage;
+use autograd_kernels::program::Step;
 use autograd_kernels::{BackendStorage, BinaryOp, KernelError, Layout, ReduceOp, UnaryOp};
-use deferred::Pending;
+use smallvec::SmallVec;
+use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 pub(crate) enum StorageData {
     Cpu(CpuStorage),
@@ -35,27 +36,29 @@ pub struct Storage {
     /// Set while the values are deferred, or were computed from a deferred op and
     /// not yet moved to `data`. `None` for every storage computed at its op's call:
     /// those pay one pointer test per read.
-    deferred: Option<Box<Deferred>>,
+    deferred: Option<Box<Lazy>>,
     device: Device,
     dtype: DType,
     len: usize,
     bytes: AtomicUsize,
 }
 
-/// A deferred storage's op, and its values once computed.
-struct Deferred {
-    /// The op to run, until it has run.
-    pending: Mutex<Option<Pending>>,
+/// Values computed at their first read: what computes them (a deferred
+/// elementwise chain: see [`crate::fusion`]), and the values once computed.
+pub(crate) struct Lazy {
     values: OnceLock<StorageData>,
-    /// The storages computed with this one when the first of them is read (see
-    /// [`Storage::read_together`]).
-    group: OnceLock<Arc<Group>>,
+    recipe: Box<dyn Recipe>,
 }
 
-/// Deferred storages that are computed together, in one pass where they can be
-/// (`Storage::realize_all`), when the first of them is read: a loss and the
-/// gradients its backward left in the leaves.
-struct Group(Mutex<Vec<Weak<Storage>>>);
+/// What computes a lazy storage's values (made by [`crate::fusion`]).
+pub(crate) trait Recipe: Send + Sync {
+    /// Computes the values of `storage`, whose recipe this is, and keeps them
+    /// ([`Storage::settle`]).
+    fn compute(&self, storage: &Storage) -> Result<()>;
+
+    /// The recipe, for the module that made it to see its own type.
+    fn as_any(&self) -> &dyn Any;
+}
 
 impl Drop for Storage {
     fn drop(&mut self) {
@@ -148,15 +151,19 @@ impl Storage {
         }
     }
 
-    /// A storage of `len` elements of `dtype` on `device` whose values `pending`
-    /// computes when first read.
-    pub(crate) fn deferred(pending: Pending, device: Device, dtype: DType, len: usize) -> Storage {
+    /// A storage of `len` elements of `dtype` on `device` whose values `recipe`
+    /// computes when first read; 0 bytes until then.
+    pub(crate) fn lazy(
+        recipe: Box<dyn Recipe>,
+        device: Device,
+        dtype: DType,
+        len: usize,
+    ) -> Storage {
         Storage {
             data: StorageData::Cpu(CpuStorage::F32(Vec::new())),
-            deferred: Some(Box::new(Deferred {
-                pending: Mutex::new(Some(pending)),
+            deferred: Some(Box::new(Lazy {
                 values: OnceLock::new(),
-                group: OnceLock::new(),
+                recipe,
             })),
             device,
             dtype,
@@ -241,172 +248,32 @@ impl Storage {
         Ok(&mut self.data)
     }
 
-    /// The deferred op, if the values are still deferred: what a chain being
-    /// planned reads through this storage.
-    pub(crate) fn pending(&self) -> Option<Pending> {
-        self.with_pending(Pending::clone)
-    }
-
-    /// The deferred op's depth and size (see `fusion::defer`); zeros when the values
-    /// are there.
-    pub(crate) fn chain(&self) -> (u32, u32) {
-        self.with_pending(Pending::chain).unwrap_or((0, 0))
-    }
-
-    /// `f` of the deferred op, while the values are deferred (under its lock: no
-    /// copy of the op and what it reads).
-    fn with_pending<R>(&self, f: impl FnOnce(&Pending) -> R) -> Option<R> {
+    /// The recipe of the values, while they are deferred.
+    pub(crate) fn recipe(&self) -> Option<&dyn Recipe> {
         let d = self.deferred.as_ref()?;
-        if d.values.get().is_some() {
-            return None;
-        }
-        d.pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(f)
+        d.values.get().is_none().then_some(&*d.recipe)
     }
 
-    /// Where the deferred op records the kernel it runs in (`None` when the values
-    /// were not deferred, or are computed already).
-    pub(crate) fn fusion_mark(&self) -> Option<Arc<deferred::Mark>> {
-        self.with_pending(|p| p.mark.clone())
-    }
-
-    /// Runs the deferred op (with the deferred ops it reads, fused) and keeps the
-    /// values. Another thread may be computing the same values: the first to finish
-    /// keeps them.
+    /// Runs the recipe, which keeps the values.
     #[cold]
-    fn force<'a>(&'a self, d: &'a Deferred) -> Result<&'a StorageData> {
-        // The first member of a group to be read computes the whole group (the
-        // members are taken out first: a member read while the group is computed
-        // is computed on its own).
-        if let Some(group) = d.group.get() {
-            let members: Vec<Arc<Storage>> =
-                std::mem::take(&mut *group.0.lock().unwrap_or_else(|e| e.into_inner()))
-                    .iter()
-                    .filter_map(Weak::upgrade)
-                    .collect();
-            if members.len() > 1 {
-                let mut all: Vec<&Storage> = members.iter().map(|m| &**m).collect();
-                if !all.iter().any(|m| std::ptr::eq(*m, self)) {
-                    all.push(self);
-                }
-                Storage::realize_all(&all)?;
-            }
-        }
-        let pending = d.pending.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if let Some(p) = pending {
-            let data = deferred::evaluate(&p, self.len, self.dtype)?;
-            self.settle(d, data);
-        }
-        d.values
-            .get()
-            .ok_or_else(|| deferred::lost(self.len, self.dtype))
+    fn force<'a>(&'a self, d: &'a Lazy) -> Result<&'a StorageData> {
+        d.recipe.compute(self)?;
+        d.values.get().ok_or_else(|| lost(self.len, self.dtype))
     }
 
-    /// Computes the deferred values of all of `storages` (those not deferred, or
-    /// computed already, are left as they are). Deferred storages over the same
-    /// number of elements, dtype and device run in one pass, reading the leaves
-    /// they share once (on a GPU, one kernel with several results, as many as fit
-    /// one: see `deferred::evaluate_many`). The deferred sums they read are among
-    /// them (a loss `sum(y) / n` reads its sum, which runs with the rest), and
-    /// longer chains run first, so what a short one reads is there when it runs.
-    pub(crate) fn realize_all(storages: &[&Storage]) -> Result<()> {
-        let mut sums = Vec::new();
-        for s in storages {
-            s.with_pending(|p| deferred::sums_read(p, &mut sums));
-        }
-        // Deferred storages by (elements, dtype, device), with their ops: one pass
-        // each.
-        type Pass<'a> = ((usize, DType, Device), Vec<(&'a Storage, Pending)>);
-        let mut passes: Vec<Pass> = Vec::new();
-        for s in storages.iter().copied().chain(sums.iter().map(|s| &**s)) {
-            let Some(p) = s.pending() else { continue };
-            let len = p.sum_of.as_ref().map_or(s.len, |(n, _)| *n);
-            let key = (len, s.dtype, s.device);
-            match passes.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, g)) => {
-                    if !g.iter().any(|(t, _)| std::ptr::eq(*t, s)) {
-                        g.push((s, p));
-                    }
-                }
-                None => passes.push((key, vec![(s, p)])),
-            }
-        }
-        passes.sort_by_key(|((len, _, _), _)| std::cmp::Reverse(*len));
-        for ((len, dtype, _), group) in passes {
-            if let [(s, _)] = group[..] {
-                s.data()?;
-                continue;
-            }
-            let roots: Vec<(*const Storage, &Pending)> = group
-                .iter()
-                .map(|(s, p)| (*s as *const Storage, p))
-                .collect();
-            let values = deferred::evaluate_many(&roots, len, dtype)?;
-            for ((s, _), data) in group.iter().zip(values) {
-                if let Some(d) = &s.deferred {
-                    s.settle(d, data);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Makes the deferred storages of `storages` a group: the first of them to
-    /// be read computes them all, with [`Storage::realize_all`]. Backward groups
-    /// the loss with the gradients it leaves, so that whichever is read first (the
-    /// loss, printed, or a gradient, read by an optimizer) runs the loss and the
-    /// gradients as one pass over their inputs, as `fusion::realize_all` would.
-    /// Fewer than two deferred storages make no group; a storage joins one group
-    /// at most.
-    pub(crate) fn read_together(storages: &[Arc<Storage>]) {
-        let members: Vec<&Arc<Storage>> = storages
-            .iter()
-            .filter(|s| {
-                s.is_deferred() && s.deferred.as_ref().is_some_and(|d| d.group.get().is_none())
-            })
-            .collect();
-        if members.len() < 2 {
-            return;
-        }
-        let group = Arc::new(Group(Mutex::new(
-            members.iter().map(|s| Arc::downgrade(s)).collect(),
-        )));
-        for s in members {
-            if let Some(d) = &s.deferred {
-                let _ = d.group.set(group.clone());
-            }
-        }
-    }
-
-    /// Keeps `data`, the deferred values computed, unless another thread kept its
-    /// own first; then the op is no longer pending.
-    fn settle(&self, d: &Deferred, data: StorageData) {
+    /// Keeps `data`, the deferred values computed, unless values were kept first
+    /// (by another thread computing them too): `true` when these were kept.
+    pub(crate) fn settle(&self, data: StorageData) -> bool {
+        let Some(d) = &self.deferred else {
+            return false;
+        };
         let bytes = self.len * self.dtype.size_in_bytes();
-        if d.values.set(data).is_ok() {
+        let kept = d.values.set(data).is_ok();
+        if kept {
             memory::on_alloc(self.device, bytes);
             self.bytes.store(bytes, Ordering::Relaxed);
-            *d.pending.lock().unwrap_or_else(|e| e.into_inner()) = None;
         }
-    }
-
-    /// The CUDA kernel the deferred chain ending here runs as on a GPU (its name and
-    /// source); `None` when the values are not deferred.
-    #[cfg(feature = "cuda")]
-    pub(crate) fn fused_cuda_source(&self) -> Option<Result<(String, String)>> {
-        let p = self.pending()?;
-        Some(deferred::cuda_source(&p, self.len, self.dtype))
-    }
-
-    /// The sum of all the values, where they are deferred: itself deferred, it runs
-    /// the chain with the sum at its end when read, and nothing is stored. `None`
-    /// when the values are not deferred.
-    pub(crate) fn fused_sum(&self) -> Option<Storage> {
-        let p = self.pending()?;
-        let sum = deferred::sum(&p, self.len)?;
-        Some(Storage::deferred(sum, self.device, self.dtype, 1))
+        kept
     }
 
     /// `e` from a backend call of `op` building a `dtype` result of `shape` on this
@@ -534,12 +401,67 @@ impl Storage {
             }
             #[cfg(feature = "cuda")]
             Device::Cuda(n) => {
-                let dev = crate::transfer::cuda_device(n)?;
+                let dev = cuda_device(n)?;
                 let data = CudaStorage::filled(&dev, len, dtype, value).map_err(err)?;
                 Ok(Storage::new(StorageData::Cuda(data), self.device))
             }
             #[cfg(not(feature = "cuda"))]
-            Device::Cuda(n) => Err(crate::transfer::not_compiled(n)),
+            Device::Cuda(n) => Err(not_compiled(n)),
+        }
+    }
+
+    /// Runs `program` on the device of `inputs` (each storage with the layout the
+    /// program reads it through), computing deferred inputs first, and returns its
+    /// results' buffers. Every input must be on the first one's device (else
+    /// [`Error::DeviceMismatch`] naming `op`); a backend error goes through `err`.
+    /// With no input the program runs on the CPU. The one place a program meets a
+    /// device's buffers.
+    pub(crate) fn run<'a, P: Program>(
+        op: &'static str,
+        program: &P,
+        inputs: impl IntoIterator<Item = (&'a Storage, &'a Layout)>,
+        err: impl FnOnce(KernelError) -> Error,
+    ) -> Result<SmallVec<[StorageData; 1]>> {
+        let mut inputs = inputs.into_iter();
+        let Some((first, layout)) = inputs.next() else {
+            let outs = program.run::<CpuStorage>(&[]).map_err(err)?;
+            return Ok(outs.into_iter().map(StorageData::Cpu).collect());
+        };
+        let device = first.device;
+        match first.data()? {
+            StorageData::Cpu(c) => {
+                let ins = operands(op, device, (c, layout), inputs, |d| match d {
+                    StorageData::Cpu(c) => Some(c),
+                    #[cfg(feature = "cuda")]
+                    StorageData::Cuda(_) => None,
+                })?;
+                let outs = program.run(&ins).map_err(err)?;
+                Ok(outs.into_iter().map(StorageData::Cpu).collect())
+            }
+            #[cfg(feature = "cuda")]
+            StorageData::Cuda(c) => {
+                let ins = operands(op, device, (c, layout), inputs, |d| match d {
+                    StorageData::Cuda(c) => Some(c),
+                    StorageData::Cpu(_) => None,
+                })?;
+                let outs = program.run(&ins).map_err(err)?;
+                Ok(outs.into_iter().map(StorageData::Cuda).collect())
+            }
+        }
+    }
+
+    /// Whether `device` runs a program of `steps` over `leaves` leaves with
+    /// `results` results as one pass (see `BackendStorage::fused_fits`).
+    pub(crate) fn fused_fits(
+        device: Device,
+        steps: &[Step],
+        leaves: usize,
+        results: usize,
+    ) -> bool {
+        match device {
+            #[cfg(feature = "cuda")]
+            Device::Cuda(_) => CudaStorage::fused_fits(steps, leaves, results),
+            _ => CpuStorage::fused_fits(steps, leaves, results),
         }
     }
 
@@ -558,6 +480,72 @@ impl Storage {
             }
         }
     }
+}
+
+#[cfg(not(feature = "cuda"))]
+pub(crate) fn not_compiled(ordinal: usize) -> Error {
+    Error::CudaUnavailable {
+        ordinal,
+        reason: "this build has no CUDA support (the `cuda` feature of the autograd crates is off)"
+            .into(),
+    }
+}
+
+/// The CUDA device `ordinal`, opened at the first call; its absence is
+/// [`Error::CudaUnavailable`].
+#[cfg(feature = "cuda")]
+pub(crate) fn cuda_device(ordinal: usize) -> Result<Arc<autograd_kernels::cuda::CudaDevice>> {
+    autograd_kernels::cuda::device(ordinal).map_err(|e| match e {
+        KernelError::CudaUnavailable { ordinal, reason } => {
+            Error::CudaUnavailable { ordinal, reason }
+        }
+        e => Error::Kernel(e),
+    })
+}
+
+/// A program a backend runs over buffers of its own (see [`Storage::run`]): a
+/// generated elementwise op, a fused chain, a raw CUDA launch.
+pub(crate) trait Program {
+    /// Runs on `ins`, buffers of one backend, each with its layout.
+    fn run<B: BackendStorage>(
+        &self,
+        ins: &[(&B, &Layout)],
+    ) -> autograd_kernels::Result<SmallVec<[B; 1]>>;
+}
+
+/// The backend buffers of `first` and `rest` (computed first if deferred), which
+/// `pick` finds in the values of a storage on `device`; a storage elsewhere is a
+/// device mismatch naming `op`.
+fn operands<'a, B>(
+    op: &'static str,
+    device: Device,
+    first: (&'a B, &'a Layout),
+    rest: impl Iterator<Item = (&'a Storage, &'a Layout)>,
+    pick: impl Fn(&'a StorageData) -> Option<&'a B>,
+) -> Result<SmallVec<[(&'a B, &'a Layout); 4]>> {
+    let mut ins = SmallVec::new();
+    ins.push(first);
+    for (s, l) in rest {
+        match pick(s.data()?) {
+            Some(b) => ins.push((b, l)),
+            None => {
+                return Err(Error::DeviceMismatch {
+                    op,
+                    lhs: device,
+                    rhs: s.device,
+                });
+            }
+        }
+    }
+    Ok(ins)
+}
+
+/// The error for a storage that has neither values nor a recipe to compute them
+/// (nothing does: a bug if seen).
+pub(crate) fn lost(len: usize, dtype: DType) -> Error {
+    Error::Kernel(KernelError::Layout(format!(
+        "a deferred storage of {len} {dtype} elements has neither values nor the op computing them"
+    )))
 }
 
 /// Checks that a tensor of `shape` and `dtype` can exist: its size in bytes fits in

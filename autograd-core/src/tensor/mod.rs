@@ -277,9 +277,8 @@ impl Drop for Tensor {
 }
 
 /// Retired tensors kept by each thread, each with its (emptied) storage block, so
-/// that the next op output reuses both heap blocks instead of two allocations. It
-/// pays (and with it the `ManuallyDrop` in `Tensor`, which lets `Drop` keep the
-/// block): without it W1 (per-op overhead) takes 33% longer (`cargo run --release --example workloads`, medians of 5 interleaved runs, 2-vCPU VM, 2026-12-01).
+/// that the next op output reuses both heap blocks instead of two allocations
+/// (the `ManuallyDrop` in `Tensor` lets `Drop` keep the block).
 const SPARE_MAX: usize = 16384;
 
 thread_local! {

@@ -50,17 +50,22 @@
 //! process, `AUTOGRAD_FUSION_MIN=<elements>` sets the size from which ops defer,
 //! and [`with_config`] changes both for one thread for the length of a call.
 
+mod deferred;
+mod plan;
+mod realize;
+
 use crate::storage::Storage;
-use crate::storage::deferred::Pending;
 use crate::{DType, Shape};
-use autograd_kernels::Layout;
 use autograd_kernels::program::FusedOp;
+use autograd_kernels::{Layout, UnaryOp};
+use deferred::Pending;
 use smallvec::SmallVec;
 use std::cell::Cell;
 use std::sync::{Arc, OnceLock};
 
-pub use crate::storage::deferred::Fusion;
 pub use autograd_kernels::program::BlockKernel;
+pub use deferred::Fusion;
+pub(crate) use deferred::Mark;
 
 /// Most deferred ops on one path of a chain.
 pub const MAX_DEPTH: u32 = 16;
@@ -152,9 +157,28 @@ pub fn with_config<R>(config: FusionConfig, f: impl FnOnce() -> R) -> R {
 /// there, not at a later read.
 pub const MAX_ELEMENTS: usize = 1 << 28;
 
-/// Whether an op of `n` output elements defers now.
+/// An elementwise op, as the decision to defer it (see [`defers`]) sees it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Elementwise {
+    /// A fixed unary op.
+    Unary(UnaryOp),
+    /// A fixed binary op.
+    Binary,
+    /// An op generated from a scalar function (its value or a derivative).
+    Generated,
+}
+
+/// The decision the compute layer asks for every elementwise op it is about to
+/// run: whether `op`, with `n` output elements, defers its arithmetic (the caller
+/// then checks what the op checks and calls [`defer`]) or runs now. It defers
+/// when fusion is on for this thread, `n` is at least the configured size and at
+/// most [`MAX_ELEMENTS`]; a fill or a copy never does. Inlined: an op too small to
+/// defer pays a comparison and no call.
 #[inline]
-pub(crate) fn wants(n: usize) -> bool {
+pub(crate) fn defers(op: Elementwise, n: usize) -> bool {
+    if let Elementwise::Unary(UnaryOp::Fill(_) | UnaryOp::Copy) = op {
+        return false;
+    }
     if n == 0 || n > MAX_ELEMENTS {
         return false;
     }
@@ -163,8 +187,8 @@ pub(crate) fn wants(n: usize) -> bool {
 }
 
 /// `op` over `inputs` (each storage with its layout broadcast to `shape`; all on
-/// the CPU, of `dtype`) as a deferred storage. The caller checked everything the op
-/// checks and that [`wants`] holds. `None` when a deferred input could not be
+/// one device, of `dtype`) as a deferred storage. The caller checked everything the
+/// op checks and that [`defers`] holds. `None` when a deferred input could not be
 /// computed where the chain had to be cut: the caller runs the op at once, which
 /// reports it.
 pub(crate) fn defer(
@@ -176,7 +200,7 @@ pub(crate) fn defer(
     let device = inputs.first()?.0.device();
     let chain = |inputs: &[(Arc<Storage>, Layout)]| {
         inputs.iter().fold((1u32, 1u32), |(depth, steps), (s, _)| {
-            let (d, n) = s.chain();
+            let (d, n) = deferred::chain(s);
             (depth.max(d + 1), steps.saturating_add(n))
         })
     };
@@ -196,7 +220,7 @@ pub(crate) fn defer(
         steps,
         sum_of: None,
     };
-    Some(Storage::deferred(pending, device, dtype, shape.numel()))
+    Some(deferred::storage(pending, device, dtype, shape.numel()))
 }
 
 /// Computes the values of all of `tensors` that are deferred, together: chains
@@ -231,7 +255,32 @@ pub(crate) fn defer(
 pub fn realize_all(tensors: &[&crate::Tensor]) -> crate::Result<()> {
     let held: SmallVec<[Arc<Storage>; 8]> = tensors.iter().map(|t| t.storage_arc()).collect();
     let storages: SmallVec<[&Storage; 8]> = held.iter().map(|s| &**s).collect();
-    Storage::realize_all(&storages)
+    realize::realize(&storages)
+}
+
+/// Makes the deferred values of `storages` a group that is computed together,
+/// as [`realize_all`] would, when the first of them is read. Backward groups the
+/// loss with the gradients it leaves, so that whichever is read first (the loss,
+/// printed, or a gradient, read by an optimizer) runs the loss and the gradients
+/// as one pass over their inputs. Fewer than two deferred values make no group;
+/// a storage joins one group at most.
+pub(crate) fn read_together(storages: &[Arc<Storage>]) {
+    realize::read_together(storages)
+}
+
+/// The sum of all the values of `s`, where they are deferred: itself deferred, it
+/// runs the chain with the sum at its end when read, and nothing is stored.
+/// `None` when the values are not deferred (or are a deferred sum already).
+pub(crate) fn sum_all(s: &Storage) -> Option<Storage> {
+    let p = deferred::pending(s)?;
+    let sum = deferred::sum(&p, s.len())?;
+    Some(deferred::storage(sum, s.device(), s.dtype(), 1))
+}
+
+/// Where the deferred op computing `s` records the kernel it runs in (`None`
+/// when the values were not deferred, or are computed already).
+pub(crate) fn mark(s: &Storage) -> Option<Arc<Mark>> {
+    deferred::with_pending(s, |p| p.mark.clone())
 }
 
 /// The CUDA kernel that the deferred chain ending in `t` runs as on a GPU, as
@@ -241,5 +290,7 @@ pub fn realize_all(tensors: &[&crate::Tensor]) -> crate::Result<()> {
 /// through a view (a broadcast of a deferred tensor), as running it would.
 #[cfg(feature = "cuda")]
 pub fn cuda_kernel(t: &crate::Tensor) -> Option<crate::Result<(String, String)>> {
-    t.storage().fused_cuda_source()
+    let s = t.storage();
+    let p = deferred::pending(&s)?;
+    Some(realize::cuda_source(&p, s.len(), s.dtype()))
 }
