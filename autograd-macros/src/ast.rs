@@ -49,12 +49,22 @@ pub(crate) struct Field<'a> {
 /// `fn forward`: the computation, whose typed parameters are the op's tensor inputs.
 pub(crate) struct Forward<'a> {
     pub original: &'a ItemFn,
-    /// `#[elementwise]`: a scalar function (`fn forward(x: f32) -> f32`) the macro
-    /// turns into kernels and derives the backward of.
-    pub elementwise: Option<&'a Attribute>,
+    /// A function of tensors, or (`#[elementwise]`) a scalar function (`fn
+    /// forward(x: f32) -> f32`) the macro turns into kernels and derives the
+    /// backward of. Either is one `Forward`, parsed once and validated once.
+    pub kind: FnKind,
     pub receiver: Option<&'a Receiver>,
     /// The typed parameters, in order.
     pub params: Vec<ForwardParam<'a>>,
+}
+
+/// What a forward or backward computes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FnKind {
+    /// Tensors: `fn forward(x: &Tensor) -> Result<Tensor>`.
+    Tensor,
+    /// Numbers, one element at a time: `#[elementwise] fn forward(x: f32) -> f32`.
+    Scalar,
 }
 
 /// A typed parameter of forward.
@@ -77,9 +87,10 @@ pub(crate) struct Input<'a> {
 /// `fn backward`: its parameters are chosen by name.
 pub(crate) struct Backward<'a> {
     pub original: &'a ItemFn,
-    /// `#[elementwise]`: the gradients of an elementwise forward as a scalar
-    /// function (`fn backward(x: f32, grad: f32) -> f32`).
-    pub elementwise: Option<&'a Attribute>,
+    /// A function of tensors, or (`#[elementwise]`) the gradients of an
+    /// elementwise forward as a scalar function (`fn backward(x: f32, grad: f32)
+    /// -> f32`).
+    pub kind: FnKind,
     pub receiver: Option<&'a Receiver>,
     /// The typed parameters, in order.
     pub params: Vec<BackwardParam<'a>>,
@@ -355,7 +366,7 @@ impl<'a> Forward<'a> {
             .collect();
         Forward {
             original,
-            elementwise: elementwise_attr(original),
+            kind: fn_kind(original),
             receiver,
             params,
         }
@@ -375,9 +386,13 @@ impl<'a> Forward<'a> {
     }
 }
 
-/// A function's `#[elementwise]` attribute, if it has one.
-fn elementwise_attr(f: &ItemFn) -> Option<&Attribute> {
-    f.attrs.iter().find(|a| a.path().is_ident("elementwise"))
+/// `Scalar` for a function marked `#[elementwise]`, else `Tensor`.
+fn fn_kind(f: &ItemFn) -> FnKind {
+    if f.attrs.iter().any(|a| a.path().is_ident("elementwise")) {
+        FnKind::Scalar
+    } else {
+        FnKind::Tensor
+    }
 }
 
 /// `#[no_grad]`, or an attribute spelled close to it (a misspelling, taken as meant).
@@ -408,7 +423,7 @@ impl<'a> Backward<'a> {
             .collect();
         Backward {
             original,
-            elementwise: elementwise_attr(original),
+            kind: fn_kind(original),
             receiver,
             params,
         }

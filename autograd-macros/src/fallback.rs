@@ -1,9 +1,9 @@
 //! The expansion after an error: the compile errors, and what code around the op
 //! refers to, so that the one mistake is all that is reported.
 
-use crate::ast::{ForwardParam, Op};
+use crate::ast::{FnKind, ForwardParam, Op};
 use crate::attr::Args;
-use crate::expand::crate_path;
+use crate::util::crate_path;
 use crate::valid::struct_ident;
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
@@ -38,7 +38,7 @@ pub(crate) fn expand(op: &Op<'_>, args: &Args, error: syn::Error) -> TokenStream
         for param in &f.params {
             match param {
                 ForwardParam::Input(input) => {
-                    params.push((input.ident, input_type(input, f.elementwise.is_some())))
+                    params.push((input.ident, input_type(input, f.kind == FnKind::Scalar)))
                 }
                 ForwardParam::Pattern(pt) => match &*pt.pat {
                     syn::Pat::Ident(pi) => params.push((&pi.ident, Some(pt.ty.to_token_stream()))),
@@ -61,7 +61,7 @@ pub(crate) fn expand(op: &Op<'_>, args: &Args, error: syn::Error) -> TokenStream
             .map(|(n, t)| (n, t.unwrap_or_else(|| quote!(&#p::Tensor))))
             .unzip();
         let output = match &f.original.sig.output {
-            _ if f.elementwise.is_some() => quote!(#p::Result<#p::Tensor>),
+            _ if f.kind == FnKind::Scalar => quote!(#p::Result<#p::Tensor>),
             syn::ReturnType::Type(_, t) => quote!(#t),
             syn::ReturnType::Default => quote!(#p::Result<#p::Tensor>),
         };

@@ -7,14 +7,20 @@
 //! - `attr`: the attribute's arguments (`name = "..."`, `crate = path`, `method`).
 //! - `ast`: the op module as a typed tree whose nodes borrow their syn nodes, so that
 //!   errors point at the user's tokens: `Op`, its `Params` struct, `Forward` with
-//!   its `Input`s, `Backward` with what it `Declared` (and the `Role` of each name),
-//!   `CheckCases`, and the other items.
-//! - `valid`: semantic checks, one `validate` per node; every error on the user's
-//!   tokens, all reported together. An op that passes is a `Valid` tree.
-//! - `expand`: the generated code, read off the `Valid` tree.
-//! - `elementwise`: ops whose forward is a scalar function (`#[elementwise]`):
-//!   their checks, the translation of the body (to Rust generic over `Real`, and to
-//!   CUDA C++), and the generated kernels, backward and entries.
+//!   its `Input`s (a function of tensors, or, `#[elementwise]`, a scalar function:
+//!   its `FnKind`), `Backward` with what it `Declared` (and the `Role` of each
+//!   name), `CheckCases`, and the other items.
+//! - `valid`: semantic checks, once per op, one `validate` per node; every error on
+//!   the user's tokens, all reported together. An op that passes is a `Valid` tree,
+//!   of either kind of forward; a scalar function's body is parsed there into the
+//!   `ir` tree, which checks each construct once.
+//! - The dispatcher (`differentiable_tokens`, below) picks the expansion by the kind
+//!   of forward, and `util` puts the op's module around the items it returns (the
+//!   op struct, typed function and method, which both kinds share):
+//!   - `expand`: a tensor forward's items, read off the `Valid` tree;
+//!   - `elementwise`: a scalar forward's kernels, printed from its `ir` tree in Rust
+//!     generic over `Real` (`elementwise::rust`) and in CUDA C++
+//!     (`elementwise::cuda`), its generated backward and entries.
 //! - `fallback`: on error, the errors with the user's items and a stand-in function,
 //!   so that nothing else breaks.
 //! - `suggest`: the did-you-mean names of the messages.
@@ -26,10 +32,18 @@ mod attr;
 mod elementwise;
 mod expand;
 mod fallback;
+mod ir;
 mod suggest;
+#[cfg(test)]
+mod tests;
+mod util;
 mod valid;
 
+use ast::Op;
 use proc_macro::TokenStream;
+use proc_macro2::TokenStream as TokenStream2;
+use quote::quote;
+use valid::Kind;
 
 /// Defines a differentiable op from an inline module.
 ///
@@ -206,5 +220,42 @@ use proc_macro::TokenStream;
 /// to write instead; `tests/ui/fail` holds one case per mistake.
 #[proc_macro_attribute]
 pub fn differentiable(args: TokenStream, item: TokenStream) -> TokenStream {
-    expand::differentiable(args.into(), item.into()).into()
+    differentiable_tokens(args.into(), item.into()).into()
+}
+
+/// The expansion of `#[differentiable(args)] item`: the stages in order, and the
+/// one place that decides which expansion runs (tensor forward, elementwise, or the
+/// fallback after an error), so that the expansions never call each other.
+fn differentiable_tokens(args: TokenStream2, item: TokenStream2) -> TokenStream2 {
+    // A bad argument is reported on its own tokens, and the op is still expanded with
+    // the arguments that were good, so that one mistake does not turn into many.
+    let (args, arg_error) = attr::parse(args);
+    let arg_error = arg_error.map(|e| e.to_compile_error());
+    let item: syn::Item = match syn::parse2(item.clone()) {
+        Ok(i) => i,
+        Err(e) => {
+            let e = e.to_compile_error();
+            return quote!(#item #arg_error #e);
+        }
+    };
+    let op = match Op::from_syn(&item) {
+        Ok(op) => op,
+        Err(e) => {
+            let e = e.to_compile_error();
+            return quote!(#item #e #arg_error);
+        }
+    };
+    let out = match op.validate(&args) {
+        Ok(valid) => {
+            let (before, after) = match &valid.kind {
+                Kind::Tensor { forward, backward } => {
+                    expand::expand(&valid, forward, backward, &args)
+                }
+                Kind::Scalar(scalar) => (quote!(), elementwise::expand(&valid, scalar, &args)),
+            };
+            util::op_module(&valid, &args, before, after)
+        }
+        Err(e) => fallback::expand(&op, &args, e),
+    };
+    quote!(#out #arg_error)
 }

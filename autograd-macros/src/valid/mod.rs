@@ -1,47 +1,46 @@
-//! Semantic checks on the typed tree of `ast`: each node has its own `validate`,
-//! reading what it needs of the others through [`Cx`]. Every problem becomes an
-//! error on the offending tokens, and all of them are reported together. An op that
-//! passes is a [`Valid`], the tree `expand` generates from.
+//! Semantic checks on the typed tree of `ast`, the one validation of an op: each
+//! node has its own `validate`, reading what it needs of the others through [`Cx`].
+//! Every problem becomes an error on the offending tokens, and all of them are
+//! reported together. An op that passes is a [`Valid`], the tree the expansions
+//! generate from: with a tensor forward (checked here), or a scalar one
+//! (`#[elementwise]`, checked in `scalar`). Checks both share are in `checks`.
+
+mod checks;
+mod scalar;
 
 use crate::ast::{
-    self, Backward, BackwardParam, CheckCases, Declared, Forward, ForwardParam, Input, Op, Params,
-    Role,
+    self, Backward, BackwardParam, CheckCases, Declared, FnKind, Forward, ForwardParam, Input, Op,
+    Params, Role,
 };
 use crate::attr::Args;
 use crate::suggest::closest;
+pub(crate) use checks::{Errors, struct_ident};
+use checks::{check_signature, reject_params_ignored};
 use quote::ToTokens;
+pub(crate) use scalar::{Scalar, ScalarBackward};
 use syn::{Ident, ItemFn, ReceiverKind, Type};
 
-/// An op that passed every check: what `expand` generates from.
+/// An op that passed every check: what the expansions generate from.
 pub(crate) struct Valid<'t, 'a> {
     pub op: &'t Op<'a>,
-    pub forward: &'t Forward<'a>,
-    pub backward: &'t Backward<'a>,
     /// The name in the registry.
     pub name: String,
     /// The op's struct: its parameter struct, or a unit struct named after the module.
     pub struct_ident: Ident,
+    /// Forward's inputs, in order, and whether each is differentiable.
+    pub inputs: Vec<(&'t Ident, bool)>,
+    pub kind: Kind<'t, 'a>,
 }
 
-/// Every error found, in the order found.
-#[derive(Default)]
-pub(crate) struct Errors(Option<syn::Error>);
-
-impl Errors {
-    pub(crate) fn push(&mut self, e: syn::Error) {
-        match &mut self.0 {
-            Some(all) => all.combine(e),
-            None => self.0 = Some(e),
-        }
-    }
-
-    pub(crate) fn at(&mut self, tokens: impl ToTokens, msg: impl std::fmt::Display) {
-        self.push(syn::Error::new_spanned(tokens, msg));
-    }
-
-    pub(crate) fn finish(self) -> syn::Result<()> {
-        self.0.map_or(Ok(()), Err)
-    }
+/// The kind of forward an op has, checked.
+pub(crate) enum Kind<'t, 'a> {
+    /// A function of tensors, with its hand-written backward.
+    Tensor {
+        forward: &'t Forward<'a>,
+        backward: &'t Backward<'a>,
+    },
+    /// A scalar function (`#[elementwise]`), whose kernels the macro generates.
+    Scalar(Box<Scalar>),
 }
 
 /// What the check of one node reads of the others.
@@ -56,8 +55,42 @@ struct Cx<'t, 'a> {
 }
 
 impl<'a> Op<'a> {
-    /// Checks the whole op: every node, then what spans nodes.
+    /// Checks the whole op, once, by its kind of forward (a tensor function, or a
+    /// scalar function marked `#[elementwise]`).
     pub(crate) fn validate<'t>(&'t self, args: &Args) -> syn::Result<Valid<'t, 'a>> {
+        let scalar = self
+            .forward
+            .as_ref()
+            .is_some_and(|f| f.kind == FnKind::Scalar);
+        let (inputs, kind) = if scalar {
+            let (inputs, scalar) = scalar::validate(self)?;
+            (inputs, Kind::Scalar(Box::new(scalar)))
+        } else {
+            let (forward, backward) = self.validate_tensor(args)?;
+            let inputs = forward
+                .inputs()
+                .map(|i| (i.ident, i.differentiable))
+                .collect();
+            (inputs, Kind::Tensor { forward, backward })
+        };
+        let name = args
+            .name
+            .as_ref()
+            .map_or_else(|| self.default_name(), |n| n.value());
+        Ok(Valid {
+            op: self,
+            name,
+            struct_ident: struct_ident(self),
+            inputs,
+            kind,
+        })
+    }
+
+    /// Checks an op with a tensor forward: every node, then what spans nodes.
+    fn validate_tensor<'t>(
+        &'t self,
+        args: &Args,
+    ) -> syn::Result<(&'t Forward<'a>, &'t Backward<'a>)> {
         let mut errs = Errors::default();
         if let Some(e) = self.prelude_error(args) {
             errs.push(e);
@@ -108,17 +141,7 @@ impl<'a> Op<'a> {
                 "op module without forward or backward",
             ));
         };
-        let name = args
-            .name
-            .as_ref()
-            .map_or_else(|| self.default_name(), |n| n.value());
-        Ok(Valid {
-            op: self,
-            forward,
-            backward,
-            name,
-            struct_ident: cx.struct_ident,
-        })
+        Ok((forward, backward))
     }
 
     /// The error for an op module whose signatures name `Tensor` when nothing in the
@@ -141,28 +164,6 @@ impl<'a> Op<'a> {
                  which does not see the imports around it; add `use {krate}::prelude::*;` inside `mod {m}`"
             ),
         ))
-    }
-}
-
-/// The op's struct: its parameter struct, or a unit struct named after the module.
-pub(crate) fn struct_ident(op: &Op<'_>) -> Ident {
-    op.params
-        .as_ref()
-        .map_or_else(|| camel_case(op.ident), |p| p.ident.clone())
-}
-
-impl Params<'_> {
-    pub(crate) fn validate(&self, errs: &mut Errors) {
-        let s = self.original;
-        if !s.generics.params.is_empty() {
-            errs.at(&s.generics, "the op's parameter struct cannot be generic: give its fields concrete types (`pub axis: usize`)");
-        }
-        if let syn::Fields::Unnamed(u) = &s.fields {
-            errs.at(
-                u,
-                format!("the op's parameters have names: write `pub struct {} {{ pub factor: f64 }}` and read `self.factor`", s.ident),
-            );
-        }
     }
 }
 
@@ -609,23 +610,6 @@ impl<'t> Cx<'t, '_> {
     }
 }
 
-/// `my_op` -> `MyOp`: the name of an op struct not written.
-pub(crate) fn camel_case(ident: &Ident) -> Ident {
-    let s = ident.to_string();
-    let s = s.strip_prefix("r#").unwrap_or(&s);
-    let camel: String = s
-        .split('_')
-        .filter(|p| !p.is_empty())
-        .map(|p| {
-            let mut c = p.chars();
-            c.next()
-                .map(|f| f.to_uppercase().chain(c).collect::<String>())
-                .unwrap_or_default()
-        })
-        .collect();
-    Ident::new(if camel.is_empty() { "Op" } else { &camel }, ident.span())
-}
-
 const RESERVED: [&str; 3] = ["grad", "output", "needs"];
 
 fn reserved_meaning(name: &str) -> Option<&'static str> {
@@ -634,43 +618,6 @@ fn reserved_meaning(name: &str) -> Option<&'static str> {
         "output" => Some("the forward result"),
         "needs" => Some("which inputs need a gradient"),
         _ => None,
-    }
-}
-
-pub(crate) fn check_signature(f: &ItemFn, errs: &mut Errors) {
-    let sig = &f.sig;
-    if let Some(c) = &sig.constness {
-        errs.at(
-            c,
-            format!("`{}` cannot be `const`: remove `const`", sig.ident),
-        );
-    }
-    if let Some(a) = &sig.asyncness {
-        errs.at(
-            a,
-            format!("`{}` cannot be `async`: remove `async`", sig.ident),
-        );
-    }
-    if let syn::Safety::Unsafe(u) = &sig.safety {
-        errs.at(
-            u,
-            format!(
-                "`{}` cannot be `unsafe`: remove `unsafe` (use an `unsafe` block inside)",
-                sig.ident
-            ),
-        );
-    }
-    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        errs.at(
-            &sig.generics,
-            format!(
-                "`{}` cannot be generic: an op computes on `Tensor`, whatever its dtype or device; remove the generic parameters",
-                sig.ident
-            ),
-        );
-    }
-    if let Some(v) = &sig.variadic {
-        errs.at(v, "variadic parameters are not supported: give each tensor input a name (`a: &Tensor, b: &Tensor`)");
     }
 }
 
@@ -699,47 +646,6 @@ fn forward_input_type_error(ident: &Ident, ty: &Type, struct_ident: &Ident) -> S
             )
         }
     }
-}
-
-/// An error for a forward without `&self` in an op with parameters (named fields):
-/// the generated function takes them, and forward would never see them. On the
-/// signature, `forward(..)`; not when forward reads `self` anyway (reported as such).
-pub(crate) fn reject_params_ignored(op: &Op<'_>, forward: &Forward<'_>, errs: &mut Errors) {
-    let f = forward.original;
-    let fields: Vec<&Ident> = op
-        .params
-        .iter()
-        .flat_map(|p| &p.fields)
-        .map(|fl| fl.ident)
-        .collect();
-    if forward.receiver.is_some()
-        || fields.is_empty()
-        || ast::self_value(f.block.to_token_stream()).is_some()
-    {
-        return;
-    }
-    let sig = &f.sig;
-    let mut at = sig.ident.to_token_stream();
-    sig.paren_token
-        .surround(&mut at, |tokens| sig.inputs.to_tokens(tokens));
-    let listed: Vec<String> = fields.iter().map(|fl| format!("`{fl}`")).collect();
-    let call: Vec<String> = forward
-        .inputs()
-        .map(|i| i.ident)
-        .chain(fields.iter().copied())
-        .map(Ident::to_string)
-        .collect();
-    errs.at(
-        at,
-        format!(
-            "`forward` does not take `&self`, so it never sees the op's parameters ({}) that `{}({})` is given: \
-             write `pub fn forward(&self, ..)` and read `self.{}`",
-            listed.join(", "),
-            op.ident,
-            call.join(", "),
-            fields[0],
-        ),
-    );
 }
 
 /// An error for `Result<_, E>` with an error type other than autograd's.
