@@ -383,11 +383,11 @@ mod tests {
         }
     }
 
-    /// Item 12 (round 2): `Layout::new` checked its strides with a `debug_assert`
+    /// `Layout::new` checked its strides with a `debug_assert`
     /// (a panic in debug builds, a layout that kernels index out of bounds in
     /// release builds).
     #[test]
-    fn item12_layout_new_wrong_strides_is_an_error() {
+    fn layout_new_wrong_strides_is_an_error() {
         let e = Layout::new(Shape::from([2, 3]), &[3], 0).unwrap_err();
         assert!(e.to_string().contains("[2, 3]"), "{e}");
         assert_eq!(op_of(e), "Layout::new");
@@ -396,10 +396,10 @@ mod tests {
         assert_eq!((l.strides(), l.offset()), (&[1, 2][..], 4));
     }
 
-    /// Item 12 (round 2): `transpose` and `narrow` (and `permute`, `unsqueeze`,
+    /// `transpose` and `narrow` (and `permute`, `unsqueeze`,
     /// `squeeze`) indexed the shape with their arguments and panicked out of range.
     #[test]
-    fn item12_layout_views_out_of_range_are_errors() {
+    fn layout_views_out_of_range_are_errors() {
         let l = Layout::contiguous(Shape::from([2, 3]));
         let e = l.transpose(0, 2).unwrap_err();
         assert!(e.to_string().contains("axis 2"), "{e}");

@@ -276,10 +276,10 @@ mod tests {
         assert_eq!(Shape::scalar().numel(), 1);
     }
 
-    /// Item 12 (round 2): `numel` multiplied the sizes with `product()`, which
+    /// `numel` multiplied the sizes with `product()`, which
     /// panics on overflow in debug builds (and wraps in release).
     #[test]
-    fn item12_shape_numel_overflow_is_not_a_panic() {
+    fn shape_numel_overflow_is_not_a_panic() {
         let huge = Shape::from([1 << 32, 1 << 32]);
         assert_eq!(huge.numel(), usize::MAX);
         assert_eq!(huge.checked_numel(), None);
@@ -295,9 +295,9 @@ mod tests {
         assert_eq!(strides.as_slice(), &[usize::MAX, 1 << 40, 1]);
     }
 
-    /// Item 12 (round 2): `Shape::remove` (and `insert`) out of range panicked.
+    /// `Shape::remove` (and `insert`) out of range panicked.
     #[test]
-    fn item12_shape_remove_out_of_range_is_an_error() {
+    fn shape_remove_out_of_range_is_an_error() {
         let mut s = Shape::from([2, 3]);
         let e = s.remove(2).unwrap_err();
         assert!(

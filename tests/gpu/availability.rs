@@ -49,8 +49,7 @@ fn asking_for_a_gpu_is_an_error_where_there_is_none_never_a_panic() -> Result<()
     Ok(())
 }
 
-/// `memory::trim` (issue 14, defect 6: the kernels' `cuda::memory::trim` through
-/// the facade): on a GPU (or the emulated one) it hands the pool's kept memory
+/// `memory::trim` (the kernels' `cuda::memory::trim` through the facade): on a GPU (or the emulated one) it hands the pool's kept memory
 /// back and the device stays usable; where there is no GPU it is
 /// `CudaUnavailable`; on the CPU there is nothing to do.
 #[test]

@@ -1,4 +1,4 @@
-//! The ops of issue 15 item 2 on the GPU against the CPU: `gather` and
+//! Indexing and composed ops on the GPU against the CPU: `gather` and
 //! `scatter_add` (raw CUDA kernels, `ops/src/index.cu`) at sizes past one block of
 //! threads and on strided views, and the functions that are not one registered op
 //! (which `ops_parity`, driven by the registry, does not see): the comparisons,

@@ -1,4 +1,4 @@
-//! W2 (mlp-step) and W3 (elementwise-bandwidth) of `bench/WORKLOADS.md`, on any
+//! W2 (mlp-step) and W3 (elementwise-bandwidth) of `benches/WORKLOADS.md`, on any
 //! device and at any size. Shared by the GPU tests and the `gpu_workloads` example
 //! (which includes this file by path).
 

@@ -22,8 +22,8 @@ mod pruning;
 mod raw;
 mod registry;
 mod reuse;
-mod round2_sizes;
 mod saved_flags;
+mod sizes;
 mod worked_examples;
 
 /// Whether NVRTC is here to compile CUDA sources with. Without it, says loudly that

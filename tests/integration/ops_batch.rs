@@ -1,8 +1,8 @@
-//! The ops of issue 15 item 2: inferred reshapes, `flatten`, `matmul` with
-//! vectors and `dot`, `max_all`/`min_all`, `argmax`/`argmin`, `var`/`std_dev`,
-//! `stack`, `gather`/`scatter_add`, `cumsum`, the comparisons, `dropout`,
-//! `layer_norm` and `embedding`: values and gradients against PyTorch, the
-//! conventions (ties, constants, masks), and the errors. The registry-wide tests
+//! Inferred reshapes, `flatten`, `matmul` with vectors and `dot`,
+//! `max_all`/`min_all`, `argmax`/`argmin`, `var`/`std_dev`, `stack`,
+//! `gather`/`scatter_add`, `cumsum`, the comparisons, `dropout`, `layer_norm` and
+//! `embedding`: values and gradients against PyTorch, the conventions (ties,
+//! constants, masks), and the errors. The registry-wide tests
 //! gradient-check the registered ones to second order.
 //!
 //! The constants were computed by PyTorch 2 in float64 with

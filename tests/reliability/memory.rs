@@ -48,7 +48,7 @@ mod failing_backward {
 }
 
 /// How many graphs the tests in this module build and drop, each checked to leave
-/// zero bytes behind (quoted in the closing note).
+/// zero bytes behind.
 const ROUNDS: usize = 50;
 
 #[test]

@@ -725,7 +725,7 @@ pub fn pool(op: &str, x: &Nd, w: &Win) -> Option<Nd> {
     }))
 }
 
-// ----- the ops of issue 15 item 2 -----
+// ----- whole-array extremes, arg extremes, var and std -----
 
 /// The largest (`max`) or smallest element of the whole array; `None` when empty.
 pub fn extreme_all(x: &Nd, max: bool) -> Option<Nd> {

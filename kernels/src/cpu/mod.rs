@@ -326,10 +326,10 @@ mod tests {
         assert!(a.unary(&wrapping, UnaryOp::Neg).is_err());
     }
 
-    /// Item 12 (round 2): `to_vec` read the view without checking that it fits the
+    /// `to_vec` read the view without checking that it fits the
     /// buffer (an index out of bounds).
     #[test]
-    fn item12_cpu_to_vec_of_a_view_past_the_buffer_is_an_error() {
+    fn cpu_to_vec_of_a_view_past_the_buffer_is_an_error() {
         let x = cpu(&[1., 2.]);
         let e = x
             .to_vec::<f64>(&Layout::contiguous(Shape::from([3])))
@@ -345,10 +345,10 @@ mod tests {
         );
     }
 
-    /// Item 10 (round 2): every output buffer of the CPU backend was allocated
+    /// every output buffer of the CPU backend was allocated
     /// infallibly, so a result too large for the machine aborted the process.
     #[test]
-    fn item10_cpu_outputs_too_large_to_allocate_are_errors() {
+    fn cpu_outputs_too_large_to_allocate_are_errors() {
         let oom = |r: Result<CpuStorage>| match r {
             Err(KernelError::OutOfMemory { bytes }) => bytes,
             other => panic!("expected OutOfMemory, got {other:?}"),
@@ -405,7 +405,7 @@ mod tests {
 }
 
 #[cfg(test)]
-mod issue_tests {
+mod view_and_allocation_tests {
     use super::*;
     use crate::{BinaryOp, Shape};
 

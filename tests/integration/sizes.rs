@@ -1,7 +1,7 @@
-//! Issue "Reliability and semantics, round 2", items 10 to 12: sizes the machine
-//! cannot hold are errors (never an abort), `Display` of a huge view reads only
-//! what it shows, and the public lower-level types (`Layout`, `Shape`, CPU
-//! storage, `compute::pad_narrow`) refuse bad arguments with errors, not panics.
+//! Sizes the machine cannot hold are errors (never an abort), `Display` of a huge
+//! view reads only what it shows, and the public lower-level types (`Layout`,
+//! `Shape`, CPU storage, `compute::pad_narrow`) refuse bad arguments with errors,
+//! not panics.
 //!
 //! The allocations that must fail ask for at least 4 TiB (2^42 bytes): more than
 //! RAM and swap of any machine these tests run on, which Linux's default
@@ -34,7 +34,7 @@ fn live_bytes() -> isize {
 }
 
 #[test]
-fn item10_zeros_too_large_is_an_error() -> Result<()> {
+fn zeros_too_large_is_an_error() -> Result<()> {
     crate::init();
     let before = live_bytes();
     // 2^40 f32 elements, 4 TiB: this aborted the process.
@@ -73,7 +73,7 @@ fn item10_zeros_too_large_is_an_error() -> Result<()> {
 }
 
 #[test]
-fn item10_arange_too_large_is_an_error() -> Result<()> {
+fn arange_too_large_is_an_error() -> Result<()> {
     crate::init();
     // Was "capacity overflow" (a panic): the f64 values were collected first.
     message(
@@ -92,7 +92,7 @@ fn item10_arange_too_large_is_an_error() -> Result<()> {
 }
 
 #[test]
-fn item10_random_tensors_too_large_are_errors() -> Result<()> {
+fn random_tensors_too_large_are_errors() -> Result<()> {
     crate::init();
     // 2^60 f32 passed the size check for f32, then 2^60 f64 were allocated:
     // "capacity overflow". The buffer is now allocated in the dtype checked.
@@ -116,7 +116,7 @@ fn item10_random_tensors_too_large_are_errors() -> Result<()> {
 }
 
 #[test]
-fn item10_pad_too_large_is_an_error() -> Result<()> {
+fn pad_too_large_is_an_error() -> Result<()> {
     crate::init();
     let x = Tensor::from_slice(&[1.0f32, 2.0], [2])?.with_requires_grad(true);
     let before = live_bytes();
@@ -133,7 +133,7 @@ fn item10_pad_too_large_is_an_error() -> Result<()> {
 }
 
 #[test]
-fn item10_broadcast_add_too_large_is_an_error() -> Result<()> {
+fn broadcast_add_too_large_is_an_error() -> Result<()> {
     crate::init();
     let a = Tensor::zeros([1 << 20, 1], DType::F32)?.with_requires_grad(true);
     let b = Tensor::zeros([1, 1 << 20], DType::F32)?;
@@ -174,7 +174,7 @@ fn display_of_every_element(t: &Tensor) -> Result<String> {
 }
 
 #[test]
-fn item11_display_of_huge_broadcast_view() -> Result<()> {
+fn display_of_huge_broadcast_view() -> Result<()> {
     crate::init();
     // 2^40 elements, one in storage: Display converted all of them (an abort).
     let v = Tensor::scalar(1.0f32).broadcast_to([1 << 32, 1 << 8])?;
@@ -196,7 +196,7 @@ fn item11_display_of_huge_broadcast_view() -> Result<()> {
 }
 
 #[test]
-fn item11_display_is_unchanged_for_small_tensors_and_views() -> Result<()> {
+fn display_is_unchanged_for_small_tensors_and_views() -> Result<()> {
     crate::init();
     let x = Tensor::arange(120, DType::F32)?;
     let mut cases = vec![
@@ -229,7 +229,7 @@ fn item11_display_is_unchanged_for_small_tensors_and_views() -> Result<()> {
 }
 
 #[test]
-fn item12_pad_narrow_rank_mismatch_is_an_error() -> Result<()> {
+fn pad_narrow_rank_mismatch_is_an_error() -> Result<()> {
     crate::init();
     let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0], [3])?;
     // Axis 1 of the result, which x (rank 1) does not have: an index out of bounds.
@@ -252,7 +252,7 @@ fn item12_pad_narrow_rank_mismatch_is_an_error() -> Result<()> {
 }
 
 #[test]
-fn item12_layout_new_wrong_strides_is_an_error() -> Result<()> {
+fn layout_new_wrong_strides_is_an_error() -> Result<()> {
     // A debug_assert: a panic in debug builds, a layout kernels index past its
     // strides in release builds.
     let e = Layout::new(Shape::from([2, 3]), &[1], 0).unwrap_err();
@@ -274,7 +274,7 @@ fn item12_layout_new_wrong_strides_is_an_error() -> Result<()> {
 }
 
 #[test]
-fn item12_layout_transpose_and_narrow_out_of_range_are_errors() -> Result<()> {
+fn layout_transpose_and_narrow_out_of_range_are_errors() -> Result<()> {
     let l = Layout::contiguous(Shape::from([2, 3]));
     let e = l.transpose(1, 2).unwrap_err().to_string();
     assert!(
@@ -292,7 +292,7 @@ fn item12_layout_transpose_and_narrow_out_of_range_are_errors() -> Result<()> {
 }
 
 #[test]
-fn item12_cpu_storage_to_vec_past_the_buffer_is_an_error() -> Result<()> {
+fn cpu_storage_to_vec_past_the_buffer_is_an_error() -> Result<()> {
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], [3])?;
     let storage = x.storage();
     let cpu = storage.as_cpu().expect("a CPU tensor");
@@ -307,7 +307,7 @@ fn item12_cpu_storage_to_vec_past_the_buffer_is_an_error() -> Result<()> {
 }
 
 #[test]
-fn item12_shape_numel_overflow_and_remove_out_of_range() {
+fn shape_numel_overflow_and_remove_out_of_range() {
     // numel multiplied with overflow checks on (a panic in debug builds).
     let huge = Shape::from([1 << 32, 1 << 32, 2]);
     assert_eq!(huge.numel(), usize::MAX);

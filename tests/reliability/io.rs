@@ -1,6 +1,5 @@
-//! Items 4 to 6: `save` refuses the name the safetensors format reserves,
-//! `load_into` is all or nothing, and `save` and `load` never abort on a buffer
-//! they cannot allocate.
+//! `save` refuses the name the safetensors format reserves, `load_into` is all or
+//! nothing, and `save` and `load` never abort on a buffer they cannot allocate.
 //!
 //! Memory pressure is made, deterministically and without using much memory, by
 //! this test binary's allocator ([`Budgeted`]): the system's, except that a thread
@@ -22,7 +21,7 @@ struct TempFile(PathBuf);
 impl TempFile {
     fn new(name: &str) -> TempFile {
         TempFile(std::env::temp_dir().join(format!(
-            "autograd-round3-io-{}-{name}.safetensors",
+            "autograd-reliability-io-{}-{name}.safetensors",
             std::process::id()
         )))
     }
@@ -43,7 +42,7 @@ fn message<T: std::fmt::Debug>(result: Result<T>, mentions: &[&str]) -> String {
     msg
 }
 
-// ----- 4. the reserved name -----
+// ----- the reserved name -----
 
 #[test]
 fn save_refuses_the_reserved_name_metadata_and_writes_nothing() -> Result<()> {
@@ -73,7 +72,7 @@ fn save_refuses_the_reserved_name_metadata_and_writes_nothing() -> Result<()> {
     Ok(())
 }
 
-// ----- 5. load_into: all or nothing -----
+// ----- load_into: all or nothing -----
 
 #[test]
 fn load_into_changes_no_target_when_any_target_is_refused() -> Result<()> {
@@ -120,7 +119,7 @@ fn load_into_changes_no_target_when_any_target_is_refused() -> Result<()> {
     Ok(())
 }
 
-// ----- 6. fallible buffers -----
+// ----- fallible buffers -----
 
 /// The allocator of this test binary: [`System`]'s, under the calling thread's
 /// [`Budget`] while it holds one.

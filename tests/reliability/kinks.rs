@@ -1,4 +1,4 @@
-//! Item 3: PyTorch's gradients where a function has a kink or a tie, so that a
+//! PyTorch's gradients where a function has a kink or a tie, so that a
 //! ported model's gradients are the same numbers as PyTorch's. Each expected value
 //! is written next to the PyTorch expression that gives it (from
 //! `tools/autograd/derivatives.yaml`, `FunctionsManual.cpp` and the CPU kernels).

@@ -1,5 +1,5 @@
-//! Items 1 and 2: no false `NotDifferentiable` under `create_graph` (and the true
-//! ones still caught), and `std`/`var` where the spread is zero.
+//! No false `NotDifferentiable` under `create_graph` (and the true ones still
+//! caught), and `std`/`var` where the spread is zero.
 
 use autograd::fusion::{FusionConfig, with_config};
 use autograd::ops::{layer_norm, std_dev, var};
@@ -37,7 +37,7 @@ fn close(got: &[f64], want: &[f64]) {
     }
 }
 
-// ----- 1. gradients that are legitimately constant are not `NotDifferentiable` -----
+// ----- gradients that are legitimately constant are not `NotDifferentiable` -----
 
 /// `mean(exp(x) / c)`: div's backward writes `grad / c` into the gradient it owns
 /// (neither requires grad), which records nothing and is still a graph computation.
@@ -151,7 +151,7 @@ fn jvp_with_create_graph_through_a_product_with_a_constant() -> Result<()> {
     })
 }
 
-#[differentiable(name = "round3_cube_escapes_in_backward")]
+#[differentiable(name = "test_cube_escapes_in_backward")]
 mod cube_escapes {
     use autograd::prelude::*;
 
@@ -184,7 +184,7 @@ fn a_backward_that_leaves_the_graph_is_refused_even_when_it_records_ops() -> Res
         matches!(
             err.root_cause(),
             Error::NotDifferentiable {
-                op: "round3_cube_escapes_in_backward"
+                op: "test_cube_escapes_in_backward"
             }
         ),
         "{err}"
@@ -192,7 +192,7 @@ fn a_backward_that_leaves_the_graph_is_refused_even_when_it_records_ops() -> Res
     Ok(())
 }
 
-// ----- 2. std and var where the spread is zero -----
+// ----- std and var where the spread is zero -----
 
 /// PyTorch's `std_backward` gives 0 where the standard deviation is 0.
 #[test]

@@ -1,4 +1,6 @@
-//! See `mod.rs`. Item 11: `x.pow(3.0)` compiles and is `x.pow_scalar(3.0)`.
+//! What calls mean and what errors say: `x.pow(3.0)` compiles and is
+//! `x.pow_scalar(3.0)`, tensor ÷ scalar is a true division, a non-scalar root
+//! recommends `.sum_all()`, and huge axes and ranges are reported as given.
 
 use autograd::prelude::*;
 
@@ -16,7 +18,7 @@ fn value_and_grad(xs: &[f64], f: impl Fn(&Tensor) -> Result<Tensor>) -> (Vec<f64
     (values(&y), values(&x.grad().expect("x gets a gradient")))
 }
 
-// ----- 11. `pow` with a number exponent is `pow_scalar` -----
+// ----- `pow` with a number exponent is `pow_scalar` -----
 
 /// `x.pow(3.0)` records `pow_scalar`: the same values and gradient, bit for bit,
 /// as `x.pow_scalar(3.0)` (and 3x² as the gradient), bases of either sign.
@@ -75,4 +77,56 @@ fn pow_with_a_tensor_exponent_is_still_the_pow_op() {
     }
     let owned = a.detach().full_like(2.0).unwrap();
     assert_eq!(values(&a.pow(owned).unwrap()), values(&y));
+}
+
+// ----- messages that say what happened -----
+
+#[test]
+fn non_scalar_root_recommends_sum_all() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
+    let err = x.exp()?.backward().unwrap_err();
+    assert!(err.to_string().contains(".sum_all()"), "{err}");
+    Ok(())
+}
+
+// ----- tensor ÷ scalar divides -----
+
+#[test]
+fn dividing_by_a_scalar_is_a_true_division() -> Result<()> {
+    crate::init();
+    let tiny = Tensor::scalar(1e-300f64);
+    assert_eq!((&tiny / 1e-310)?.to_scalar::<f64>()?, 1e-300 / 1e-310);
+    let values: Vec<f32> = (1..2000).map(|k| k as f32 * 0.37).collect();
+    let x = Tensor::from_slice(&values, [values.len()])?;
+    let by_scalar = (&x / 10.0)?.to_vec::<f32>()?;
+    let by_tensor = (&x / &Tensor::scalar(10.0f32))?.to_vec::<f32>()?;
+    assert_eq!(by_scalar, by_tensor);
+    let want: Vec<f32> = values.iter().map(|v| v / 10.0).collect();
+    assert_eq!(by_scalar, want);
+    // Recorded, with the gradient 1/c.
+    let w = Tensor::from_slice(&[1.0f64, 2.0], [2])?.with_requires_grad(true);
+    (&w / 4.0)?.sum_all()?.backward()?;
+    assert_eq!(w.grad().unwrap().to_vec::<f64>()?, [0.25, 0.25]);
+    assert_eq!(
+        w.div_scalar(4.0)?.grad_fn().unwrap().op_name(),
+        "div_scalar"
+    );
+    Ok(())
+}
+
+#[test]
+fn huge_axes_and_ranges_are_reported_as_given() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0], [2, 2])?;
+    let err = autograd::compute::unsqueeze(&x, usize::MAX).unwrap_err();
+    let msg = err.to_string();
+    assert!(!msg.contains("axis -1"), "{msg}");
+    assert!(msg.contains(&isize::MAX.to_string()), "{msg}");
+    let err = x.narrow(1, usize::MAX, 2).unwrap_err().to_string();
+    assert!(
+        err.contains("length 2") && err.contains(&usize::MAX.to_string()),
+        "{err}"
+    );
+    Ok(())
 }
