@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the five workloads in `bench/WORKLOADS.md`, one group per
+//! Criterion benchmarks of the workloads in `benches/WORKLOADS.md`, one group per
 //! workload, on the CPU with one thread. The graphs are shared with
 //! `examples/workloads.rs` (`benches/common`), which prints the figures compared with
 //! peers; each workload's correctness check runs before it is timed.

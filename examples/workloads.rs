@@ -1,4 +1,4 @@
-//! Runs the six workloads of `bench/WORKLOADS.md` once each and prints one line per
+//! Runs the workloads W1–W6 of `benches/WORKLOADS.md` once each and prints one line per
 //! workload, for side-by-side comparison with peers run in the same sitting:
 //!
 //! ```text

@@ -1,5 +1,5 @@
 """PyTorch on the same card as the autograd GPU figures: W2 and W3 of
-bench/WORKLOADS.md at their GPU sizes, plus a device-to-device copy (the card's
+benches/WORKLOADS.md at their GPU sizes, plus a device-to-device copy (the card's
 measured copy bandwidth). Same sizes, dtype (f32, no TF32), 3 warm-ups and the
 median and minimum of 10 timed steps, each ending in a synchronisation; the
 gradients stay on the device, as in the Rust example.

@@ -1,4 +1,4 @@
-//! The six workloads of `bench/WORKLOADS.md`, shared by the criterion benches
+//! The workloads W1–W6 of `benches/WORKLOADS.md`, shared by the criterion benches
 //! (`benches/workloads.rs`) and the one-shot report (`examples/workloads.rs`), so both
 //! measure exactly the same graphs. Each workload has its inputs (built once, outside
 //! the timed region), a `step` that runs forward and backward and reads the gradients
@@ -482,7 +482,7 @@ pub mod mish {
 }
 
 /// The inputs the peers use: counter-based splitmix64 to f32 in `[-1, 1)`
-/// (`bench/peers/common.py`'s `uniform(n, seed)`, bit for bit).
+/// (`benches/peers/common.py`'s `uniform(n, seed)`, bit for bit).
 fn shared_uniform(n: usize, seed: u64) -> Result<Tensor> {
     let base = seed.wrapping_mul(0xD1B5_4A32_D192_ED03);
     let v: Vec<f32> = (1..=n as u64)

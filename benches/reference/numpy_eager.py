@@ -1,11 +1,11 @@
-"""Same-machine calibration for the bandwidth workloads (W3, W4 of bench/WORKLOADS.md).
+"""Same-machine calibration for the bandwidth workloads (W3, W4 of benches/WORKLOADS.md).
 
 No peer framework can be installed on the build machine, so this replays, with NumPy
 (one thread for elementwise work), exactly the array operations an eager autograd
 engine performs for W3 and W4: the forward ops, then the backward formulas with one
 fresh array per op and in-place accumulation where an engine can do it. It measures
 what the memory system of *this* machine allows for that sequence of passes, which
-PEERS.md's figures (taken on another CPU) cannot show.
+the peers' figures in benches/README.md (taken on other machines) cannot show.
 
     python3 benches/reference/numpy_eager.py
 """
