@@ -20,9 +20,8 @@ use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// Default limit on the bytes one thread keeps cached. The cache pays: with the
-/// limit at 0, W3 (large elementwise) takes 2.6x as long, W2 and W4 a quarter longer
-/// (`cargo run --release --example workloads`, medians of 5 interleaved runs, 2-vCPU VM, 2026-12-01).
+/// Default limit on the bytes one thread keeps cached (what the cache saves is in
+/// `benches/README.md`).
 pub const DEFAULT_CACHE_LIMIT: usize = 256 << 20;
 
 /// Distinct capacities kept per element type; more sizes than this are freed.
@@ -254,10 +253,10 @@ mod tests {
         clear_cache();
     }
 
-    /// Item 10 (round 2): buffers were allocated with `Vec::with_capacity`, which
+    /// buffers were allocated with `Vec::with_capacity`, which
     /// aborts the process when the allocator refuses; now the refusal is an error.
     #[test]
-    fn item10_an_allocation_the_system_refuses_is_an_error() {
+    fn an_allocation_the_system_refuses_is_an_error() {
         // 2^46 f32 = 256 TiB: more than this machine (or any test machine) has.
         let e = take::<f32>(1 << 46).unwrap_err();
         assert_eq!(e, KernelError::OutOfMemory { bytes: 1 << 48 });

@@ -80,7 +80,7 @@ pub struct CudaStorage {
 /// The device buffer, boxed: a tensor on the GPU pays one small host allocation,
 /// and every CPU storage stays small. (`Storage` holds a CPU or a CUDA storage in
 /// one enum; with the buffer inline, the CUDA one made every CPU storage 88 bytes
-/// and moving one a `memcpy` call: W1 +1.1% instructions.)
+/// and moving one a `memcpy` call.)
 pub(crate) enum CudaData {
     F32(Box<Buf<f32>>),
     F64(Box<Buf<f64>>),
