@@ -2,7 +2,7 @@
 //! length. Separate functions per arity so that the compiler sees plain slices and
 //! vectorizes. Each loop is compiled three times, for the target's baseline, for
 //! AVX2 with FMA and for AVX-512 (on x86-64), and runs in the widest copy the CPU
-//! has, or the one `AUTOGRAD_SIMD` narrows it to (see [`super::simd`], whose [`by_simd!`](by_simd) picks the copy); the
+//! has, or the one `AUTOGRAD_SIMD` narrows it to (see [`super::simd`], whose `by_simd!` picks the copy); the
 //! copies compute the same bits. The macro marks the closures it passes
 //! `#[inline(always)]`: a closure left as a call (which the compiler may choose for
 //! a large one) runs one element at a time.

@@ -17,7 +17,7 @@
 //! memory. The streamed results and the fused sums, bound by memory, have no
 //! AVX-512 copy.
 //!
-//! [`by_simd!`](by_simd) is the one place a loop's copy is chosen: the generated
+//! `by_simd!` is the one place a loop's copy is chosen: the generated
 //! loops ([`crate::cpu::loops`]), the streamed maps and the block sums all call
 //! their copies through it.
 
