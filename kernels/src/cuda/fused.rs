@@ -134,7 +134,7 @@ impl CudaStorage {
             }
             crate::check::check_fits(s.len(), l)?;
         }
-        with_dtype!(dtype, T => run_typed::<T>(steps, leaves, n, outputs))
+        with_dtype!(dtype, T => launch_chain::<T>(steps, leaves, n, outputs))
     }
 }
 
@@ -158,7 +158,7 @@ enum ResultBuf<T: CudaElement> {
     Partial(super::Buf<f64>),
 }
 
-fn run_typed<T: CudaElement>(
+fn launch_chain<T: CudaElement>(
     steps: &[Step],
     leaves: &[(&CudaStorage, &Layout)],
     n: usize,

@@ -37,11 +37,11 @@ impl CudaStorage {
             }
             crate::check::check_fits(s.len(), l)?;
         }
-        with_dtype!(first.dtype(), T => run_typed::<T, K>(kernel, what, ins, shape))
+        with_dtype!(first.dtype(), T => launch_kernel::<T, K>(kernel, what, ins, shape))
     }
 }
 
-fn run_typed<T: CudaElement, K: ElementwiseKernel>(
+fn launch_kernel<T: CudaElement, K: ElementwiseKernel>(
     kernel: &K,
     what: Eval<'_>,
     ins: &[(&CudaStorage, &Layout)],

@@ -62,13 +62,13 @@ impl CudaStorage {
             )));
         }
         // SAFETY: forwarded to the caller.
-        with_dtype!(first.dtype(), T => unsafe { run_typed::<T>(launch, ins, outs) })
+        with_dtype!(first.dtype(), T => unsafe { launch_program::<T>(launch, ins, outs) })
     }
 }
 
 /// # Safety
 /// As [`CudaStorage::run_raw`], whose checks have passed.
-unsafe fn run_typed<T: CudaElement>(
+unsafe fn launch_program<T: CudaElement>(
     launch: &RawLaunch<'_>,
     ins: &[(&CudaStorage, &Layout)],
     outs: &[Shape],
