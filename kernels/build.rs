@@ -35,7 +35,6 @@ trait Element: Sized {
 
 #[cfg(feature = "cuda-emulator")]
 mod emulator {
-    use crate::op::{BinaryOp, UnaryOp};
     use crate::sources::module_source;
     use std::path::{Path, PathBuf};
 
@@ -72,19 +71,11 @@ mod emulator {
         // The raw programs' parameter struct, which the runtime passes by value.
         read(Path::new("src/raw.cuh"));
         let mut files = vec![emu.join("runtime.cpp")];
-        let unary: Vec<(&str, &str)> = UnaryOp::all(0.0)
-            .iter()
-            .map(|op| (op.name(), op.cuda()))
-            .collect();
-        let binary: Vec<(&str, &str)> = BinaryOp::ALL
-            .iter()
-            .map(|op| (op.name(), op.cuda()))
-            .collect();
         // Each file read through `read`: the script reruns when one changes.
         let text = |name: &str| read(&cuda.join(name));
         for m in MODULES {
             // What compile.rs hands NVRTC, byte for byte, behind the shim.
-            let source = module_source(m, &text, &unary, &binary);
+            let source = module_source(m, &text);
             let stem = m.trim_end_matches(".cu");
             std::fs::write(out.join(format!("{stem}.source")), &source).expect("write source");
             let unit = out.join(format!("emu_{stem}.cpp"));

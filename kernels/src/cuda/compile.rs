@@ -66,17 +66,9 @@ impl Module {
     pub fn source(self) -> &'static str {
         static SOURCES: OnceLock<Vec<String>> = OnceLock::new();
         let sources = SOURCES.get_or_init(|| {
-            let unary: Vec<(&str, &str)> = UnaryOp::all(0.0)
-                .iter()
-                .map(|op| (op.name(), op.cuda()))
-                .collect();
-            let binary: Vec<(&str, &str)> = BinaryOp::ALL
-                .iter()
-                .map(|op| (op.name(), op.cuda()))
-                .collect();
             Module::ALL
                 .iter()
-                .map(|m| module_source(m.file(), &file_text, &unary, &binary))
+                .map(|m| module_source(m.file(), &file_text))
                 .collect()
         });
         let at = Module::ALL.iter().position(|&m| m == self);
@@ -134,16 +126,54 @@ pub fn every_reduce_op() -> Vec<ReduceOp> {
 pub(crate) const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
 /// The kernel of unary.cu computing `op` over `dtype` (`unary_<op>_<dtype>`).
-pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> String {
-    format!("unary_{}_{dtype}", op.name())
+/// The names are formatted once per process (a launch looks its name up).
+pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> &'static str {
+    static NAMES: OnceLock<Names<DType>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let ops = UnaryOp::all(0.0);
+        let each =
+            |op: &UnaryOp| DTYPES.map(|d| (op.name(), d, format!("unary_{}_{d}", op.name())));
+        ops.iter().flat_map(each).collect()
+    });
+    kernel_name(names, (op.name(), dtype))
+}
+
+/// Kernel names formatted once: `(op name, key, kernel name)`.
+type Names<K> = Vec<(&'static str, K, String)>;
+
+/// The name listed for `key` in `names` (every op and dtype is listed).
+fn kernel_name<K: PartialEq>(
+    names: &'static [(&'static str, K, String)],
+    key: (&str, K),
+) -> &'static str {
+    names
+        .iter()
+        .find(|(op, k, _)| *op == key.0 && *k == key.1)
+        .map_or("", |(_, _, name)| name)
 }
 
 /// The kernels of binary.cu computing `op` over `dtype`: into a fresh output
 /// (`binary_<op>_<dtype>`), or into the first operand when `assign`
 /// (`binary_assign_<op>_<dtype>`).
-pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType, assign: bool) -> String {
-    let assign = if assign { "assign_" } else { "" };
-    format!("binary_{assign}{}_{dtype}", op.name())
+pub(crate) fn binary_kernel(op: BinaryOp, dtype: DType, assign: bool) -> &'static str {
+    static NAMES: OnceLock<Names<(DType, bool)>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        let mut names = Vec::new();
+        for op in BinaryOp::ALL {
+            for d in DTYPES {
+                for a in [false, true] {
+                    let infix = if a { "assign_" } else { "" };
+                    names.push((
+                        op.name(),
+                        (d, a),
+                        format!("binary_{infix}{}_{d}", op.name()),
+                    ));
+                }
+            }
+        }
+        names
+    });
+    kernel_name(names, (op.name(), (dtype, assign)))
 }
 
 /// The three reduction kernels of reduce.cu, chosen by `reduce.rs`.
@@ -291,11 +321,11 @@ pub fn kernel_names() -> Vec<(Module, String)> {
     let mut names = Vec::new();
     for dtype in DTYPES {
         for op in every_unary_op() {
-            names.push((Module::Unary, unary_kernel(op, dtype)));
+            names.push((Module::Unary, unary_kernel(op, dtype).to_string()));
         }
         for op in every_binary_op() {
-            names.push((Module::Binary, binary_kernel(op, dtype, false)));
-            names.push((Module::Binary, binary_kernel(op, dtype, true)));
+            names.push((Module::Binary, binary_kernel(op, dtype, false).to_string()));
+            names.push((Module::Binary, binary_kernel(op, dtype, true).to_string()));
         }
         for op in every_reduce_op() {
             for output in DTYPES {

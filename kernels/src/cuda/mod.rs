@@ -418,7 +418,7 @@ impl CudaStorage {
             // SAFETY: the arguments match the kernel's signature in unary.cu
             // (n, Index1, const T*, T*, double); the view fits `src` (checked) and
             // `out` holds n elements.
-            unsafe { launch(dev, Module::Unary, &name, launch_config(dev, n), &mut args)? };
+            unsafe { launch(dev, Module::Unary, name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -447,7 +447,7 @@ impl CudaStorage {
             ];
             // SAFETY: matches binary.cu's (n, Index2, const T*, const T*, T*); both
             // views fit their buffers (checked) and `out` holds n elements.
-            unsafe { launch(dev, Module::Binary, &name, launch_config(dev, n), &mut args)? };
+            unsafe { launch(dev, Module::Binary, name, launch_config(dev, n), &mut args)? };
         }
         Ok(CudaStorage::new(out, n, dev.clone()))
     }
@@ -485,7 +485,7 @@ impl CudaStorage {
             launch(
                 &dev,
                 Module::Binary,
-                &name,
+                name,
                 launch_config(&dev, n),
                 &mut args,
             )
