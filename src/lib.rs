@@ -331,6 +331,7 @@ pub use io::{load, load_into, save};
 
 // The crate root shows what a user needs; the ops are under `ops`, and the machinery
 // the macro's generated code refers to under the hidden `__private`.
+pub use autograd_core::parallel::{num_threads, set_num_threads};
 pub use autograd_core::{
     BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, CheckpointOptions,
     ComputationGraph, DType, Device, Differentiable, Element, Error, GradcheckOptions,
@@ -340,7 +341,7 @@ pub use autograd_core::{
     checkpoint_with, enable_grad, grad, grad_if, grad_many, gradcheck, gradgradcheck,
     is_grad_enabled, no_grad, registry, zero_grad,
 };
-pub use autograd_core::{anomaly, cases, compute, elementwise, fusion, random, raw};
+pub use autograd_core::{anomaly, cases, compute, elementwise, fusion, parallel, random, raw};
 
 /// Accounting of tensor storage ([`stats`](memory::stats),
 /// [`thread_stats`](memory::thread_stats)) and the thread caches for reuse
@@ -384,7 +385,11 @@ pub struct ReadmeDoctests;
 /// present, no crate defining a name twice). Call it once before using tensors: programs,
 /// tests and benches that skip it may find the registry empty, because a crate that
 /// nothing references is not linked.
+///
+/// Also an error when `AUTOGRAD_NUM_THREADS` is set to something other than a
+/// positive whole number.
 pub fn init() -> Result<&'static OpRegistry> {
+    autograd_core::parallel::check_env()?;
     autograd_ops::init()
 }
 

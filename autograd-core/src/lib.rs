@@ -53,6 +53,34 @@ pub mod memory {
     pub use crate::caches::{clear_cpu_cache, cpu_cache_bytes, set_cpu_cache_limit};
 }
 
+/// The CPU kernels' threads: how many ([`num_threads`](parallel::num_threads),
+/// [`set_num_threads`](parallel::set_num_threads), `AUTOGRAD_NUM_THREADS`), and
+/// the helpers a raw kernel ([`raw`]) splits its work with. Results are the same
+/// bits for any thread count.
+pub mod parallel {
+    #[doc(hidden)]
+    pub use autograd_kernels::parallel::set_min_parallel_work;
+    pub use autograd_kernels::parallel::{
+        ENV_VAR, MIN_PARALLEL_WORK, SharedMut, for_each, for_each_piece_mut, is_parallel, map,
+        num_threads,
+    };
+
+    /// Sets the number of threads the CPU kernels use (at least 1; 1 runs every
+    /// kernel on the calling thread). The default is `AUTOGRAD_NUM_THREADS`, else
+    /// every core. Results are the same bits for every count. An error when `n` is
+    /// 0 or the threads cannot be started.
+    pub fn set_num_threads(n: usize) -> crate::Result<()> {
+        Ok(autograd_kernels::parallel::set_num_threads(n)?)
+    }
+
+    /// An error naming `AUTOGRAD_NUM_THREADS` when it is set to something other
+    /// than a positive whole number (the kernels then use every core).
+    pub fn check_env() -> crate::Result<()> {
+        autograd_kernels::parallel::env_threads()?;
+        Ok(())
+    }
+}
+
 /// Element types a tensor can hold (`f32`, `f64`).
 pub use autograd_kernels::cpu::CpuElement as Element;
 pub use autograd_kernels::{BinaryOp, DType, Layout, ReduceOp, Shape, UnaryOp};

@@ -22,6 +22,7 @@ pub mod generated;
 mod layout;
 pub mod math;
 mod op;
+pub mod parallel;
 pub mod program;
 pub mod raw;
 pub mod real;

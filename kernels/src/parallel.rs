@@ -1,0 +1,282 @@
+//! The CPU kernels' threads: one pool (rayon) of [`num_threads`] threads, and the
+//! helpers every parallel kernel splits its work with.
+//!
+//! By default the pool has as many threads as the machine has cores
+//! (`std::thread::available_parallelism`), or the number in the environment
+//! variable `AUTOGRAD_NUM_THREADS`, read once, at the first use; [`set_num_threads`]
+//! changes it at any time. With one thread nothing is spawned: every kernel runs on
+//! the calling thread.
+//!
+//! **Results never depend on the thread count.** Work is split into pieces fixed by
+//! the size of the job (never by the threads), each piece computes what the serial
+//! loop computes for its elements, in the same order, and whatever is combined
+//! across pieces (the partial sums of a reduction) is combined in piece order on the
+//! calling thread. So a result is the same bits with 1, 2 or 64 threads, and on any
+//! machine with the same vector width.
+//!
+//! A job runs on the pool only when it is large enough to pay for the hand-off (see
+//! [`MIN_PARALLEL_WORK`]): small tensors stay on the calling thread.
+
+use crate::{KernelError, Result};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// Elements (a rough count of the values a job reads and writes) below which a job
+/// runs on the calling thread: handing pieces to the pool and waiting for them costs
+/// a few microseconds, about what a core takes for this many elements.
+pub const MIN_PARALLEL_WORK: usize = 1 << 15;
+
+/// The environment variable that sets the default thread count.
+pub const ENV_VAR: &str = "AUTOGRAD_NUM_THREADS";
+
+/// The thread count; 0 until first read.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+/// The work below which jobs stay serial ([`MIN_PARALLEL_WORK`]; tests lower it).
+static MIN_WORK: AtomicUsize = AtomicUsize::new(MIN_PARALLEL_WORK);
+/// The pool, when there is more than one thread.
+static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
+
+/// The thread count `AUTOGRAD_NUM_THREADS` asks for: `Ok(None)` when it is unset,
+/// an error naming the variable when it is not a positive whole number.
+pub fn env_threads() -> Result<Option<usize>> {
+    match std::env::var(ENV_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(bad_env(&format!("{v:?}"))),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => Err(bad_env(&v)),
+        },
+    }
+}
+
+fn bad_env(v: &str) -> KernelError {
+    KernelError::InvalidArgument {
+        op: ENV_VAR,
+        msg: format!(
+            "{ENV_VAR}={v} is not a number of threads; set it to a whole number of at least \
+             1 (or unset it to use every core)"
+        ),
+    }
+}
+
+/// The default: `AUTOGRAD_NUM_THREADS`, else the cores the process may use. (An
+/// unusable variable falls back to the cores; `autograd::init` reports it.)
+fn default_threads() -> usize {
+    env_threads().ok().flatten().unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+}
+
+/// The number of threads the CPU kernels use.
+pub fn num_threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => {
+            // First use: build the default pool (once; a race builds it twice and
+            // keeps one, which is harmless).
+            let n = default_threads();
+            if set_num_threads(n).is_err() {
+                // The pool's threads could not be spawned: run serially.
+                THREADS.store(1, Ordering::Relaxed);
+                return 1;
+            }
+            n
+        }
+        n => n,
+    }
+}
+
+/// Sets the number of threads the CPU kernels use (at least 1; 1 runs everything on
+/// the calling thread). Results are the same bits for every count. An error when
+/// `n` is 0 or the threads cannot be spawned.
+pub fn set_num_threads(n: usize) -> Result<()> {
+    if n == 0 {
+        return Err(KernelError::InvalidArgument {
+            op: "set_num_threads",
+            msg: "0 threads: ask for at least 1 (1 runs every kernel on the calling thread)".into(),
+        });
+    }
+    let pool = if n > 1 {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("autograd-{i}"))
+            .build()
+            .map_err(|e| KernelError::Device(format!("could not start {n} CPU threads: {e}")))?;
+        Some(Arc::new(pool))
+    } else {
+        None
+    };
+    let mut slot = POOL.write().unwrap_or_else(|e| e.into_inner());
+    *slot = pool;
+    THREADS.store(n, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Lowers (or restores) the work below which jobs stay on the calling thread, so
+/// that tests run the parallel paths on small tensors. Not for tuning: the results
+/// are the same bits whatever it is.
+#[doc(hidden)]
+pub fn set_min_parallel_work(work: usize) {
+    MIN_WORK.store(work, Ordering::Relaxed);
+}
+
+/// The pool to run a job of `pieces` pieces and about `work` elements on: `None`
+/// when it should run on the calling thread (one thread, one piece, little work, or
+/// already on one of the pool's threads).
+fn pool_for(pieces: usize, work: usize) -> Option<Arc<rayon::ThreadPool>> {
+    if pieces < 2 || work < MIN_WORK.load(Ordering::Relaxed) || num_threads() < 2 {
+        return None;
+    }
+    let pool = POOL.read().unwrap_or_else(|e| e.into_inner()).clone()?;
+    // Nested: a piece of a parallel job that starts a job of its own runs it on
+    // its own thread (the pool is busy with the outer job's pieces).
+    if pool.current_thread_index().is_some() {
+        return None;
+    }
+    Some(pool)
+}
+
+/// Whether a job of `pieces` pieces and about `work` elements would run on the pool.
+pub fn is_parallel(pieces: usize, work: usize) -> bool {
+    pool_for(pieces, work).is_some()
+}
+
+/// Calls `f(i)` for every `i` in `0..pieces`, on the pool when the job is large
+/// enough (`work`: about how many elements it reads and writes in all), else in
+/// order on the calling thread. `f` must compute each piece the same way wherever
+/// it runs (nothing it does may depend on the thread).
+pub fn for_each(pieces: usize, work: usize, f: impl Fn(usize) + Sync + Send) {
+    match pool_for(pieces, work) {
+        None => (0..pieces).for_each(f),
+        Some(pool) => pool.install(|| {
+            use rayon::prelude::*;
+            (0..pieces).into_par_iter().for_each(f)
+        }),
+    }
+}
+
+/// `f(i)` for every `i` in `0..pieces`, in index order (computed as [`for_each`]
+/// runs them): combine the results in this order, and the combination is the same
+/// bits for any thread count.
+pub fn map<R: Send>(pieces: usize, work: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
+    match pool_for(pieces, work) {
+        None => (0..pieces).map(f).collect(),
+        Some(pool) => pool.install(|| {
+            use rayon::prelude::*;
+            (0..pieces).into_par_iter().map(f).collect()
+        }),
+    }
+}
+
+/// Splits `out` into consecutive pieces of `piece` elements (the last may be
+/// shorter) and calls `f(i, piece_i)` for each, as [`for_each`] runs them: the way
+/// a kernel writes disjoint parts of one output from several threads.
+pub fn for_each_piece_mut<T: Send>(
+    out: &mut [T],
+    piece: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    let piece = piece.max(1);
+    let pieces = out.len().div_ceil(piece);
+    match pool_for(pieces, work) {
+        None => out.chunks_mut(piece).enumerate().for_each(|(i, c)| f(i, c)),
+        Some(pool) => pool.install(|| {
+            use rayon::prelude::*;
+            out.par_chunks_mut(piece)
+                .enumerate()
+                .for_each(|(i, c)| f(i, c))
+        }),
+    }
+}
+
+/// Runs `f` with the pool installed as rayon's current pool when a job of
+/// `pieces` pieces and `work` elements is worth it (the threads a library that
+/// splits its own work with rayon, such as `gemm`, should use), and returns what
+/// it returns with the thread count it may use (1 when it runs alone).
+pub fn install<R: Send>(pieces: usize, work: usize, f: impl FnOnce(usize) -> R + Send) -> R {
+    match pool_for(pieces, work) {
+        None => f(1),
+        Some(pool) => {
+            let n = pool.current_num_threads();
+            pool.install(|| f(n))
+        }
+    }
+}
+
+/// A shared pointer to a buffer that several pieces of one job write disjoint
+/// elements of (each piece its own, as the kernel's partition says).
+#[derive(Clone, Copy, Debug)]
+pub struct SharedMut<T>(*mut T);
+
+// SAFETY: a `SharedMut` is only a pointer; the kernels that write through it give
+// each piece of a job its own elements, and the job ends (the pool's `install`
+// returns) before the buffer is read or moved.
+unsafe impl<T: Send> Send for SharedMut<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedMut<T> {}
+
+impl<T> SharedMut<T> {
+    /// The buffer `v`'s elements (its first `v.len()`), to be written by pieces.
+    pub fn new(v: &mut [T]) -> Self {
+        SharedMut(v.as_mut_ptr())
+    }
+
+    /// The pointer to element 0.
+    pub fn ptr(self) -> *mut T {
+        self.0
+    }
+
+    /// Elements `start..start + len` as a slice.
+    ///
+    /// # Safety
+    ///
+    /// The range is within the buffer, and no other piece reads or writes it while
+    /// the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn slice(&self, start: usize, len: usize) -> &mut [T] {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.0.add(start), len) }
+    }
+}
+
+/// Serialises the tests (here and elsewhere in the crate) that change the thread
+/// count or the work threshold.
+#[cfg(test)]
+pub(crate) static TEST_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_job_in_order_for_any_thread_count() {
+        let _g = TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_min_parallel_work(0);
+        for n in [1, 2, 3, 8] {
+            set_num_threads(n).unwrap();
+            assert_eq!(num_threads(), n);
+            let got = map(37, usize::MAX, |i| i * i);
+            assert_eq!(got, (0..37).map(|i| i * i).collect::<Vec<_>>());
+            let mut out = vec![0usize; 1001];
+            for_each_piece_mut(&mut out, 10, usize::MAX, |i, c| {
+                for (j, o) in c.iter_mut().enumerate() {
+                    *o = i * 10 + j;
+                }
+            });
+            assert_eq!(out, (0..1001).collect::<Vec<_>>());
+            let threads = install(2, usize::MAX, |t| t);
+            assert_eq!(threads, n);
+        }
+        set_min_parallel_work(MIN_PARALLEL_WORK);
+        set_num_threads(1).unwrap();
+        assert!(!is_parallel(100, usize::MAX));
+    }
+
+    #[test]
+    fn zero_threads_is_an_error_that_says_what_to_ask_for() {
+        let e = set_num_threads(0).unwrap_err().to_string();
+        assert!(e.contains("at least 1"), "{e}");
+    }
+}
