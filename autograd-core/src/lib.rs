@@ -58,12 +58,12 @@ pub mod memory {
 /// the helpers a raw kernel ([`raw`]) splits its work with. Results are the same
 /// bits for any thread count.
 pub mod parallel {
-    #[doc(hidden)]
-    pub use autograd_kernels::parallel::set_min_parallel_work;
     pub use autograd_kernels::parallel::{
         ENV_VAR, MIN_PARALLEL_WORK, SharedMut, for_each, for_each_piece_mut, is_parallel, map,
-        num_threads,
+        num_threads, piece_len,
     };
+    #[doc(hidden)]
+    pub use autograd_kernels::parallel::{set_min_parallel_work, set_smallest_pieces};
 
     /// Sets the number of threads the CPU kernels use (at least 1; 1 runs every
     /// kernel on the calling thread). The default is `AUTOGRAD_NUM_THREADS`, else

@@ -1,11 +1,15 @@
-//! The CPU kernels' threads: one pool (rayon) of [`num_threads`] threads, and the
-//! helpers every parallel kernel splits its work with.
+//! The CPU kernels' threads: [`num_threads`] of them, the calling thread and a
+//! pool (rayon) of the others, and the helpers every parallel kernel splits its
+//! work with.
 //!
-//! By default the pool has as many threads as the machine has cores
+//! By default there are as many threads as the machine has cores
 //! (`std::thread::available_parallelism`), or the number in the environment
 //! variable `AUTOGRAD_NUM_THREADS`, read once, at the first use; [`set_num_threads`]
 //! changes it at any time. With one thread nothing is spawned: every kernel runs on
-//! the calling thread.
+//! the calling thread. With more, a job's pieces are taken one by one by the
+//! calling thread and the pool's threads together, so the calling thread never
+//! sits idle waiting for them (nor does an idle pool thread spin on a core the
+//! work needs).
 //!
 //! **Results never depend on the thread count.** Work is split into pieces fixed by
 //! the size of the job (never by the threads), each piece computes what the serial
@@ -18,13 +22,15 @@
 //! [`MIN_PARALLEL_WORK`]): small tensors stay on the calling thread.
 
 use crate::{KernelError, Result};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// Elements (a rough count of the values a job reads and writes) below which a job
-/// runs on the calling thread: handing pieces to the pool and waiting for them costs
-/// a few microseconds, about what a core takes for this many elements.
-pub const MIN_PARALLEL_WORK: usize = 1 << 15;
+/// Elements (a rough count of the values a job reads and writes, or a product's
+/// multiply-adds) below which a job runs on the calling thread: waking a sleeping
+/// pool thread and handing it pieces costs tens of microseconds on a virtual
+/// machine, about what a core takes for a tenth of this many elements, and a
+/// training step is hundreds of jobs.
+pub const MIN_PARALLEL_WORK: usize = 1 << 19;
 
 /// The environment variable that sets the default thread count.
 pub const ENV_VAR: &str = "AUTOGRAD_NUM_THREADS";
@@ -33,6 +39,8 @@ pub const ENV_VAR: &str = "AUTOGRAD_NUM_THREADS";
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 /// The work below which jobs stay serial ([`MIN_PARALLEL_WORK`]; tests lower it).
 static MIN_WORK: AtomicUsize = AtomicUsize::new(MIN_PARALLEL_WORK);
+/// Whether jobs are cut into their smallest pieces ([`piece_len`]; tests).
+static SMALLEST_PIECES: AtomicBool = AtomicBool::new(false);
 /// The pool, when there is more than one thread.
 static POOL: RwLock<Option<Arc<rayon::ThreadPool>>> = RwLock::new(None);
 
@@ -97,9 +105,10 @@ pub fn set_num_threads(n: usize) -> Result<()> {
             msg: "0 threads: ask for at least 1 (1 runs every kernel on the calling thread)".into(),
         });
     }
+    // The calling thread computes pieces too (see `share`): `n - 1` more.
     let pool = if n > 1 {
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
+            .num_threads(n - 1)
             .thread_name(|i| format!("autograd-{i}"))
             .build()
             .map_err(|e| KernelError::Device(format!("could not start {n} CPU threads: {e}")))?;
@@ -119,6 +128,27 @@ pub fn set_num_threads(n: usize) -> Result<()> {
 #[doc(hidden)]
 pub fn set_min_parallel_work(work: usize) {
     MIN_WORK.store(work, Ordering::Relaxed);
+}
+
+/// Makes every kernel cut its jobs into the smallest pieces its arithmetic allows
+/// (see [`piece_len`]), so that tests split small tensors as large ones are split.
+/// Not for tuning: the results are the same bits either way.
+#[doc(hidden)]
+pub fn set_smallest_pieces(on: bool) {
+    SMALLEST_PIECES.store(on, Ordering::Relaxed);
+}
+
+/// The length of the pieces a kernel cuts a job into: `len`, its fixed choice for
+/// jobs of this kind (never derived from the thread count), or `smallest` (the
+/// least that leaves its arithmetic unchanged: one block of a sum, one row) while
+/// a test asks for the smallest pieces ([`set_smallest_pieces`]).
+#[inline]
+pub fn piece_len(len: usize, smallest: usize) -> usize {
+    if SMALLEST_PIECES.load(Ordering::Relaxed) {
+        smallest.max(1)
+    } else {
+        len.max(1)
+    }
 }
 
 /// The pool to run a job of `pieces` pieces and about `work` elements on: `None`
@@ -149,24 +179,52 @@ pub fn is_parallel(pieces: usize, work: usize) -> bool {
 pub fn for_each(pieces: usize, work: usize, f: impl Fn(usize) + Sync + Send) {
     match pool_for(pieces, work) {
         None => (0..pieces).for_each(f),
-        Some(pool) => pool.install(|| {
-            use rayon::prelude::*;
-            (0..pieces).into_par_iter().for_each(f)
-        }),
+        Some(pool) => share(&pool, pieces, &f),
     }
+}
+
+/// Runs `f(i)` for every `i` in `0..pieces` on the calling thread and on the pool's
+/// threads at once, each taking the next piece not yet taken. The calling thread
+/// starts at once, so a job is never slower than on it alone while the pool's
+/// threads wake up, and it waits for the last piece; with `n` threads set, the
+/// pool's `n - 1` threads help it.
+fn share(pool: &rayon::ThreadPool, pieces: usize, f: &(dyn Fn(usize) + Sync)) {
+    let next = AtomicUsize::new(0);
+    let take = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= pieces {
+                break;
+            }
+            f(i);
+        }
+    };
+    let helpers = pool.current_num_threads().min(pieces - 1);
+    pool.in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| take());
+        }
+        take();
+    });
 }
 
 /// `f(i)` for every `i` in `0..pieces`, in index order (computed as [`for_each`]
 /// runs them): combine the results in this order, and the combination is the same
 /// bits for any thread count.
 pub fn map<R: Send>(pieces: usize, work: usize, f: impl Fn(usize) -> R + Sync + Send) -> Vec<R> {
-    match pool_for(pieces, work) {
-        None => (0..pieces).map(f).collect(),
-        Some(pool) => pool.install(|| {
-            use rayon::prelude::*;
-            (0..pieces).into_par_iter().map(f).collect()
-        }),
-    }
+    let Some(pool) = pool_for(pieces, work) else {
+        return (0..pieces).map(f).collect();
+    };
+    let mut slots: Vec<Option<R>> = (0..pieces).map(|_| None).collect();
+    let out = SharedMut::new(&mut slots);
+    share(&pool, pieces, &|i| {
+        let r = f(i);
+        // SAFETY: piece `i` is taken once, by one thread, and slot `i` is in
+        // `slots`, which outlives the job.
+        unsafe { *out.ptr().add(i) = Some(r) };
+    });
+    // (`share` returned: every piece ran, so every slot is filled.)
+    slots.into_iter().flatten().collect()
 }
 
 /// Splits `out` into consecutive pieces of `piece` elements (the last may be
@@ -179,39 +237,34 @@ pub fn for_each_piece_mut<T: Send>(
     f: impl Fn(usize, &mut [T]) + Sync + Send,
 ) {
     let piece = piece.max(1);
-    let pieces = out.len().div_ceil(piece);
-    match pool_for(pieces, work) {
-        None => out.chunks_mut(piece).enumerate().for_each(|(i, c)| f(i, c)),
-        Some(pool) => pool.install(|| {
-            use rayon::prelude::*;
-            out.par_chunks_mut(piece)
-                .enumerate()
-                .for_each(|(i, c)| f(i, c))
-        }),
-    }
-}
-
-/// Runs `f` with the pool installed as rayon's current pool when a job of
-/// `pieces` pieces and `work` elements is worth it (the threads a library that
-/// splits its own work with rayon, such as `gemm`, should use), and returns what
-/// it returns with the thread count it may use (1 when it runs alone).
-pub fn install<R: Send>(pieces: usize, work: usize, f: impl FnOnce(usize) -> R + Send) -> R {
-    match pool_for(pieces, work) {
-        None => f(1),
-        Some(pool) => {
-            let n = pool.current_num_threads();
-            pool.install(|| f(n))
-        }
-    }
+    let (len, pieces) = (out.len(), out.len().div_ceil(piece));
+    let Some(pool) = pool_for(pieces, work) else {
+        return out.chunks_mut(piece).enumerate().for_each(|(i, c)| f(i, c));
+    };
+    let dst = SharedMut::new(out);
+    share(&pool, pieces, &|i| {
+        let start = i * piece;
+        // SAFETY: the pieces `start..start + piece` are disjoint and within `out`,
+        // which outlives the job, and piece `i` is taken by one thread.
+        f(i, unsafe { dst.slice(start, piece.min(len - start)) })
+    });
 }
 
 /// A shared pointer to a buffer that several pieces of one job write disjoint
 /// elements of (each piece its own, as the kernel's partition says).
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
 pub struct SharedMut<T>(*mut T);
 
+impl<T> Clone for SharedMut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SharedMut<T> {}
+
 // SAFETY: a `SharedMut` is only a pointer; the kernels that write through it give
-// each piece of a job its own elements, and the job ends (the pool's `install`
+// each piece of a job its own elements, and the job ends (`share`
 // returns) before the buffer is read or moved.
 unsafe impl<T: Send> Send for SharedMut<T> {}
 // SAFETY: as above.
@@ -224,7 +277,7 @@ impl<T> SharedMut<T> {
     }
 
     /// The pointer to element 0.
-    pub fn ptr(self) -> *mut T {
+    pub fn ptr(&self) -> *mut T {
         self.0
     }
 
@@ -266,8 +319,6 @@ mod tests {
                 }
             });
             assert_eq!(out, (0..1001).collect::<Vec<_>>());
-            let threads = install(2, usize::MAX, |t| t);
-            assert_eq!(threads, n);
         }
         set_min_parallel_work(MIN_PARALLEL_WORK);
         set_num_threads(1).unwrap();
