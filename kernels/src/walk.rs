@@ -15,6 +15,7 @@ use crate::Layout;
 use smallvec::SmallVec;
 
 /// Axes of one traversal after merging: shape plus one stride list per operand.
+#[derive(Clone, Debug)]
 pub(crate) struct Walk<const K: usize> {
     pub shape: SmallVec<[usize; 4]>,
     pub strides: [SmallVec<[usize; 4]>; K],
@@ -53,6 +54,18 @@ impl<const K: usize> Walk<K> {
             shape: out_shape,
             strides: out_strides,
         }
+    }
+
+    /// The part of this walk whose index along merged axis `axis` is in `range`
+    /// (within the axis), and how far each operand's first element of it lies from
+    /// the whole walk's: its runs are the whole walk's runs (or, along the
+    /// innermost axis, their parts) in the same order, so a piece of a parallel
+    /// kernel that walks it visits its elements as the whole walk does.
+    pub fn restrict(&self, axis: usize, range: std::ops::Range<usize>) -> (Self, [usize; K]) {
+        let mut part = self.clone();
+        part.shape[axis] = range.len();
+        let delta = std::array::from_fn(|k| range.start * self.strides[k][axis]);
+        (part, delta)
     }
 
     /// Calls `f(offsets, len, inner_strides)` for every run along the innermost
@@ -103,11 +116,14 @@ impl<const K: usize> Walk<K> {
 
 /// A position in a view, walked in row-major order over its merged axes (see
 /// [`Walk`]): each [`Self::gather`] copies the next elements out.
+#[derive(Clone, Debug)]
 pub(crate) struct Cursor {
     walk: Walk<1>,
     /// The multi-index over the merged axes.
     index: SmallVec<[usize; 4]>,
     offset: usize,
+    /// The offset of the view's first element.
+    base: usize,
 }
 
 impl Cursor {
@@ -118,6 +134,33 @@ impl Cursor {
             index: SmallVec::from_elem(0, walk.shape.len()),
             walk,
             offset: l.offset(),
+            base: l.offset(),
+        }
+    }
+
+    /// A cursor over the same view at its element `i` (in row-major order; at most
+    /// the view's element count), wherever this one is: where a piece of a
+    /// parallel run starts gathering.
+    pub(crate) fn at(&self, i: usize) -> Cursor {
+        let dims = &self.walk.shape;
+        let strides = &self.walk.strides[0];
+        let mut index: SmallVec<[usize; 4]> = SmallVec::from_elem(0, dims.len());
+        let mut offset = self.base;
+        let mut rest = i;
+        for axis in (0..dims.len()).rev() {
+            let d = dims[axis].max(1);
+            // The outermost axis takes what is left: `i` equal to the element count
+            // is the position one past the last row.
+            let k = if axis == 0 { rest } else { rest % d };
+            rest /= d;
+            index[axis] = k;
+            offset += k * strides[axis];
+        }
+        Cursor {
+            walk: self.walk.clone(),
+            index,
+            offset,
+            base: self.base,
         }
     }
 
@@ -226,6 +269,13 @@ mod tests {
                     cursor.gather(&data, chunk);
                 }
                 assert_eq!(got, want, "{piece}");
+                // A cursor started at any element gathers the rest in order.
+                for start in (0..60).step_by(piece) {
+                    let mut at = cursor.at(start);
+                    let mut rest = vec![0; 60 - start];
+                    at.gather(&data, &mut rest);
+                    assert_eq!(rest, want[start..], "{piece} {start}");
+                }
             }
         }
     }

@@ -8,8 +8,10 @@
 use super::CpuElement;
 use super::{loops, pool, program, reduce, stream};
 use crate::op::{dispatch_arith, dispatch_binary, dispatch_unary};
+use crate::parallel;
 use crate::walk::Walk;
 use crate::{BinaryOp, Element, Layout, Result, UnaryOp};
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 /// Up to this many elements a plain loop beats the set-up of a vectorised one.
@@ -24,17 +26,31 @@ pub(crate) fn dense(l: &Layout) -> Option<Range<usize>> {
 }
 
 /// `f(x)` over the view `l` of `a`, written contiguously (an error when the output
-/// buffer cannot be allocated).
+/// buffer cannot be allocated). A long dense view is converted in pieces of
+/// [`program::PIECE`] on the pool, each writing its own part of the result.
 pub(crate) fn map<T: Element, U: Element>(
     a: &[T],
     l: &Layout,
-    f: impl Fn(T) -> U,
+    f: impl Fn(T) -> U + Sync,
 ) -> Result<Vec<U>> {
     let mut out = pool::take(l.numel())?;
     if let Some(r) = dense(l) {
         let a = &a[r];
-        if a.len() <= SMALL {
+        let n = a.len();
+        if n <= SMALL {
             a.iter().for_each(|&x| out.push(f(x)));
+        } else if program::in_pieces(n, 2) {
+            let region = &mut out.spare_capacity_mut()[..n];
+            let piece = program::piece();
+            parallel::for_each_piece_mut(region, piece, 2 * n, |p, part| {
+                let from = &a[p * piece..][..part.len()];
+                for (o, &x) in part.iter_mut().zip(from) {
+                    o.write(f(x));
+                }
+            });
+            // SAFETY: the pieces cover the `n` elements of spare capacity, each
+            // writing every element of its part (its source has as many).
+            unsafe { out.set_len(n) };
         } else {
             out.extend(a.iter().map(|&x| f(x)));
         }
@@ -112,7 +128,7 @@ pub(crate) fn unary<T: CpuElement>(a: &[T], l: &Layout, op: UnaryOp) -> Result<V
         _ if l.numel() <= SMALL && l.is_contiguous() => {
             dispatch_unary!(op, T, small, &a[l.offset()..l.offset() + l.numel()])
         }
-        _ => program::run_step(&[(a, l)], l.numel(), &mut |ins, out| {
+        _ => program::run_step(&[(a, l)], l.numel(), &|ins, out| {
             unary_block(ins[0], Dest::Append(out), op)
         }),
     }
@@ -132,17 +148,22 @@ pub(crate) fn unary_block<T: Element>(a: &[T], dest: Dest<'_, T>, op: UnaryOp) {
 /// a result larger than the caches with streaming stores from the loop computing
 /// them (see `stream::map2`); or added into a running sum as
 /// `reduce::sum_blocks_into` adds them (the same bits), never stored (a step that
-/// only the chain's sum reads).
+/// only the chain's sum reads). The `*Into` and `Partials` forms are what a piece
+/// of a parallel run writes: a region of the result (of the block's length), and
+/// the totals of the sum's blocks in order (added up by the calling thread).
 pub(crate) enum Dest<'a, T> {
     Append(&'a mut Vec<T>),
     Stream(&'a mut Vec<T>),
     Sum(&'a mut f64),
+    Into(&'a mut [MaybeUninit<T>]),
+    StreamInto(&'a mut [MaybeUninit<T>]),
+    Partials(&'a mut Vec<f64>),
 }
 
 /// `Dest::$name`: the generated loop of that name over `$n` operands, streamed, or
 /// summed.
 macro_rules! dest_map {
-    ($name:ident, $n:literal) => {
+    ($name:ident, $into:ident, $n:literal) => {
         #[inline(always)]
         fn $name(self, ins: [&[T]; $n], f: impl Fn([T; $n]) -> T) {
             match self {
@@ -159,15 +180,22 @@ macro_rules! dest_map {
                     }
                 }
                 Dest::Sum(total) => reduce::map_sum_blocks_into(ins, total, f),
+                Dest::Into(out) => loops::$into(&ins, out, f),
+                Dest::StreamInto(out) => {
+                    if !stream::$into(ins, out, &f) {
+                        loops::$into(&ins, out, f)
+                    }
+                }
+                Dest::Partials(totals) => reduce::map_sum_blocks_each(ins, |t| totals.push(t), f),
             }
         }
     };
 }
 
 impl<T: Element> Dest<'_, T> {
-    dest_map!(map1, 1);
-    dest_map!(map2, 2);
-    dest_map!(map3, 3);
+    dest_map!(map1, map1_into, 1);
+    dest_map!(map2, map2_into, 2);
+    dest_map!(map3, map3_into, 3);
 }
 
 /// `op(a[i], b[i])` for every `i` (slices of one length; the formula [`binary`]
@@ -231,7 +259,7 @@ pub(crate) fn binary<T: CpuElement>(
     {
         return dispatch_binary!(op, small2, &a[ra], &b[rb]);
     }
-    program::run_step(&[(a, la), (b, lb)], la.numel(), &mut |ins, out| {
+    program::run_step(&[(a, la), (b, lb)], la.numel(), &|ins, out| {
         binary_block(ins[0], ins[1], Dest::Append(out), op)
     })
 }
@@ -264,5 +292,20 @@ mod tests {
             unary(&x, &l, UnaryOp::DivScalar(4.0)).unwrap(),
             vec![-0.25, 0.125, 0.5]
         );
+    }
+
+    /// A long conversion in pieces on any number of threads gives the values of
+    /// one pass.
+    #[test]
+    fn a_conversion_in_pieces_gives_the_values_of_one_pass() {
+        let n = 2 * program::PIECE + 77;
+        let v: Vec<f64> = (0..n + 3).map(|i| (i as f64 * 0.37).sin() / 3.0).collect();
+        let l = Layout::new(Shape::from([n]), &[1], 3).unwrap();
+        program::same_for_every_thread_count("f64 to f32", || {
+            let got = map(&v, &l, |x| x as f32).unwrap();
+            got.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        });
+        let got = map(&v, &l, |x| x as f32).unwrap();
+        assert!(got.iter().zip(&v[3..]).all(|(&g, &x)| g == x as f32));
     }
 }

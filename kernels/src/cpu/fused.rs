@@ -24,14 +24,16 @@
 //! never goes through a block buffer).
 
 use super::elementwise::{Dest, Fold, binary_block, binary2_block, unary_block};
-use super::stream::{STREAM_BYTES, append_streaming, fence};
+use super::stream::{STREAM_BYTES, append_streaming, fence, write_plain, write_streaming};
 use super::{CpuElement, CpuStorage, pool, reduce};
+use crate::parallel::{self, SharedMut};
 use crate::program::{BlockKernel, FusedOp, Operand, Sink, Step, check_program};
 use crate::{BinaryOp, DType, KernelError, Layout, Result};
 use smallvec::SmallVec;
+use std::mem::MaybeUninit;
 
-pub use super::program::BLOCK;
-use super::program::{Source, Sources};
+pub use super::program::{BLOCK, PIECE};
+use super::program::{Source, Sources, in_pieces, piece, piece_range};
 
 /// Runs `steps` (in dependency order; the last is the result) over `n` elements.
 /// `leaves[k]` is leaf `k`'s buffer with its layout, already broadcast to the
@@ -100,21 +102,28 @@ fn two_mut<T>(v: &mut [T], i: usize, k: usize) -> (&mut T, &mut T) {
 }
 
 /// Where a result of [`run_many`] goes while the blocks run.
-enum Out<T> {
+enum Out<'r, T> {
     /// Stored: the values so far.
     Store(Vec<T>),
     /// Summed: the running sum of the blocks (and the plain fold of a sum too short
     /// for blocks, as the reduction computes it).
     Sum(f64, Option<T>),
+    /// Stored, by a piece of a parallel run: its region of the result, and how
+    /// many elements of it the blocks so far wrote.
+    Region(&'r mut [MaybeUninit<T>], usize),
+    /// Summed, by a piece of a parallel run: the totals of its sum's blocks, in
+    /// order (the calling thread adds every piece's, in order).
+    Partials(Vec<f64>),
 }
 
 /// A generated kernel's computation on one block (`BlockKernel::eval_f32`, ..).
-type KernelFn<'a, T> = &'a dyn Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>);
+type KernelFn<'a, T> = &'a (dyn Fn(&dyn BlockKernel, &[&[T]], &mut Vec<T>) + Sync);
 
 /// A generated op's value and its derivative in one loop
 /// (`BlockKernel::eval_pair_f32`, ..): `false` when the kernels have none.
-type PairFn<'a, T> =
-    &'a dyn Fn(&dyn BlockKernel, &dyn BlockKernel, &[&[T]], &mut Vec<T>, &mut Vec<T>) -> bool;
+type PairFn<'a, T> = &'a (
+        dyn Fn(&dyn BlockKernel, &dyn BlockKernel, &[&[T]], &mut Vec<T>, &mut Vec<T>) -> bool + Sync
+    );
 
 /// The schedule of a program, decided before its blocks run: which steps run in
 /// one loop, and which write their results directly.
@@ -136,17 +145,22 @@ struct Plan {
     folded: Vec<bool>,
     /// `own[j] = Some(k)`: step `j`'s loop writes (or sums) result `k` directly.
     own: Vec<Option<usize>>,
+    /// Whether the blocks run in pieces on the pool: a generated op's step then
+    /// writes no result directly (its kernel appends to a `Vec`, not a region).
+    pieces: bool,
 }
 
 impl Plan {
     /// The schedule of `steps` over `n` elements of `size` bytes with results
-    /// `outputs`; `read[j]` is how often step `j` is read (`check_program`).
+    /// `outputs`, run in pieces or not; `read[j]` is how often step `j` is read
+    /// (`check_program`).
     fn new(
         steps: &[Step],
         n: usize,
         outputs: &[(usize, Sink)],
         read: &[usize],
         size: usize,
+        pieces: bool,
     ) -> Plan {
         let len = steps.len();
         let mut plan = Plan {
@@ -157,6 +171,7 @@ impl Plan {
             folds: vec![None; len],
             folded: vec![false; len],
             own: Vec::new(),
+            pieces,
         };
         if len > 1 {
             plan.pair(steps);
@@ -252,7 +267,8 @@ impl Plan {
         let k = outputs.iter().position(|&(i, _)| i == j)?;
         let fits = match outputs[k].1 {
             Sink::Store => {
-                !self.stream || matches!(steps[j].op, FusedOp::Unary(_) | FusedOp::Binary(_))
+                !(self.stream || self.pieces)
+                    || matches!(steps[j].op, FusedOp::Unary(_) | FusedOp::Binary(_))
             }
             Sink::Sum => n > reduce::LANES && matches!(steps[j].op, FusedOp::Binary(_)),
         };
@@ -297,7 +313,10 @@ fn run_program<T: CpuElement>(
     pair: PairFn<T>,
 ) -> Result<Vec<CpuStorage>> {
     let read = check_program(steps, leaves, n, outputs)?;
-    let plan = Plan::new(steps, n, outputs, &read, std::mem::size_of::<T>());
+    if in_pieces(n, leaves.len() + outputs.len()) {
+        return run_pieces(steps, leaves, n, outputs, &read, kernel, pair);
+    }
+    let plan = Plan::new(steps, n, outputs, &read, std::mem::size_of::<T>(), false);
     let mut sources: Sources<T> = Source::plan(leaves, n, plan.block)?;
     let mut bufs = plan.buffers::<T>();
     let mut outs = outputs
@@ -309,13 +328,142 @@ fn run_program<T: CpuElement>(
             })
         })
         .collect::<Result<SmallVec<[Out<T>; 4]>>>()?;
+    run_blocks(
+        steps,
+        &plan,
+        outputs,
+        &mut sources,
+        &mut bufs,
+        &mut outs,
+        0..n,
+        n,
+        kernel,
+        pair,
+    )?;
+    if plan.stream {
+        fence();
+    }
+    finish(steps, outputs, outs, n)
+}
+
+/// [`run_program`] in pieces of [`PIECE`] elements on the pool. The stored results
+/// are allocated here (the buffer cache is the calling thread's) and each piece
+/// writes its own region of them, from the same loops as one pass (streamed ones
+/// fenced by the thread that streamed them); each piece records its sums' block
+/// totals, which are added here in order from `0.0`: the bits of one pass.
+fn run_pieces<T: CpuElement>(
+    steps: &[Step],
+    leaves: &[(&CpuStorage, &Layout)],
+    n: usize,
+    outputs: &[(usize, Sink)],
+    read: &[usize],
+    kernel: KernelFn<T>,
+    pair: PairFn<T>,
+) -> Result<Vec<CpuStorage>> {
+    let plan = Plan::new(steps, n, outputs, read, std::mem::size_of::<T>(), true);
+    let sources: Sources<T> = Source::plan(leaves, n, plan.block)?;
+    let mut stored = outputs
+        .iter()
+        .map(|&(_, sink)| match sink {
+            Sink::Store => pool::take(n).map(Some),
+            Sink::Sum => Ok(None),
+        })
+        .collect::<Result<SmallVec<[Option<Vec<T>>; 4]>>>()?;
+    let regions: SmallVec<[Option<SharedMut<MaybeUninit<T>>>; 4]> = stored
+        .iter_mut()
+        .map(|v| {
+            v.as_mut()
+                .map(|v| SharedMut::new(&mut v.spare_capacity_mut()[..n]))
+        })
+        .collect();
+    let pieces = n.div_ceil(piece());
+    let work = n * (leaves.len() + outputs.len());
+    let partials = parallel::map(pieces, work, |p| -> Result<SmallVec<[Vec<f64>; 4]>> {
+        let range = piece_range(p, n);
+        let mut outs = regions
+            .iter()
+            .map(|r| match r {
+                // SAFETY: the pieces' ranges are disjoint and within the `n`
+                // elements of spare capacity, which nothing else touches until
+                // the job ends.
+                Some(r) => Out::Region(unsafe { r.slice(range.start, range.len()) }, 0),
+                None => Out::Partials(Vec::with_capacity(piece().div_ceil(reduce::SUM_BLOCK))),
+            })
+            .collect::<SmallVec<[Out<T>; 4]>>();
+        let mut sources: Sources<T> = sources
+            .iter()
+            .map(|s| s.piece(range.start, plan.block))
+            .collect();
+        let mut bufs = plan.buffers::<T>();
+        run_blocks(
+            steps,
+            &plan,
+            outputs,
+            &mut sources,
+            &mut bufs,
+            &mut outs,
+            range,
+            n,
+            kernel,
+            pair,
+        )?;
+        if plan.stream {
+            // (On the thread that issued this piece's streaming stores.)
+            fence();
+        }
+        Ok(outs
+            .into_iter()
+            .map(|o| match o {
+                Out::Partials(t) => t,
+                _ => Vec::new(),
+            })
+            .collect())
+    });
+    let partials = partials.into_iter().collect::<Result<Vec<_>>>()?;
+    let outs = stored
+        .into_iter()
+        .enumerate()
+        .map(|(k, v)| match v {
+            Some(mut v) => {
+                // SAFETY: every piece succeeded, so each wrote every element of
+                // its range (each block's values, written by its step's loop or
+                // copied, checked, from its block buffer), and the ranges cover
+                // `0..n`.
+                unsafe { v.set_len(n) };
+                Out::Store(v)
+            }
+            None => {
+                let total = partials.iter().flat_map(|p| &p[k]).fold(0.0, |t, &b| t + b);
+                Out::Sum(total, None)
+            }
+        })
+        .collect();
+    finish(steps, outputs, outs, n)
+}
+
+/// Runs every step of `plan` on each block of `range` (of the program's `n`
+/// elements; from a multiple of the block), into the block buffers `bufs` and
+/// the results `outs`; `kernel` and `pair` run the generated ops' steps.
+#[allow(clippy::too_many_arguments)]
+fn run_blocks<T: CpuElement>(
+    steps: &[Step],
+    plan: &Plan,
+    outputs: &[(usize, Sink)],
+    sources: &mut [Source<'_, T>],
+    bufs: &mut [Vec<T>],
+    outs: &mut [Out<'_, T>],
+    range: std::ops::Range<usize>,
+    n: usize,
+    kernel: KernelFn<T>,
+    pair: PairFn<T>,
+) -> Result<()> {
     let mut with_value = vec![false; steps.len()];
-    let mut start = 0;
-    while start < n {
-        let len = plan.block.min(n - start);
-        Source::advance(&mut sources, len);
+    let mut start = range.start;
+    while start < range.end {
+        let len = plan.block.min(range.end - start);
+        Source::advance(sources, len);
         let block = Block {
-            sources: &sources,
+            sources,
             start,
             len,
         };
@@ -325,21 +473,18 @@ fn run_program<T: CpuElement>(
                 continue; // computed with its pair, or in the loop of the step reading it
             }
             if let Some((v, d)) = plan.pairs[j]
-                && pair_block(steps, j, (v, d), &mut bufs, &block, pair)
+                && pair_block(steps, j, (v, d), bufs, &block, pair)
             {
                 with_value[v] = true;
                 with_value[d] = true;
                 continue;
             }
-            step_block(steps, &plan, j, &mut bufs, &mut outs, &block, kernel)?;
+            step_block(steps, plan, j, bufs, outs, &block, kernel)?;
         }
-        store_block(&plan, outputs, &mut outs, &bufs, n);
+        store_block(plan, outputs, outs, bufs, n, len)?;
         start += len;
     }
-    if plan.stream {
-        fence();
-    }
-    finish(steps, outputs, outs, n)
+    Ok(())
 }
 
 /// Computes the pair `(v, d)` planned at step `j` in one loop, into their block
@@ -388,8 +533,12 @@ fn step_block<T: CpuElement>(
 ) -> Result<()> {
     let step = &steps[j];
     let (done, rest) = bufs.split_at_mut(j);
+    let len = block.len;
     let dest = match plan.own[j].map(|k| &mut outs[k]) {
         Some(Out::Sum(total, _)) => Dest::Sum(total),
+        Some(Out::Partials(totals)) => Dest::Partials(totals),
+        Some(Out::Region(r, at)) if plan.stream => Dest::StreamInto(&mut r[*at..*at + len]),
+        Some(Out::Region(r, at)) => Dest::Into(&mut r[*at..*at + len]),
         Some(Out::Store(out)) if plan.stream => Dest::Stream(out),
         Some(Out::Store(out)) => Dest::Append(out),
         None => {
@@ -435,8 +584,15 @@ fn step_block<T: CpuElement>(
             kernel(&**k, &ins, target);
         }
         // (Only binary steps are summed in their loop, and only unary and
-        // binary steps stream: not reached.)
-        (FusedOp::Kernel(_), Dest::Sum(_) | Dest::Stream(_)) => {
+        // binary steps stream or write a piece's region: not reached.)
+        (
+            FusedOp::Kernel(_),
+            Dest::Sum(_)
+            | Dest::Stream(_)
+            | Dest::Into(_)
+            | Dest::StreamInto(_)
+            | Dest::Partials(_),
+        ) => {
             return Err(KernelError::Layout(format!(
                 "step {j} of a fused chain ({}) cannot be summed or streamed in its loop",
                 step.op.name()
@@ -446,17 +602,40 @@ fn step_block<T: CpuElement>(
     Ok(())
 }
 
-/// Adds a block's values to the results their steps' loops did not write.
+/// Adds a block (of `len` elements) of values to the results their steps' loops
+/// did not write; an error when a step's block buffer does not hold `len` values
+/// (a generated kernel that wrote too few or too many).
 fn store_block<T: CpuElement>(
     plan: &Plan,
     outputs: &[(usize, Sink)],
     outs: &mut [Out<T>],
     bufs: &[Vec<T>],
     n: usize,
-) {
+    len: usize,
+) -> Result<()> {
     for (k, (&(j, _), out)) in outputs.iter().zip(outs).enumerate() {
+        let own = plan.own[j] == Some(k);
         match out {
-            _ if plan.own[j] == Some(k) => {} // written or summed by its loop
+            Out::Region(r, at) => {
+                if !own {
+                    let b = &bufs[j];
+                    if b.len() != len {
+                        return Err(KernelError::Layout(format!(
+                            "step {j} of a fused chain wrote {} values for a block of {len}",
+                            b.len()
+                        )));
+                    }
+                    let to = &mut r[*at..*at + len];
+                    if plan.stream {
+                        write_streaming(to, b);
+                    } else {
+                        write_plain(to, b);
+                    }
+                }
+                *at += len;
+            }
+            _ if own => {} // written or summed by its loop
+            Out::Partials(totals) => reduce::sum_blocks_each(&bufs[j], |t| totals.push(t)),
             Out::Store(out) if plan.stream => append_streaming(out, &bufs[j]),
             Out::Store(out) => out.extend_from_slice(&bufs[j]),
             // (A sum this short is a plain fold, as the reduction does it.)
@@ -466,6 +645,7 @@ fn store_block<T: CpuElement>(
             Out::Sum(total, _) => reduce::sum_blocks_into(&bufs[j], total),
         }
     }
+    Ok(())
 }
 
 /// The results, once every block ran: stored values checked complete, sums as
@@ -473,7 +653,7 @@ fn store_block<T: CpuElement>(
 fn finish<T: CpuElement>(
     steps: &[Step],
     outputs: &[(usize, Sink)],
-    outs: SmallVec<[Out<T>; 4]>,
+    outs: SmallVec<[Out<'_, T>; 4]>,
     n: usize,
 ) -> Result<Vec<CpuStorage>> {
     outputs
@@ -491,6 +671,10 @@ fn finish<T: CpuElement>(
                 one.push(T::ZERO + small.unwrap_or_else(|| T::from_f64(total)));
                 Ok(T::wrap(one))
             }
+            // (Only the pieces of a parallel run hold these: not reached.)
+            Out::Region(..) | Out::Partials(_) => Err(KernelError::Layout(
+                "a fused chain's piece was returned as a result".into(),
+            )),
         })
         .collect()
 }
@@ -498,7 +682,9 @@ fn finish<T: CpuElement>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::program::same_for_every_thread_count;
     use crate::{BackendStorage, Shape, UnaryOp};
+    use std::sync::Arc;
 
     fn leaf(v: Vec<f32>) -> CpuStorage {
         CpuStorage::F32(v)
@@ -786,5 +972,151 @@ mod tests {
         }];
         assert!(run(&neg, &[(&x, &l)], 4, DType::F64, Sink::Store).is_err());
         assert!(run(&neg, &[(&x, &l)], 5, DType::F32, Sink::Store).is_err());
+    }
+
+    /// `x * x + 0.25`, a generated op's kernel as a chain calls it.
+    struct Square;
+    /// `g * 2x`: [`Square`]'s derivative, computed in one loop with it.
+    struct DSquare;
+
+    fn call(name: &'static str, arity: usize, derivative: bool) -> crate::program::CudaCall {
+        crate::program::CudaCall {
+            name,
+            program: module_path!(),
+            source: "",
+            what: 0,
+            params: [0.0; crate::generated::MAX_PARAMS],
+            arity,
+            derivative,
+        }
+    }
+
+    impl BlockKernel for Square {
+        fn name(&self) -> &'static str {
+            "square"
+        }
+        fn cuda(&self) -> crate::program::CudaCall {
+            call("square", 1, false)
+        }
+        fn eval_f32(&self, ins: &[&[f32]], out: &mut Vec<f32>) {
+            super::super::loops::map1(ins, out, |[x]| x * x + 0.25)
+        }
+        fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>) {
+            super::super::loops::map1(ins, out, |[x]| x * x + 0.25)
+        }
+    }
+
+    impl BlockKernel for DSquare {
+        fn name(&self) -> &'static str {
+            "d_square"
+        }
+        fn cuda(&self) -> crate::program::CudaCall {
+            call("square", 1, true)
+        }
+        fn eval_f32(&self, ins: &[&[f32]], out: &mut Vec<f32>) {
+            super::super::loops::map2(ins, out, |[x, g]| g * (2.0 * x))
+        }
+        fn eval_f64(&self, ins: &[&[f64]], out: &mut Vec<f64>) {
+            super::super::loops::map2(ins, out, |[x, g]| g * (2.0 * x))
+        }
+        fn derivative_of(&self, value: &dyn BlockKernel) -> bool {
+            value.name() == "square"
+        }
+        fn eval_pair_f32(
+            &self,
+            _: &dyn BlockKernel,
+            ins: &[&[f32]],
+            v: &mut Vec<f32>,
+            d: &mut Vec<f32>,
+        ) -> bool {
+            super::super::loops::pair2(ins, v, d, |[x, g]| (x * x + 0.25, g * (2.0 * x)));
+            true
+        }
+        fn eval_pair_f64(
+            &self,
+            _: &dyn BlockKernel,
+            ins: &[&[f64]],
+            v: &mut Vec<f64>,
+            d: &mut Vec<f64>,
+        ) -> bool {
+            super::super::loops::pair2(ins, v, d, |[x, g]| (x * x + 0.25, g * (2.0 * x)));
+            true
+        }
+    }
+
+    /// In pieces on any number of threads, a chain with stored, summed and
+    /// streamed results (written by their steps' loops or copied out of block
+    /// buffers, a generated op's value and derivative in one loop, a folded
+    /// step) over dense, gathered and repeated leaves gives the bits of one
+    /// serial pass, at lengths that are no whole number of pieces, blocks or sum
+    /// blocks, below and past the streaming size, for both dtypes.
+    #[test]
+    fn a_chain_in_pieces_gives_the_bits_of_one_pass() {
+        let kernel = |k: Arc<dyn BlockKernel>, args: &[Operand]| Step {
+            op: FusedOp::Kernel(k),
+            args: args.iter().copied().collect(),
+        };
+        let sq: Arc<dyn BlockKernel> = Arc::new(Square);
+        let dsq: Arc<dyn BlockKernel> = Arc::new(DSquare);
+        let steps = vec![
+            step(BinaryOp::Mul, L0, L1),
+            step(BinaryOp::Add, S0, L0),
+            kernel(sq.clone(), &[Operand::Step(1)]),
+            kernel(dsq, &[Operand::Step(1), L2]),
+            step(BinaryOp::Mul, Operand::Step(2), L2),
+            Step {
+                op: FusedOp::Unary(UnaryOp::Neg),
+                args: [Operand::Step(3)].into_iter().collect(),
+            },
+            kernel(sq, &[L1]),
+        ];
+        let outputs = [
+            (4, Sink::Sum),
+            (5, Sink::Store),
+            (2, Sink::Store),
+            (3, Sink::Store),
+            (2, Sink::Sum),
+            (6, Sink::Store),
+            (6, Sink::Sum),
+        ];
+        for (dtype, size) in [(DType::F32, 4), (DType::F64, 8)] {
+            for total in [
+                3 * PIECE + reduce::SUM_BLOCK / 2 + 5,
+                STREAM_BYTES / size + BLOCK + 3,
+            ] {
+                let rows = total / 8;
+                let n = rows * 8;
+                let shape = Shape::from([rows, 8]);
+                let (x, a, b) = (
+                    data(dtype, 0.37, 0.5, n),
+                    data(dtype, 0.11, -0.25, n),
+                    data(dtype, 0.5, 1.0, 8),
+                );
+                let lx = Layout::contiguous(shape.clone());
+                let la = Layout::contiguous(Shape::from([8, rows]))
+                    .transpose(0, 1)
+                    .unwrap();
+                let lb = Layout::contiguous(Shape::from([8]))
+                    .broadcast_to(&shape)
+                    .unwrap();
+                let leaves = [(&x, &lx), (&a, &la), (&b, &lb)];
+                same_for_every_thread_count(&format!("{dtype:?} {n}"), || {
+                    let outs = run_many(&steps, &leaves, n, dtype, &outputs).unwrap();
+                    outs.iter().map(bits).collect::<Vec<_>>()
+                });
+                // The stored results are the unfused kernels' values.
+                let outs = run_many(&steps, &leaves, n, dtype, &outputs).unwrap();
+                let neg = CpuStorage::F64(
+                    outs[3]
+                        .to_vec::<f64>(&Layout::contiguous(Shape::from([n])))
+                        .unwrap(),
+                )
+                .cast(&Layout::contiguous(Shape::from([n])), dtype)
+                .unwrap()
+                .unary(&Layout::contiguous(Shape::from([n])), UnaryOp::Neg)
+                .unwrap();
+                assert_eq!(outs[1], neg);
+            }
+        }
     }
 }

@@ -23,16 +23,12 @@ pub fn run_cpu<K: ElementwiseKernel>(
     };
     let name = kernel.name();
     let out = match first {
-        CpuStorage::F32(_) => {
-            CpuStorage::F32(program::run_checked(name, ins, shape, &mut |i, o| {
-                kernel.eval(what, i, o)
-            })?)
-        }
-        CpuStorage::F64(_) => {
-            CpuStorage::F64(program::run_checked(name, ins, shape, &mut |i, o| {
-                kernel.eval(what, i, o)
-            })?)
-        }
+        CpuStorage::F32(_) => CpuStorage::F32(program::run_checked(name, ins, shape, &|i, o| {
+            kernel.eval(what, i, o)
+        })?),
+        CpuStorage::F64(_) => CpuStorage::F64(program::run_checked(name, ins, shape, &|i, o| {
+            kernel.eval(what, i, o)
+        })?),
     };
     if out.len() == shape.numel() {
         Ok(out)
@@ -43,5 +39,73 @@ pub fn run_cpu<K: ElementwiseKernel>(
             out.len(),
             shape.numel()
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuElement;
+    use crate::cpu::loops;
+    use crate::cpu::program::{PIECE, same_for_every_thread_count};
+    use crate::generated::MAX_PARAMS;
+    use crate::real::Real;
+
+    /// `x * y + 1` (and `g * x` for its derivative by `y`), by hand, as the macro
+    /// would generate it.
+    struct MulAddOne;
+
+    impl ElementwiseKernel for MulAddOne {
+        fn name(&self) -> &'static str {
+            "mul_add_one"
+        }
+        fn arity(&self) -> usize {
+            2
+        }
+        fn cuda_source(&self) -> &'static str {
+            ""
+        }
+        fn program(&self) -> &'static str {
+            module_path!()
+        }
+        fn cuda_params(&self) -> [f64; MAX_PARAMS] {
+            [0.0; MAX_PARAMS]
+        }
+        fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut Vec<T>) {
+            match what {
+                Eval::Value => loops::map2(ins, out, |[x, y]| x * y + T::lit(1.0)),
+                Eval::Derivative(_) => loops::map3(ins, out, |[x, _, g]| g * x),
+            }
+        }
+    }
+
+    /// A generated kernel run in pieces on any number of threads gives the bits
+    /// of one serial pass, over dense, broadcast and transposed operands.
+    #[test]
+    fn a_generated_kernel_in_pieces_gives_the_bits_of_one_pass() {
+        let rows = (2 * PIECE + 1001) / 4;
+        let shape = Shape::from([rows, 4]);
+        let n = rows * 4;
+        let v: Vec<f32> = (0..n).map(|i| (i as f32 * 0.31).cos()).collect();
+        let a = CpuStorage::F32(v);
+        let al = Layout::contiguous(shape.clone());
+        let tl = Layout::contiguous(Shape::from([4, rows]))
+            .transpose(0, 1)
+            .unwrap();
+        let b = CpuStorage::F32(vec![0.5, -1.25, 2.0, 3.5]);
+        let bl = Layout::contiguous(Shape::from([4]))
+            .broadcast_to(&shape)
+            .unwrap();
+        let bits = |s: CpuStorage| match s {
+            CpuStorage::F32(v) => v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            CpuStorage::F64(_) => unreachable!("f32 operands"),
+        };
+        same_for_every_thread_count("value", || {
+            bits(run_cpu(&MulAddOne, Eval::Value, &[(&a, &tl), (&b, &bl)], &shape).unwrap())
+        });
+        same_for_every_thread_count("derivative", || {
+            let ins = [(&a, &al), (&b, &bl), (&a, &tl)];
+            bits(run_cpu(&MulAddOne, Eval::Derivative(&[1]), &ins, &shape).unwrap())
+        });
     }
 }

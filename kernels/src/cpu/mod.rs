@@ -199,7 +199,21 @@ impl CpuStorage {
     }
 }
 
+/// Copies (or adds) the view `sl` of `src` into the view `dl` of `dst`. A long
+/// copy into a contiguous view (making a view contiguous) runs in pieces of
+/// [`program::PIECE`] on the pool, each gathering its part of the source from
+/// its first element on.
 fn copy_into<T: Element>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout, accumulate: bool) {
+    let n = dl.numel();
+    if !accumulate && dl.is_contiguous() && program::in_pieces(n, 2) {
+        let cursor = crate::walk::Cursor::new(sl);
+        let dst = &mut dst[dl.offset()..dl.offset() + n];
+        let piece = program::piece();
+        crate::parallel::for_each_piece_mut(dst, piece, 2 * n, |p, part| {
+            cursor.at(p * piece).gather(src, part)
+        });
+        return;
+    }
     let walk = Walk::new(sl.shape(), [sl.strides(), dl.strides()]);
     walk.for_each_run([sl.offset(), dl.offset()], |[so, d0], len, [ss, ds]| {
         if ss == 1 && ds == 1 {
@@ -471,5 +485,29 @@ mod view_and_allocation_tests {
                 assert_eq!(bits(&min), vec![(-0.0f64).to_bits()], "min of {v:?}");
             }
         }
+    }
+
+    /// A long copy into a contiguous view (a transposed source), in pieces on any
+    /// number of threads, writes the source's elements in order.
+    #[test]
+    fn a_copy_in_pieces_writes_the_view_in_order() {
+        let (rows, cols) = (301, 233);
+        let src = CpuStorage::F32((0..rows * cols).map(|i| i as f32).collect());
+        let sl = Layout::contiguous(Shape::from([rows, cols]))
+            .transpose(0, 1)
+            .unwrap();
+        let dl = Layout::new(Shape::from([cols, rows]), &[rows, 1], 5).unwrap();
+        program::same_for_every_thread_count("copy", || {
+            let mut dst = CpuStorage::F32(vec![-1.0; rows * cols + 5]);
+            src.copy_into(&sl, &mut dst, &dl, false).unwrap();
+            dst
+        });
+        let mut dst = CpuStorage::F32(vec![-1.0; rows * cols + 5]);
+        src.copy_into(&sl, &mut dst, &dl, false).unwrap();
+        let want: Vec<f32> = (0..5)
+            .map(|_| -1.0)
+            .chain((0..cols).flat_map(|c| (0..rows).map(move |r| (r * cols + c) as f32)))
+            .collect();
+        assert_eq!(dst, CpuStorage::F32(want));
     }
 }

@@ -3,15 +3,46 @@
 //! unfused op, fixed or generated). A fused chain of several steps is planned and
 //! run by [`super::fused`] over the same sources and blocks.
 
-use super::{CpuElement, CpuStorage, pool};
+use super::{CpuElement, CpuStorage, pool, stream};
+use crate::parallel::{self, SharedMut};
 use crate::walk::Cursor;
 use crate::{KernelError, Layout, Result, Shape};
 use smallvec::SmallVec;
+use std::mem::MaybeUninit;
 
 /// Elements per block: a whole number of the sum's blocks (the 1024 elements of
 /// the sum reduction's blocks), and small enough that a dozen steps' buffers stay
 /// in the first two levels of cache.
 pub const BLOCK: usize = 2 * super::reduce::SUM_BLOCK;
+
+/// Elements per piece of a program run on several threads: a whole number of
+/// blocks (so every piece starts at a multiple of [`BLOCK`], where a repeated
+/// leaf's block and the sum's blocks line up as in one serial pass), fixed, never
+/// derived from the thread count, so the pieces and the results are the same for
+/// any number of threads.
+pub const PIECE: usize = 16 * BLOCK;
+
+/// Whether a program over `n` elements with `arrays` leaves and results runs in
+/// pieces of [`PIECE`] on the pool; a short one (the tiny tensors of a long
+/// graph) is settled by the first comparison, before any look at the pool.
+#[inline(always)]
+pub(super) fn in_pieces(n: usize, arrays: usize) -> bool {
+    n > BLOCK && n > piece() && parallel::is_parallel(n.div_ceil(piece()), n.saturating_mul(arrays))
+}
+
+/// This run's piece length: [`PIECE`], or one [`BLOCK`] while a test asks for the
+/// smallest pieces (`parallel::piece_len`).
+#[inline]
+pub(crate) fn piece() -> usize {
+    parallel::piece_len(PIECE, BLOCK)
+}
+
+/// The elements `p * piece()..` of `n` in piece `p`.
+#[inline(always)]
+pub(super) fn piece_range(p: usize, n: usize) -> std::ops::Range<usize> {
+    let start = p * piece();
+    start..(start + piece()).min(n)
+}
 
 /// The elements of `s` as `T`, checked to hold the view `l` (an error naming the
 /// dtypes when `s` holds another type).
@@ -32,6 +63,9 @@ pub(super) enum Source<'a, T> {
     Repeated(Vec<T>),
     /// Any other view: gathered into a block buffer.
     Gathered(&'a [T], Cursor, Vec<T>),
+    /// A repeated source's block, borrowed by a piece of a parallel run (pieces
+    /// start at multiples of the block, where the block is valid).
+    Shared(&'a [T]),
 }
 
 /// Sources of a program's leaves.
@@ -70,6 +104,20 @@ impl<'a, T: CpuElement> Source<'a, T> {
         }
     }
 
+    /// This source as a piece of a parallel run reads it from element `start` (a
+    /// multiple of `block`): dense and repeated ones borrowed, a gathered one
+    /// with its own cursor, started there, and its own block buffer.
+    pub(super) fn piece(&self, start: usize, block: usize) -> Source<'_, T> {
+        match self {
+            Source::Dense(d) => Source::Dense(d),
+            Source::Repeated(b) => Source::Shared(b),
+            Source::Shared(b) => Source::Shared(b),
+            Source::Gathered(data, cursor, _) => {
+                Source::Gathered(data, cursor.at(start), vec![T::ZERO; block])
+            }
+        }
+    }
+
     /// Gathers the next `len` elements of every gathered source.
     pub(super) fn advance(sources: &mut [Source<'a, T>], len: usize) {
         for source in sources {
@@ -85,6 +133,7 @@ impl<'a, T: CpuElement> Source<'a, T> {
         match self {
             Source::Dense(d) => &d[start..start + len],
             Source::Repeated(b) | Source::Gathered(_, _, b) => &b[..len],
+            Source::Shared(b) => &b[..len],
         }
     }
 }
@@ -94,8 +143,9 @@ impl<'a, T: CpuElement> Source<'a, T> {
 const DIRECT: usize = 6;
 
 /// A program's one step on a block: `step(ins, out)` appends its values for the
-/// operands' block `ins` to `out`.
-pub(crate) type StepFn<'a, T> = dyn FnMut(&[&[T]], &mut Vec<T>) + 'a;
+/// operands' block `ins` to `out`. Shared by the pieces of a parallel run: it must
+/// compute the same values wherever it runs.
+pub(crate) type StepFn<'a, T> = dyn Fn(&[&[T]], &mut Vec<T>) + Sync + 'a;
 
 /// Runs a program of one step over `leaves` (buffers with their views, each of
 /// `n` elements and within its buffer: checked by the caller): `step(ins, out)`
@@ -106,11 +156,19 @@ pub(crate) type StepFn<'a, T> = dyn FnMut(&[&[T]], &mut Vec<T>) + 'a;
 ///
 /// The step is a `dyn` call so that this runner is compiled once per element type,
 /// not once per op.
+///
+/// A long program runs in pieces of [`PIECE`] on the pool (see [`in_pieces`]):
+/// each piece runs the step on its blocks and copies them into its part of the
+/// result. The step computes each element alone, so the values are the bits of
+/// one pass.
 pub(crate) fn run_step<T: CpuElement>(
     leaves: &[(&[T], &Layout)],
     n: usize,
-    step: &mut StepFn<'_, T>,
+    step: &StepFn<'_, T>,
 ) -> Result<Vec<T>> {
+    if in_pieces(n, leaves.len() + 1) {
+        return run_step_pieces(leaves, n, step);
+    }
     if leaves.len() <= DIRECT && leaves.iter().all(|(_, l)| l.is_contiguous()) {
         // One block of all `n` elements, read in place: no `Source` per leaf, and
         // the operands in an array, not a collection (an op on a few elements
@@ -142,6 +200,56 @@ pub(crate) fn run_step<T: CpuElement>(
     Ok(out)
 }
 
+/// [`run_step`] in pieces of [`PIECE`] on the pool: the result allocated here (the
+/// buffer cache is the calling thread's), each piece writing its own region of it.
+fn run_step_pieces<T: CpuElement>(
+    leaves: &[(&[T], &Layout)],
+    n: usize,
+    step: &StepFn<'_, T>,
+) -> Result<Vec<T>> {
+    let sources: Sources<T> = leaves
+        .iter()
+        .map(|&(data, l)| Source::of(data, l, n, BLOCK))
+        .collect();
+    let mut out: Vec<T> = pool::take(n)?;
+    let region = SharedMut::new(&mut out.spare_capacity_mut()[..n]);
+    let pieces = n.div_ceil(piece());
+    let done = parallel::map(pieces, n * (leaves.len() + 1), |p| -> Result<()> {
+        let range = piece_range(p, n);
+        // SAFETY: the pieces' ranges are disjoint and within the `n` elements of
+        // spare capacity, which nothing else touches until the job ends.
+        let region: &mut [MaybeUninit<T>] = unsafe { region.slice(range.start, range.len()) };
+        let mut sources: Sources<T> = sources
+            .iter()
+            .map(|s| s.piece(range.start, BLOCK))
+            .collect();
+        let mut buf: Vec<T> = Vec::with_capacity(BLOCK);
+        let mut at = range.start;
+        while at < range.end {
+            let len = BLOCK.min(range.end - at);
+            Source::advance(&mut sources, len);
+            let ins: SmallVec<[&[T]; 5]> = sources.iter().map(|s| s.block(at, len)).collect();
+            buf.clear();
+            step(&ins, &mut buf);
+            if buf.len() != len {
+                return Err(KernelError::Layout(format!(
+                    "an elementwise step wrote {} values for a block of {len}",
+                    buf.len()
+                )));
+            }
+            let from = at - range.start;
+            stream::write_plain(&mut region[from..from + len], &buf);
+            at += len;
+        }
+        Ok(())
+    });
+    done.into_iter().collect::<Result<()>>()?;
+    // SAFETY: every piece succeeded, so each wrote every element of its range (a
+    // block of `len` values per block), and the ranges cover `0..n`.
+    unsafe { out.set_len(n) };
+    Ok(out)
+}
+
 /// A generated op's program of one step (`generated::run_cpu`): the operands
 /// checked (dtype, views within their buffers, each of `shape`; `name` is the op's,
 /// for the errors), then [`run_step`] over them. Returns the values `step`
@@ -151,7 +259,7 @@ pub(crate) fn run_checked<T: CpuElement>(
     name: &str,
     ins: &[(&CpuStorage, &Layout)],
     shape: &Shape,
-    step: &mut StepFn<'_, T>,
+    step: &StepFn<'_, T>,
 ) -> Result<Vec<T>> {
     let mut typed: SmallVec<[(&[T], &Layout); 5]> = SmallVec::with_capacity(ins.len());
     for &(s, l) in ins {
@@ -164,6 +272,34 @@ pub(crate) fn run_checked<T: CpuElement>(
         }
     }
     run_step(&typed, shape.numel(), step)
+}
+
+/// Runs `f` serially (one thread), then on the pool with 2, 3 and 8 threads and
+/// every job split (`set_min_parallel_work(0)`), asserting the same result each
+/// time (compare bits: `f` returns them); the thread count and work threshold are
+/// restored after.
+#[cfg(test)]
+pub(crate) fn same_for_every_thread_count<R: PartialEq + std::fmt::Debug>(
+    what: &str,
+    f: impl Fn() -> R,
+) {
+    let _g = parallel::TEST_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let threads = parallel::num_threads();
+    parallel::set_num_threads(1).expect("one thread");
+    let serial = f();
+    parallel::set_min_parallel_work(0);
+    for t in [1, 2, 3, 8] {
+        parallel::set_num_threads(t).expect("the pool");
+        let got = f();
+        assert!(
+            got == serial,
+            "{what}: {t} threads differ from the serial run"
+        );
+    }
+    parallel::set_min_parallel_work(parallel::MIN_PARALLEL_WORK);
+    parallel::set_num_threads(threads).expect("the pool");
 }
 
 #[cfg(test)]
@@ -206,7 +342,7 @@ mod tests {
         let got = run_step(
             &views.map(|l| (&data[..], l)),
             n,
-            &mut |ins: &[&[f64]], out: &mut Vec<f64>| {
+            &|ins: &[&[f64]], out: &mut Vec<f64>| {
                 out.extend((0..ins[0].len()).map(|i| ins.iter().map(|s| s[i]).sum::<f64>()))
             },
         )
@@ -216,13 +352,68 @@ mod tests {
         assert_eq!(got, want);
         // Each alone, and nothing for an empty view.
         for (l, want) in views.iter().zip(&each) {
-            let got = run_step(&[(&data[..], *l)], n, &mut |ins, out| {
+            let got = run_step(&[(&data[..], *l)], n, &|ins, out| {
                 out.extend_from_slice(ins[0])
             });
             assert_eq!(&got.unwrap(), want);
         }
         let empty = Layout::contiguous(Shape::from([0, 8]));
-        let none = run_step(&[(&data[..], &empty)], 0, &mut |_, _| unreachable!());
+        let none = run_step(&[(&data[..], &empty)], 0, &|_, _| unreachable!());
         assert!(none.unwrap().is_empty());
+    }
+
+    /// The bits of `v`.
+    fn bits(v: &[f64]) -> Vec<u64> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
+    /// In pieces on any number of threads, a one-step program over dense,
+    /// repeated (a broadcast row) and gathered (transposed) leaves gives the bits
+    /// of one serial pass, at a length that is no whole number of pieces or
+    /// blocks.
+    #[test]
+    fn one_step_in_pieces_gives_the_bits_of_one_pass() {
+        let rows = (3 * PIECE + BLOCK / 2 + 1).div_ceil(8);
+        let shape = Shape::from([rows, 8]);
+        let n = rows * 8;
+        let data: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.37).sin()).collect();
+        let dense = Layout::new(shape.clone(), &[8, 1], 5).unwrap();
+        let row = Layout::contiguous(Shape::from([8]))
+            .broadcast_to(&shape)
+            .unwrap();
+        let transposed = Layout::contiguous(Shape::from([8, rows]))
+            .transpose(0, 1)
+            .unwrap();
+        let views = [&dense, &row, &transposed];
+        let step = |ins: &[&[f64]], out: &mut Vec<f64>| {
+            out.extend((0..ins[0].len()).map(|i| ins.iter().fold(0.5, |a, s| a * 1.5 + s[i])))
+        };
+        same_for_every_thread_count("three leaves", || {
+            bits(&run_step(&views.map(|l| (&data[..], l)), n, &step).unwrap())
+        });
+        for l in views {
+            same_for_every_thread_count("one leaf", || {
+                bits(&run_step(&[(&data[..], l)], n, &step).unwrap())
+            });
+        }
+        // The values are the views' own, too.
+        let got = run_step(&[(&data[..], &transposed)], n, &|ins, out| {
+            out.extend_from_slice(ins[0])
+        })
+        .unwrap();
+        assert_eq!(got, reference(&data, &transposed));
+        // A step that writes too few values is an error, not a short result.
+        let _g = parallel::TEST_LOCK
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let threads = parallel::num_threads();
+        parallel::set_num_threads(2).unwrap();
+        parallel::set_min_parallel_work(0);
+        let short = run_step(&[(&data[..], &dense)], n, &|ins, out| {
+            out.extend_from_slice(&ins[0][1..])
+        });
+        parallel::set_min_parallel_work(parallel::MIN_PARALLEL_WORK);
+        parallel::set_num_threads(threads).unwrap();
+        assert!(short.is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! Reductions over any set of axes, streaming the input once in its own order.
 
 use super::pool;
+use crate::parallel;
 use crate::walk::Walk;
 use crate::{Element, Layout, ReduceOp, Result, Shape};
 
@@ -11,9 +12,34 @@ pub(crate) const SUM_BLOCK: usize = 1024;
 /// additions in flight to keep a core's adders busy (4 AVX vectors of `f32`).
 pub(crate) const LANES: usize = 32;
 
+/// Elements a piece of a parallel reduction reads: a whole number of
+/// [`SUM_BLOCK`]s (a long run's pieces are whole blocks of its sum), fixed by the
+/// job, never by the thread count.
+const PIECE: usize = 32 * SUM_BLOCK;
+
+/// This job's piece of a long run: [`PIECE`], or one block of the sum while a test
+/// asks for the smallest pieces (`parallel::piece_len`).
+fn run_piece() -> usize {
+    parallel::piece_len(PIECE, SUM_BLOCK)
+}
+
 fn sum_unit_stride<T: Element>(s: &[T]) -> T {
     if s.len() <= LANES {
         return s.iter().fold(T::ZERO, |a, &b| a + b);
+    }
+    let piece = run_piece();
+    let pieces = s.len().div_ceil(piece);
+    if s.len() > piece && parallel::is_parallel(pieces, s.len()) {
+        // Each piece records its blocks' totals; added here in order from 0.0, as
+        // one pass adds them.
+        let parts = parallel::map(pieces, s.len(), |p| {
+            let piece = &s[p * piece..((p + 1) * piece).min(s.len())];
+            let mut totals = Vec::with_capacity(piece.len().div_ceil(SUM_BLOCK));
+            sum_blocks_each(piece, |t| totals.push(t));
+            totals
+        });
+        let total = parts.iter().flatten().fold(0.0f64, |t, &b| t + b);
+        return T::from_f64(total);
     }
     let mut total = 0.0f64;
     sum_blocks_into(s, &mut total);
@@ -32,9 +58,22 @@ pub(crate) fn sum_blocks_into<T: Element>(s: &[T], total: &mut f64) {
 /// values are added as they are computed, never stored, with the bits of storing
 /// them and summing that (a fused chain's trailing sum runs in the loop of the step
 /// it sums).
+#[inline(always)]
 pub(crate) fn map_sum_blocks_into<T: Element, const N: usize>(
     ins: [&[T]; N],
     total: &mut f64,
+    f: impl Fn([T; N]) -> T,
+) {
+    map_sum_blocks_each(ins, |t| *total += t, f)
+}
+
+/// [`map_sum_blocks_into`] handing each [`SUM_BLOCK`]'s total to `add` in order
+/// instead of adding it: a piece of a parallel sum records its blocks' totals, and
+/// the calling thread adds all of them in order from `0.0`, the bits of one serial
+/// pass.
+pub(crate) fn map_sum_blocks_each<T: Element, const N: usize>(
+    ins: [&[T]; N],
+    add: impl FnMut(f64),
     f: impl Fn([T; N]) -> T,
 ) {
     // (No AVX-512 copy: the sum is bound by memory.)
@@ -42,9 +81,15 @@ pub(crate) fn map_sum_blocks_into<T: Element, const N: usize>(
         super::simd::active(),
         map_sum_avx2,
         map_sum_avx2,
-        map_sum(ins, total, f),
-        (ins, total, f)
+        map_sum(ins, add, f),
+        (ins, add, f)
     )
+}
+
+/// [`sum_blocks_into`] handing each block's total to `add` (see
+/// [`map_sum_blocks_each`]).
+pub(crate) fn sum_blocks_each<T: Element>(s: &[T], add: impl FnMut(f64)) {
+    map_sum_blocks_each([s], add, |[x]| x)
 }
 
 /// [`map_sum`] compiled for AVX2 and FMA (which Rust never contracts into): each
@@ -54,14 +99,18 @@ pub(crate) fn map_sum_blocks_into<T: Element, const N: usize>(
 #[target_feature(enable = "avx2,fma")]
 unsafe fn map_sum_avx2<T: Element, const N: usize>(
     ins: [&[T]; N],
-    total: &mut f64,
+    add: impl FnMut(f64),
     f: impl Fn([T; N]) -> T,
 ) {
-    map_sum(ins, total, f)
+    map_sum(ins, add, f)
 }
 
 #[inline(always)]
-fn map_sum<T: Element, const N: usize>(ins: [&[T]; N], total: &mut f64, f: impl Fn([T; N]) -> T) {
+fn map_sum<T: Element, const N: usize>(
+    ins: [&[T]; N],
+    mut add: impl FnMut(f64),
+    f: impl Fn([T; N]) -> T,
+) {
     let n = ins.first().map_or(0, |s| s.len());
     let ins: [&[T]; N] = std::array::from_fn(|k| &ins[k][..n]);
     let mut start = 0;
@@ -96,7 +145,7 @@ fn map_sum<T: Element, const N: usize>(ins: [&[T]; N], total: &mut f64, f: impl 
         for l in &lanes[..8] {
             acc += *l;
         }
-        *total += acc.to_f64();
+        add(acc.to_f64());
         start += len;
     }
 }
@@ -123,13 +172,65 @@ fn min<T: Element>(a: T, b: T) -> T {
     }
 }
 
+/// `fold(init, a[o], a[o + s], ..)` over the `len` elements of a run with
+/// `combine`, which must be exact and associative (max, min: the first NaN, else
+/// the extreme value, whatever the grouping): a long run is folded in pieces on the
+/// pool, and the pieces' results folded in order.
+fn fold_run<T: Element>(
+    a: &[T],
+    (o, len, s): (usize, usize, usize),
+    init: T,
+    combine: impl Fn(T, T) -> T + Sync,
+) -> T {
+    let fold = |from: usize, to: usize| (from..to).fold(init, |acc, j| combine(acc, a[o + j * s]));
+    let piece = run_piece();
+    let pieces = len.div_ceil(piece);
+    if len > piece && parallel::is_parallel(pieces, len) {
+        let parts = parallel::map(pieces, len, |p| fold(p * piece, ((p + 1) * piece).min(len)));
+        return parts.into_iter().fold(init, &combine);
+    }
+    fold(0, len)
+}
+
+/// Combines the run of `len` input elements at `ia` (stride `sa`) into the
+/// output elements of `out` at `io` (stride `so`; 0: all into one).
+#[inline(always)]
+fn combine_run<T: Element>(
+    out: &mut [T],
+    a: &[T],
+    (ia, io, len, sa, so): (usize, usize, usize, usize, usize),
+    combine: &impl Fn(T, T) -> T,
+    run: &impl Fn(&[T], usize, usize, usize) -> T,
+) {
+    if so == 0 {
+        out[io] = combine(out[io], run(a, ia, len, sa));
+    } else if sa == 1 && so == 1 {
+        out[io..io + len]
+            .iter_mut()
+            .zip(&a[ia..ia + len])
+            .for_each(|(o, &x)| *o = combine(*o, x));
+    } else {
+        for j in 0..len {
+            let o = &mut out[io + j * so];
+            *o = combine(*o, a[ia + j * sa]);
+        }
+    }
+}
+
+/// Reduces the view `l` of `a` over `axes`: the output filled with `init`, then
+/// each run of the input walked in order combined into it (`run` reduces a run
+/// into one output element). A large reduction that keeps an axis runs in pieces
+/// on the pool: the outermost kept axis of the walk split into pieces of rows
+/// (fixed by the sizes), each piece the same walk over its rows and its own
+/// part of the output, so every output element combines the same values in the
+/// same order as one pass.
 fn reduce_with<T: Element>(
     a: &[T],
     l: &Layout,
     axes: &[usize],
     init: T,
-    combine: impl Fn(T, T) -> T,
-    run: impl Fn(&[T], usize, usize, usize) -> T,
+    combine: impl Fn(T, T) -> T + Sync,
+    run: impl Fn(&[T], usize, usize, usize) -> T + Sync,
 ) -> Result<Vec<T>> {
     let mut out_shape = l.shape().clone();
     for &ax in axes {
@@ -141,20 +242,32 @@ fn reduce_with<T: Element>(
         out_strides[ax] = 0;
     }
     let walk = Walk::new(l.shape(), [l.strides(), &out_strides]);
-    walk.for_each_run([l.offset(), 0], |[ia, io], len, [sa, so]| {
-        if so == 0 {
-            out[io] = combine(out[io], run(a, ia, len, sa));
-        } else if sa == 1 && so == 1 {
-            out[io..io + len]
-                .iter_mut()
-                .zip(&a[ia..ia + len])
-                .for_each(|(o, &x)| *o = combine(*o, x));
-        } else {
-            for j in 0..len {
-                let o = &mut out[io + j * so];
-                *o = combine(*o, a[ia + j * sa]);
-            }
+    let elements: usize = walk.shape.iter().product();
+    // The first merged axis the output keeps: the axes before it are all reduced,
+    // so its rows' output elements are consecutive, `so` to a row.
+    let kept = walk.strides[1].iter().position(|&so| so != 0);
+    // (Pieces of whole rows: one row while a test asks for the smallest pieces.)
+    let piece = parallel::piece_len(PIECE, 1);
+    if elements > piece
+        && let Some(m) = kept
+    {
+        let (rows, so) = (walk.shape[m], walk.strides[1][m]);
+        let per_piece = (piece / (elements / rows).max(1)).max(1);
+        let pieces = rows.div_ceil(per_piece);
+        let work = elements + out.len();
+        if rows * so == out.len() && parallel::is_parallel(pieces, work) {
+            parallel::for_each_piece_mut(&mut out, per_piece * so, work, |p, part| {
+                let first = p * per_piece;
+                let (walk, [da, _]) = walk.restrict(m, first..(first + per_piece).min(rows));
+                walk.for_each_run([l.offset() + da, 0], |[ia, io], len, [sa, so]| {
+                    combine_run(part, a, (ia, io, len, sa, so), &combine, &run)
+                });
+            });
+            return Ok(out);
         }
+    }
+    walk.for_each_run([l.offset(), 0], |[ia, io], len, [sa, so]| {
+        combine_run(&mut out, a, (ia, io, len, sa, so), &combine, &run)
     });
     Ok(out)
 }
@@ -196,10 +309,10 @@ pub(crate) fn reduce<T: Element>(
             sum(a, l, axes)
         }
         ReduceOp::Max => reduce_with(a, l, axes, T::NEG_INFINITY, max, |a, o, len, s| {
-            (0..len).fold(T::NEG_INFINITY, |acc, j| max(acc, a[o + j * s]))
+            fold_run(a, (o, len, s), T::NEG_INFINITY, max)
         }),
         ReduceOp::Min => reduce_with(a, l, axes, T::INFINITY, min, |a, o, len, s| {
-            (0..len).fold(T::INFINITY, |acc, j| min(acc, a[o + j * s]))
+            fold_run(a, (o, len, s), T::INFINITY, min)
         }),
     }
 }
@@ -230,7 +343,7 @@ mod tests {
     fn the_avx2_block_sum_gives_the_bits_of_the_baseline_one() {
         fn check<T: Element>(v: &[T]) {
             let mut want = 0.0f64;
-            map_sum([v], &mut want, |[x]| x);
+            map_sum([v], |t| want += t, |[x]| x);
             let mut got = 0.0f64;
             sum_blocks_into(v, &mut got);
             assert_eq!(want.to_bits(), got.to_bits(), "{} elements", v.len());
@@ -238,7 +351,7 @@ mod tests {
             if crate::cpu::simd::detect() >= crate::cpu::simd::Simd::Avx2 {
                 let mut avx = 0.0f64;
                 // SAFETY: the CPU has AVX2 and FMA.
-                unsafe { map_sum_avx2([v], &mut avx, |[x]| x) };
+                unsafe { map_sum_avx2([v], |t| avx += t, |[x]| x) };
                 assert_eq!(want.to_bits(), avx.to_bits(), "{} elements", v.len());
             }
         }
@@ -307,5 +420,48 @@ mod tests {
         )
         .unwrap();
         assert!(s[0].is_nan());
+    }
+
+    /// In pieces on any number of threads, sums, maxima and minima over the
+    /// first, a middle, the last and all axes of strided views (a transposed
+    /// one, and one with a gap between rows) give the bits of one serial pass,
+    /// for both dtypes.
+    #[test]
+    fn reductions_in_pieces_give_the_bits_of_one_pass() {
+        use crate::cpu::program::same_for_every_thread_count;
+        fn check<T: Element + std::fmt::Debug>(data: &[T], bits: impl Fn(&[T]) -> Vec<u64> + Copy) {
+            // [37, 29, 61] (not a whole number of pieces or sum blocks); a
+            // transpose of it; and rows of 61 read from rows of 64.
+            let dims = [37, 29, 61];
+            let dense = Layout::contiguous(Shape::from(dims));
+            let transposed = Layout::contiguous(Shape::from([61, 29, 37]))
+                .transpose(0, 2)
+                .unwrap();
+            let gapped = Layout::new(Shape::from(dims), &[29 * 64, 64, 1], 3).unwrap();
+            let all: &[usize] = &[0, 1, 2];
+            for l in [&dense, &transposed, &gapped] {
+                for axes in [&[0][..], &[1], &[2], &[0, 2], all] {
+                    for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+                        same_for_every_thread_count(&format!("{op:?} {axes:?} {l:?}"), || {
+                            bits(&reduce(data, l, op, axes).unwrap())
+                        });
+                    }
+                }
+            }
+            // One long run summed (more than a piece), and its maximum.
+            let long = Layout::contiguous(Shape::from([data.len() - 5]));
+            for op in [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min] {
+                same_for_every_thread_count(&format!("{op:?} long"), || {
+                    bits(&reduce(data, &long, op, &[0]).unwrap())
+                });
+            }
+        }
+        let n = 37 * 29 * 64 + 8;
+        let v: Vec<f64> = (0..n)
+            .map(|i| (i as f64 * 0.731).sin() * 1e3 + 0.1)
+            .collect();
+        check(&v, |r| r.iter().map(|x| x.to_bits()).collect());
+        let v: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+        check(&v, |r| r.iter().map(|x| x.to_bits() as u64).collect());
     }
 }

@@ -8,6 +8,8 @@
 //! buffer and copied out with streaming stores ([`append_streaming`]). Either way
 //! the caller ends the pass with [`fence`].
 
+use std::mem::MaybeUninit;
+
 /// Bytes from which a stored result is written with streaming stores.
 pub(super) const STREAM_BYTES: usize = 4 << 20;
 
@@ -19,6 +21,24 @@ pub(super) const STREAM_BYTES: usize = 4 << 20;
 pub(super) fn append_streaming<T: Copy>(out: &mut Vec<T>, src: &[T]) {
     if !map1([src], out, |[x]| x) {
         out.extend_from_slice(src);
+    }
+}
+
+/// Writes `src` to `out` (of its length) with non-temporal stores where the
+/// target allows, else with a plain copy: [`append_streaming`] into a region of a
+/// result (a piece of a parallel job).
+#[inline]
+pub(super) fn write_streaming<T: Copy>(out: &mut [MaybeUninit<T>], src: &[T]) {
+    if !map1_into([src], out, |[x]| x) {
+        write_plain(out, src);
+    }
+}
+
+/// Copies `src` into `out` (of its length), initialising every element.
+#[inline]
+pub(super) fn write_plain<T: Copy>(out: &mut [MaybeUninit<T>], src: &[T]) {
+    for (o, &x) in out.iter_mut().zip(src) {
+        o.write(x);
     }
 }
 
@@ -38,17 +58,11 @@ pub(super) fn fence() {
 const CHUNK: usize = 16;
 
 macro_rules! stream_map {
-    ($name:ident, $avx:ident, $n:literal, $($k:literal),+) => {
+    ($name:ident, $into:ident, $avx:ident, $n:literal, $($k:literal),+) => {
         /// Appends `f(ins[0][i], ..)` for every `i` of the operands (slices of one
         /// length) to `out`, which has the capacity, with streaming stores from the
-        /// loop that computes the values: they never go through a buffer. On x86-64
-        /// with AVX2 and FMA (unless `AUTOGRAD_SIMD` narrows the loops below it: see
-        /// `simd::active`), for elements of 2, 4 or 8 bytes; `false`, nothing
-        /// written, elsewhere.
-        ///
-        /// Sixteen values at a time are computed into registers and written out in
-        /// whole cache lines, never through a block buffer (one loop computing the
-        /// block and another streaming it out of the buffer costs a second pass).
+        /// loop that computes the values (the slice form `*_into`); `false`, nothing
+        /// written, where that does not stream or `out` lacks the room.
         #[inline(always)]
         pub(crate) fn $name<T: Copy>(
             ins: [&[T]; $n],
@@ -56,40 +70,66 @@ macro_rules! stream_map {
             f: impl Fn([T; $n]) -> T,
         ) -> bool {
             let n = ins[0].len();
-            if matches!(std::mem::size_of::<T>(), 2 | 4 | 8)
-                && ins.iter().all(|s| s.len() == n)
-                && out.capacity() - out.len() >= n
-            {
-                // SAFETY (of the copies `by_simd` calls): `out` has room for `n`
-                // more elements, every operand has `n`, and `T` is 2, 4 or 8 bytes
-                // (checked above). No AVX-512 copy: the stores are bound by memory.
+            let start = out.len();
+            if out.capacity() - start < n || !$into(ins, &mut out.spare_capacity_mut()[..n], f) {
+                return false;
+            }
+            // SAFETY: `$into` returned `true`: it wrote all `n` elements after the
+            // old length, within the capacity (checked above).
+            unsafe { out.set_len(start + n) };
+            true
+        }
+
+        /// Writes `f(ins[0][i], ..)` to `out[i]` for every `i` (each operand has
+        /// `out.len()` elements) with streaming stores from the loop that computes
+        /// the values: they never go through a buffer. On x86-64 with AVX2 and FMA
+        /// (unless `AUTOGRAD_SIMD` narrows the loops below it: see
+        /// `simd::active`), for elements of 2, 4 or 8 bytes: `true`, every element
+        /// written; `false`, nothing written, elsewhere or when an operand's length
+        /// differs.
+        ///
+        /// Sixteen values at a time are computed into registers and written out in
+        /// whole cache lines, never through a block buffer (one loop computing the
+        /// block and another streaming it out of the buffer costs a second pass).
+        #[inline(always)]
+        pub(crate) fn $into<T: Copy>(
+            ins: [&[T]; $n],
+            out: &mut [MaybeUninit<T>],
+            f: impl Fn([T; $n]) -> T,
+        ) -> bool {
+            let n = out.len();
+            if matches!(std::mem::size_of::<T>(), 2 | 4 | 8) && ins.iter().all(|s| s.len() == n) {
+                // SAFETY (of the copies `by_simd` calls): `out` and every operand
+                // have `n` elements, and `T` is 2, 4 or 8 bytes (checked above). No
+                // AVX-512 copy: the stores are bound by memory.
                 super::simd::by_simd!(super::simd::active(), $avx, $avx, {}, (ins, out, f));
             }
             let _ = (ins, out, f);
             false
         }
 
-        /// [`$name`] compiled for AVX2 and FMA: the values are the bits of any other
+        /// The slice form compiled for AVX2 and FMA: the values are the bits of any other
         /// copy of the loops (see `simd`). Always `true` (all written).
         ///
         /// # Safety
-        /// The CPU has AVX2 and FMA; every operand has `n` elements and `out` room
-        /// for `n` more; `T` is 2, 4 or 8 bytes.
+        /// The CPU has AVX2 and FMA; every operand has `out.len()` elements; `T`
+        /// is 2, 4 or 8 bytes.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
-        unsafe fn $avx<T: Copy>(ins: [&[T]; $n], out: &mut Vec<T>, f: impl Fn([T; $n]) -> T) -> bool {
+        unsafe fn $avx<T: Copy>(
+            ins: [&[T]; $n],
+            out: &mut [MaybeUninit<T>],
+            f: impl Fn([T; $n]) -> T,
+        ) -> bool {
             use std::arch::x86_64::{__m256i, _mm256_loadu_si256, _mm256_stream_si256};
-            use std::mem::MaybeUninit;
-            let n = ins[0].len();
-            let start = out.len();
-            // SAFETY: every index read or written is below `n` (the operands' length,
-            // and within the capacity after `start`: the caller's contract); the
-            // streamed chunks start on a 64-byte boundary (the head is written plainly
-            // up to it), so each 32-byte store is aligned, and a chunk is 32, 64 or
-            // 128 bytes (16 elements of 2, 4 or 8 bytes). Every element is written
-            // once before the length covers it.
+            let n = out.len();
+            // SAFETY: every index read or written is below `n` (the operands' and
+            // `out`'s length: the caller's contract); the streamed chunks start on a
+            // 64-byte boundary (the head is written plainly up to it), so each
+            // 32-byte store is aligned, and a chunk is 32, 64 or 128 bytes (16
+            // elements of 2, 4 or 8 bytes). Every element is written once.
             unsafe {
-                let dst = out.as_mut_ptr().add(start);
+                let dst = out.as_mut_ptr().cast::<T>();
                 let head = dst.align_offset(64).min(n);
                 for i in 0..head {
                     dst.add(i).write(f([$(*ins[$k].get_unchecked(i)),+]));
@@ -113,16 +153,15 @@ macro_rules! stream_map {
                 for i in head + chunks * CHUNK..n {
                     dst.add(i).write(f([$(*ins[$k].get_unchecked(i)),+]));
                 }
-                out.set_len(start + n);
             }
             true
         }
     };
 }
 
-stream_map!(map1, map1_avx, 1, 0);
-stream_map!(map2, map2_avx, 2, 0, 1);
-stream_map!(map3, map3_avx, 3, 0, 1, 2);
+stream_map!(map1, map1_into, map1_avx, 1, 0);
+stream_map!(map2, map2_into, map2_avx, 2, 0, 1);
+stream_map!(map3, map3_into, map3_avx, 3, 0, 1, 2);
 
 #[cfg(test)]
 mod tests {
