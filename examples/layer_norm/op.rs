@@ -12,6 +12,7 @@
 //! too, so it is not differentiable again: a second derivative through it is an
 //! `Error::NotDifferentiable` naming `fused_layer_norm` (the engine's check).
 
+use autograd::parallel;
 use autograd::prelude::*;
 use autograd::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar, View};
 
@@ -138,6 +139,12 @@ fn row_stats<T: Float>(x: &View<'_, T>, r: usize, cols: usize, eps: f64) -> (f64
     (mean, 1.0 / (var + eps).sqrt())
 }
 
+/// Rows per piece when a kernel's rows are shared between the CPU threads
+/// (`autograd::parallel`): about 4096 elements, at least one row.
+fn rows_per_piece(cols: usize) -> usize {
+    (4096 / cols.max(1)).max(1)
+}
+
 /// The forward CPU kernel: inputs `x, gamma, beta`, output `y`.
 pub struct Forward {
     /// Added to the variance.
@@ -154,13 +161,20 @@ impl CpuKernel for Forward {
                 msg: format!("the forward kernel writes 1 output, not {}", outputs.len()),
             });
         };
-        for r in 0..rows {
-            let (mean, rstd) = row_stats(x, r, cols, self.eps);
-            for c in 0..cols {
-                let xhat = (at(x, r, c) - mean) * rstd;
-                y[r * cols + c] = T::from_f64(xhat * at1(gamma, c) + at1(beta, c));
+        // Every row is computed alone, so whole rows can go to different threads:
+        // pieces of `per` rows (fixed by the size), each row as the serial loop
+        // computes it, give the same bits on any number of threads.
+        let per = rows_per_piece(cols);
+        parallel::for_each_piece_mut(y, per * cols, 3 * rows * cols, |i, piece| {
+            for (k, y_row) in piece.chunks_mut(cols).enumerate() {
+                let r = i * per + k;
+                let (mean, rstd) = row_stats(x, r, cols, self.eps);
+                for (c, y) in y_row.iter_mut().enumerate() {
+                    let xhat = (at(x, r, c) - mean) * rstd;
+                    *y = T::from_f64(xhat * at1(gamma, c) + at1(beta, c));
+                }
             }
-        }
+        });
         Ok(())
     }
 }
@@ -184,17 +198,29 @@ impl CpuKernel for Backward {
                 ),
             });
         };
-        for r in 0..rows {
-            let (mean, rstd) = row_stats(x, r, cols, self.eps);
-            let xhat = |c| (at(x, r, c) - mean) * rstd;
-            let g = |c| at(dy, r, c) * at1(gamma, c);
-            let mg = (0..cols).map(g).sum::<f64>() / cols as f64;
-            let mgx = (0..cols).map(|c| g(c) * xhat(c)).sum::<f64>() / cols as f64;
-            for c in 0..cols {
-                dx[r * cols + c] = T::from_f64(rstd * (g(c) - mg - xhat(c) * mgx));
-                dy_xhat[r * cols + c] = T::from_f64(at(dy, r, c) * xhat(c));
+        // Pieces of whole rows, as in the forward; the second output's rows are
+        // written through a shared pointer, each by the piece holding that row of
+        // the first.
+        let per = rows_per_piece(cols);
+        let dy_xhat = parallel::SharedMut::new(dy_xhat);
+        parallel::for_each_piece_mut(dx, per * cols, 4 * rows * cols, |i, piece| {
+            for (k, dx_row) in piece.chunks_mut(cols).enumerate() {
+                let r = i * per + k;
+                // SAFETY: `dy_xhat` has rows * cols elements (`kernel_dims`), r is a
+                // row (dx_row is row r of dx, of the same shape), and only this
+                // piece writes row r.
+                let dyx_row = unsafe { dy_xhat.slice(r * cols, cols) };
+                let (mean, rstd) = row_stats(x, r, cols, self.eps);
+                let xhat = |c| (at(x, r, c) - mean) * rstd;
+                let g = |c| at(dy, r, c) * at1(gamma, c);
+                let mg = (0..cols).map(g).sum::<f64>() / cols as f64;
+                let mgx = (0..cols).map(|c| g(c) * xhat(c)).sum::<f64>() / cols as f64;
+                for (c, (dx, dyx)) in dx_row.iter_mut().zip(dyx_row.iter_mut()).enumerate() {
+                    *dx = T::from_f64(rstd * (g(c) - mg - xhat(c) * mgx));
+                    *dyx = T::from_f64(at(dy, r, c) * xhat(c));
+                }
             }
-        }
+        });
         Ok(())
     }
 }

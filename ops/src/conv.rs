@@ -13,11 +13,11 @@
 //! gradients work.
 
 use crate::{add, broadcast_to, matmul, mul, mul_scalar, reshape, sum, transpose};
-use autograd_core::cases;
 use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
 use autograd_core::{
     BinaryOp, CheckCase, Error, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
 };
+use autograd_core::{cases, parallel};
 use autograd_macros::differentiable;
 
 /// The CUDA program of `im2col` and `col2im`: entry points `conv_im2col_{f32,f64}`
@@ -236,32 +236,48 @@ impl CpuKernel for Unfold {
         }
         let (data, st, off) = (x.data(), x.strides(), x.offset());
         let pad = T::from_f64(self.pad);
-        let mut o = 0;
-        for n in 0..g.n {
-            for c in 0..g.c {
+        // Rows of the columns, one per (image, channel, kernel offset): each holds
+        // the oh * ow windows' values at that offset. Pieces of whole rows, each
+        // row computed as the serial loop computes it.
+        let row = g.windows();
+        let (kh, kw) = g.k;
+        parallel::for_each_piece_mut(out, rows_per_piece(row) * row, 2 * out.len(), |i, piece| {
+            let first = i * rows_per_piece(row);
+            for (r, line) in piece.chunks_mut(row).enumerate() {
+                let r = first + r;
+                let (kj, ki) = (r % kw, r / kw % kh);
+                let (c, n) = (r / (kw * kh) % g.c, r / (kw * kh * g.c));
                 let base = off + n * st[0] + c * st[1];
-                for ki in 0..g.k.0 {
-                    for kj in 0..g.k.1 {
-                        for oy in 0..g.oh {
-                            let iy = (oy * g.s.0 + ki * g.d.0).wrapping_sub(g.p.0);
-                            for ox in 0..g.ow {
-                                let ix = (ox * g.s.1 + kj * g.d.1).wrapping_sub(g.p.1);
-                                // Below 0 wraps to a huge value: outside too.
-                                out[o] = if iy < g.h && ix < g.w {
-                                    data[base + iy * st[2] + ix * st[3]]
-                                } else {
-                                    pad
-                                };
-                                o += 1;
-                            }
-                        }
+                let mut o = 0;
+                for oy in 0..g.oh {
+                    let iy = (oy * g.s.0 + ki * g.d.0).wrapping_sub(g.p.0);
+                    for ox in 0..g.ow {
+                        let ix = (ox * g.s.1 + kj * g.d.1).wrapping_sub(g.p.1);
+                        // Below 0 wraps to a huge value: outside too.
+                        line[o] = if iy < g.h && ix < g.w {
+                            data[base + iy * st[2] + ix * st[3]]
+                        } else {
+                            pad
+                        };
+                        o += 1;
                     }
                 }
             }
-        }
+        });
         Ok(())
     }
 }
+
+/// Rows of `row` elements per piece of a parallel kernel: about [`PIECE`] elements,
+/// at least one row.
+fn rows_per_piece(row: usize) -> usize {
+    (parallel::piece_len(PIECE, 1) / row.max(1)).max(1)
+}
+
+/// Elements per piece of the parallel CPU kernels: enough that handing a piece to a
+/// thread costs little beside it, few enough that a mid-sized job has pieces for
+/// every thread.
+const PIECE: usize = 1 << 13;
 
 /// The CPU kernel of `col2im`: columns `[n, c*kh*kw, oh*ow]` (any view) summed into
 /// an image, each output element gathering the columns that read it (`ki`, then
@@ -296,30 +312,38 @@ impl CpuKernel for Fold {
             let t = (i + p).checked_sub(k * d)?;
             (t % s == 0 && t / s < o).then_some(t / s)
         };
-        let mut o = 0;
-        for n in 0..g.n {
-            for c in 0..g.c {
-                for iy in 0..g.h {
-                    for ix in 0..g.w {
-                        let mut s = T::ZERO;
-                        for ki in 0..g.k.0 {
-                            let Some(oy) = source(iy, ki, g.s.0, g.p.0, g.d.0, g.oh) else {
-                                continue;
-                            };
-                            for kj in 0..g.k.1 {
-                                let Some(ox) = source(ix, kj, g.s.1, g.p.1, g.d.1, g.ow) else {
-                                    continue;
-                                };
-                                let row = (c * g.k.0 + ki) * g.k.1 + kj;
-                                s += data[off + n * st[0] + row * st[1] + (oy * g.ow + ox) * st[2]];
+        // Each output element sums its own sources, so pieces of whole image rows
+        // (one per image, channel and y) compute each element as the serial loop
+        // would; the work counts the columns read. Within a row, the loops run
+        // over `ki`, then `kj`, then the windows `ox` (each of which reads at most
+        // one `ix` at that offset, found without a division), adding into the
+        // row: every element still gets its terms in (`ki`, `kj`) order, from 0.
+        let row = g.w;
+        let work = cols.dims().iter().product::<usize>() + out.len();
+        parallel::for_each_piece_mut(out, rows_per_piece(row) * row, work, |i, piece| {
+            let first = i * rows_per_piece(row);
+            for (r, line) in piece.chunks_mut(row).enumerate() {
+                let r = first + r;
+                let (iy, c, n) = (r % g.h, r / g.h % g.c, r / (g.h * g.c));
+                line.fill(T::ZERO);
+                for ki in 0..g.k.0 {
+                    let Some(oy) = source(iy, ki, g.s.0, g.p.0, g.d.0, g.oh) else {
+                        continue;
+                    };
+                    for kj in 0..g.k.1 {
+                        let row = (c * g.k.0 + ki) * g.k.1 + kj;
+                        let base = off + n * st[0] + row * st[1] + oy * g.ow * st[2];
+                        for ox in 0..g.ow {
+                            let ix = (ox * g.s.1 + kj * g.d.1).wrapping_sub(g.p.1);
+                            // Below 0 wraps to a huge value: outside too.
+                            if ix < g.w {
+                                line[ix] += data[base + ox * st[2]];
                             }
                         }
-                        out[o] = s;
-                        o += 1;
                     }
                 }
             }
-        }
+        });
         Ok(())
     }
 }
@@ -963,5 +987,64 @@ pub mod avg_pool2d {
                 |x| avg_pool2d(x, (2, 3), (2, 1), (0, 0)),
             ),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `col2im` as each output element's sum over `ki`, then `kj`, from 0 (the
+    /// CUDA kernel's order), computed element by element.
+    fn fold_reference(cols: &[f64], g: &Geometry) -> Vec<f64> {
+        let source = |i: usize, k: usize, s: usize, p: usize, d: usize, o: usize| {
+            let t = (i + p).checked_sub(k * d)?;
+            (t % s == 0 && t / s < o).then_some(t / s)
+        };
+        let rows = g.c * g.window();
+        let mut out = Vec::new();
+        for n in 0..g.n {
+            for c in 0..g.c {
+                for iy in 0..g.h {
+                    for ix in 0..g.w {
+                        let mut s = 0.0;
+                        for ki in 0..g.k.0 {
+                            let Some(oy) = source(iy, ki, g.s.0, g.p.0, g.d.0, g.oh) else {
+                                continue;
+                            };
+                            for kj in 0..g.k.1 {
+                                let Some(ox) = source(ix, kj, g.s.1, g.p.1, g.d.1, g.ow) else {
+                                    continue;
+                                };
+                                let row = (c * g.k.0 + ki) * g.k.1 + kj;
+                                s += cols[(n * rows + row) * g.windows() + oy * g.ow + ox];
+                            }
+                        }
+                        out.push(s);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn col2im_sums_each_element_in_the_reference_order() {
+        for (i, (image, k, s, p, d)) in [
+            ([2, 3, 7, 9], (3, 3), (1, 1), (1, 1), (1, 1)),
+            ([1, 2, 8, 5], (2, 3), (2, 1), (0, 2), (1, 2)),
+            ([2, 1, 9, 11], (3, 2), (3, 2), (2, 1), (2, 1)),
+            ([1, 4, 6, 6], (1, 1), (2, 2), (0, 0), (1, 1)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let g = geometry("test", &image, k, s, p, d).unwrap();
+            let cols = cases::uniform(80 + i as u64, g.cols_shape().dims(), -1.0, 1.0);
+            let got = col2im(&cols, (g.h, g.w), k, s, p, d).unwrap();
+            let want = fold_reference(&cols.to_vec::<f64>().unwrap(), &g);
+            let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+            assert_eq!(bits(got.to_vec::<f64>().unwrap()), bits(want), "{g:?}");
+        }
     }
 }

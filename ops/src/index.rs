@@ -10,6 +10,7 @@
 
 use crate::pad;
 use autograd_core::cases;
+use autograd_core::parallel::{self, SharedMut};
 use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
 use autograd_core::{CheckCase, DType, Error, Result, Shape, Tensor, compute};
 use autograd_macros::differentiable;
@@ -183,17 +184,20 @@ impl CpuKernel for GatherKernel {
                 ),
             ));
         }
-        let mut k = 0;
-        for o in 0..outer {
-            for j in 0..l {
-                for n in 0..inner {
+        // Pieces of whole output rows, one row per (o, j), piece i starting at row
+        // i * rows: each element is one read.
+        let row = inner.max(1);
+        let rows = (parallel::piece_len(PIECE, 1) / row).max(1);
+        pieces_mut(out, rows * row, 3 * out.len(), |i, piece| {
+            for (r, line) in piece.chunks_mut(row).enumerate() {
+                let (o, j) = ((i * rows + r) / l, (i * rows + r) % l);
+                for (n, v) in line.iter_mut().enumerate() {
                     let p = position(self.op, at3(index, o, j, n), size)?;
-                    out[k] = at3(x, o, p, n);
-                    k += 1;
+                    *v = at3(x, o, p, n);
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 
@@ -229,16 +233,92 @@ impl CpuKernel for ScatterKernel {
                 ),
             ));
         }
-        for o in 0..outer {
-            for j in 0..l {
-                for n in 0..inner {
-                    let p = position(self.op, at3(index, o, j, n), self.size)?;
-                    out[(o * self.size + p) * inner + n] += at3(src, o, j, n);
+        let size = self.size;
+        let work = 2 * outer * l * inner + out.len();
+        if !parallel::is_parallel(2, work) {
+            for o in 0..outer {
+                for j in 0..l {
+                    for n in 0..inner {
+                        let p = position(self.op, at3(index, o, j, n), size)?;
+                        out[(o * size + p) * inner + n] += at3(src, o, j, n);
+                    }
                 }
             }
+            return Ok(());
         }
-        Ok(())
+        // Pieces partition the destination, and each adds what lands in its part in
+        // ascending `j`, as the serial loop does: every output element gets its
+        // additions in the serial order, on one thread, without atomics.
+        let dst = SharedMut::new(out);
+        let results = if outer * inner >= 2 {
+            // The lines (o, n) are independent (line (o, n) of the output gets the
+            // sources of line (o, n) only): pieces of `chunk` lines of one `o`.
+            let chunk = (parallel::piece_len(PIECE, 1) / l.max(1)).clamp(1, inner.max(1));
+            let per_o = inner.div_ceil(chunk);
+            parallel::map(outer * per_o, work, |i| {
+                let (o, n0) = (i / per_o, i % per_o * chunk);
+                for j in 0..l {
+                    for n in n0..(n0 + chunk).min(inner) {
+                        let p = position(self.op, at3(index, o, j, n), size)?;
+                        // SAFETY: element (o, p, n) is in the output (p < size,
+                        // n < inner, o < outer), and only the piece holding line
+                        // (o, n) writes it.
+                        unsafe { *dst.ptr().add((o * size + p) * inner + n) += at3(src, o, j, n) };
+                    }
+                }
+                Ok(())
+            })
+        } else {
+            // One line: ranges of destination positions, every piece scanning the
+            // whole index. Any partition of the destination gives every element the
+            // same additions in the same order, so the number of ranges follows the
+            // threads (each range costs a scan of the index).
+            let pieces = parallel::num_threads().clamp(1, size.max(1));
+            parallel::map(pieces, work, |i| {
+                let range = i * size / pieces..(i + 1) * size / pieces;
+                for j in 0..l {
+                    let p = position(self.op, at3(index, 0, j, 0), size)?;
+                    if range.contains(&p) {
+                        // SAFETY: p < size = the output's length; only the piece
+                        // whose range holds p writes it.
+                        unsafe { *dst.ptr().add(p) += at3(src, 0, j, 0) };
+                    }
+                }
+                Ok(())
+            })
+        };
+        results.into_iter().collect()
     }
+}
+
+/// Elements per piece of the parallel CPU kernels: enough that handing a piece to a
+/// thread costs little beside it, few enough that a mid-sized job has pieces for
+/// every thread.
+const PIECE: usize = 1 << 13;
+
+/// Calls `f(i, piece_i)` for consecutive pieces of `piece` elements of `out` (the
+/// last may be shorter) on the pool, as [`parallel::for_each_piece_mut`] does, and
+/// returns the first error in piece order. A job too small for the pool runs on
+/// the calling thread as `f(0, out)`: `f` takes a piece 0 of any length.
+fn pieces_mut<T: Float>(
+    out: &mut [T],
+    piece: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [T]) -> Result<()> + Sync + Send,
+) -> Result<()> {
+    let (len, piece) = (out.len(), piece.max(1));
+    let pieces = len.div_ceil(piece);
+    if !parallel::is_parallel(pieces, work) {
+        return f(0, out);
+    }
+    let dst = SharedMut::new(out);
+    let results = parallel::map(pieces, work, |i| {
+        let start = i * piece;
+        // SAFETY: pieces `start..start + n` are disjoint and inside `out`, which
+        // outlives the job.
+        f(i, unsafe { dst.slice(start, piece.min(len - start)) })
+    });
+    results.into_iter().collect()
 }
 
 /// Runs one of the two kernels on the inputs' device: the CPU kernel, or the CUDA
