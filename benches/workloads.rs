@@ -1,13 +1,20 @@
 //! Criterion benchmarks of the workloads in `benches/WORKLOADS.md`, one group per
-//! workload, on the CPU with one thread. The graphs are shared with
-//! `examples/workloads.rs` (`benches/common`), which prints the figures compared with
-//! peers; each workload's correctness check runs before it is timed.
+//! workload, on the CPU. The graphs are shared with `examples/workloads.rs`
+//! (`benches/common`), which prints the figures compared with peers; each
+//! workload's correctness check runs before it is timed.
+//!
+//! The CPU kernels use `autograd::num_threads()` threads: every core by default,
+//! `AUTOGRAD_NUM_THREADS=n` to choose (`AUTOGRAD_NUM_THREADS=1` for the one-thread
+//! figures). Results are the same bits for every thread count.
 //!
 //! `cargo bench --bench workloads` (all), `cargo bench --bench workloads -- W3` (one).
 
 mod common;
 
-use common::{Chain, W1, W1_NODES, W2, W3, W3_LEN, W4, W4_COLS, W4_ROWS, W5, W5_SEGMENTS, W6};
+use common::{
+    Chain, W1, W1_NODES, W2, W3, W3_LEN, W4, W4_COLS, W4_ROWS, W5, W5_SEGMENTS, W6, W7, W7_BATCH,
+    W8, W8_BATCH, W8_SEQ,
+};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::Duration;
@@ -98,10 +105,35 @@ fn w6(c: &mut Criterion) {
     g.finish();
 }
 
+/// W7: one CNN training step (forward and backward) on a batch of 32 images.
+fn w7(c: &mut Criterion) {
+    let w = ok(W7::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W7 cnn-step");
+    g.sample_size(10).measurement_time(Duration::from_secs(3));
+    g.bench_function(BenchmarkId::new("cpu", W7_BATCH), |b| {
+        b.iter(|| black_box(ok(w.step())))
+    });
+    g.finish();
+}
+
+/// W8: one transformer-block training step (forward and backward) on 8 sequences
+/// of 128 tokens.
+fn w8(c: &mut Criterion) {
+    let w = ok(W8::new());
+    ok(w.check());
+    let mut g = c.benchmark_group("W8 transformer-block-step");
+    g.sample_size(10).measurement_time(Duration::from_secs(3));
+    g.bench_function(BenchmarkId::new("cpu", W8_BATCH * W8_SEQ), |b| {
+        b.iter(|| black_box(ok(w.step())))
+    });
+    g.finish();
+}
+
 fn init(c: &mut Criterion) {
     ok(autograd::init());
     let _ = c;
 }
 
-criterion_group!(benches, init, w1, w2, w3, w4, w5, w6);
+criterion_group!(benches, init, w1, w2, w3, w4, w5, w6, w7, w8);
 criterion_main!(benches);

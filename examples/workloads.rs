@@ -1,4 +1,4 @@
-//! Runs the workloads W1–W6 of `benches/WORKLOADS.md` once each and prints one line per
+//! Runs the workloads W1–W8 of `benches/WORKLOADS.md` once each and prints one line per
 //! workload, for side-by-side comparison with peers run in the same sitting:
 //!
 //! ```text
@@ -6,9 +6,11 @@
 //! W2 ms_per_step <median>
 //! W3 ms <median>
 //! W4 ms <median>
+//! W6 ms <median>
+//! W7 ms <median>
+//! W8 ms <median>
 //! W5 add_peak_bytes <n> mul_peak_bytes <n>
 //! W5-checkpointed segments <k> mul_peak_bytes <n>
-//! W6 ms <median>
 //! ```
 //!
 //! Every workload's correctness check runs first; then 3 warm-ups and at least 10
@@ -19,20 +21,26 @@
 //! also times the same activation composed of standard ops (stderr), for comparison,
 //! and W2 its five matrix products alone (stderr): the step's floor with `gemm`,
 //! timed in pairs with the step (step, then products, each repetition), and the
-//! median of the pairs' ratios (how far the step is above its floor).
+//! median of the pairs' ratios (how far the step is above its floor). W7 and W8
+//! print their loss on stderr beside the float64 reference it was checked against,
+//! and a fingerprint of the bits of the loss and every gradient: the same for every
+//! thread count.
 //! The first line on stderr says which compiled copy of the CPU loops runs
-//! (`avx512`, `avx2` or `baseline`; `AUTOGRAD_SIMD` narrows it).
+//! (`avx512`, `avx2` or `baseline`; `AUTOGRAD_SIMD` narrows it) and how many
+//! threads the CPU kernels use.
 //!
-//! Run with `cargo run --release --example workloads` (one thread: nothing here
-//! spawns threads, and matmul runs with `gemm::Parallelism::None`). Pass workload
-//! ids (`W1 W3`) to run only those; `WORKLOADS_REPS=n` overrides the number of timed
-//! repetitions (for runs under a profiler).
+//! Run with `cargo run --release --example workloads`. The CPU kernels use
+//! `autograd::num_threads()` threads: every core by default,
+//! `AUTOGRAD_NUM_THREADS=n` to choose (`AUTOGRAD_NUM_THREADS=1` for the one-thread
+//! figures that `WORKLOADS.md` compares, except W7's and W8's all-core ones). Pass
+//! workload ids (`W1 W3`) to run only those; `WORKLOADS_REPS=n` overrides the number
+//! of timed repetitions (for runs under a profiler).
 
 #[path = "../benches/common/mod.rs"]
 mod common;
 
 use autograd::Result;
-use common::{Chain, W1, W1_NODES, W2, W3, W4, W5, W5_SEGMENTS, W6};
+use common::{Chain, W1, W1_NODES, W2, W3, W4, W5, W5_SEGMENTS, W6, W7, W8};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -105,6 +113,19 @@ fn reps(default: usize) -> usize {
         .map_or(default, |r| r.max(1))
 }
 
+/// FNV-1a over the bits of every value of `outputs`: equal for two runs exactly
+/// when (barring a collision) their losses and gradients are the same bits, to
+/// compare runs with different `AUTOGRAD_NUM_THREADS`.
+fn fingerprint(outputs: &[(String, Vec<f32>)]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for v in outputs.iter().flat_map(|(_, v)| v) {
+        for b in v.to_bits().to_le_bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
 fn note(id: &str, reps: usize, median: f64, min: f64, unit: &str) {
     eprintln!(
         "# {id}: median {median:.4} {unit}, min {min:.4} {unit}, {reps} repetitions after {WARMUPS} warm-ups"
@@ -115,9 +136,10 @@ fn main() -> Result<()> {
     autograd::init()?;
     // Which compiled copy of the CPU loops runs (`AUTOGRAD_SIMD` narrows it).
     eprintln!(
-        "# CPU loops: {} (this CPU has {})",
+        "# CPU loops: {} (this CPU has {}), {} thread(s)",
         autograd::elementwise::simd::active().name(),
-        autograd::elementwise::simd::detect().name()
+        autograd::elementwise::simd::detect().name(),
+        autograd::num_threads()
     );
     let wanted: Vec<String> = std::env::args().skip(1).map(|a| a.to_uppercase()).collect();
     let runs = |id: &str| wanted.is_empty() || wanted.iter().any(|w| w == id);
@@ -182,6 +204,36 @@ fn main() -> Result<()> {
         let (med, min) = time(reps, || w.step())?;
         note("W6", reps, med * 1e3, min * 1e3, "ms");
         println!("W6 ms {:.3}", med * 1e3);
+    }
+    if runs("W7") {
+        let w = W7::new()?;
+        w.check()?;
+        let outputs = w.outputs()?;
+        eprintln!(
+            "# W7: loss {:?} (float64 {}), outputs' bits {:016x}",
+            outputs[0].1,
+            common::W7_LOSS_F64,
+            fingerprint(&outputs)
+        );
+        let reps = reps(20);
+        let (med, min) = time(reps, || w.step())?;
+        note("W7", reps, med * 1e3, min * 1e3, "ms/step");
+        println!("W7 ms {:.3}", med * 1e3);
+    }
+    if runs("W8") {
+        let w = W8::new()?;
+        w.check()?;
+        let outputs = w.outputs()?;
+        eprintln!(
+            "# W8: loss {:?} (float64 {}), outputs' bits {:016x}",
+            outputs[0].1,
+            common::W8_LOSS_F64,
+            fingerprint(&outputs)
+        );
+        let reps = reps(20);
+        let (med, min) = time(reps, || w.step())?;
+        note("W8", reps, med * 1e3, min * 1e3, "ms/step");
+        println!("W8 ms {:.3}", med * 1e3);
     }
     if runs("W5") {
         let w = W5::new()?;

@@ -1,4 +1,4 @@
-//! The workloads W1–W6 of `benches/WORKLOADS.md`, shared by the criterion benches
+//! The workloads W1–W8 of `benches/WORKLOADS.md`, shared by the criterion benches
 //! (`benches/workloads.rs`) and the one-shot report (`examples/workloads.rs`), so both
 //! measure exactly the same graphs. Each workload has its inputs (built once, outside
 //! the timed region), a `step` that runs forward and backward and reads the gradients
@@ -481,11 +481,11 @@ pub mod mish {
     }
 }
 
-/// The inputs the peers use: counter-based splitmix64 to f32 in `[-1, 1)`
+/// The values the peers use: counter-based splitmix64 to f32 in `[-1, 1)`
 /// (`benches/peers/common.py`'s `uniform(n, seed)`, bit for bit).
-fn shared_uniform(n: usize, seed: u64) -> Result<Tensor> {
+fn shared_values(n: usize, seed: u64) -> Vec<f32> {
     let base = seed.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    let v: Vec<f32> = (1..=n as u64)
+    (1..=n as u64)
         .map(|i| {
             let mut z = base.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -494,8 +494,12 @@ fn shared_uniform(n: usize, seed: u64) -> Result<Tensor> {
             let u = (z >> 40) as f32 * (1.0 / 16_777_216.0);
             2.0 * u - 1.0
         })
-        .collect();
-    Tensor::from_vec(v, [n])
+        .collect()
+}
+
+/// [`shared_values`] as a tensor of shape `[n]`.
+fn shared_uniform(n: usize, seed: u64) -> Result<Tensor> {
+    Tensor::from_vec(shared_values(n, seed), [n])
 }
 
 /// W6 user-defined activation: `sum(mish(x) * a)` with `mish` one generated op
@@ -560,5 +564,347 @@ impl W6 {
         }
         self.x.zero_grad();
         Ok(())
+    }
+}
+
+// ------------------------------------------------------------------- W7 and W8
+
+/// A parameter as W7 and W8 define it: the shared generator's values (`seed`)
+/// divided by `√fan_in` in f32 (as the peers' `scaled`), of `shape`, requiring grad.
+fn scaled(seed: u64, fan_in: usize, shape: &[usize]) -> Result<Tensor> {
+    let n = shape.iter().product();
+    let s = (fan_in as f64).sqrt() as f32;
+    let v: Vec<f32> = shared_values(n, seed).into_iter().map(|v| v / s).collect();
+    Ok(Tensor::from_vec(v, shape.to_vec())?.with_requires_grad(true))
+}
+
+/// `n` class indices in `0..k` (stored as floats, as `cross_entropy` and `embedding`
+/// take them): `floor((v + 1) / 2 * k)` of the shared generator's values (`seed`),
+/// as the peers' `classes`.
+fn class_indices(n: usize, seed: u64, k: usize) -> Vec<f32> {
+    shared_values(n, seed)
+        .into_iter()
+        .map(|v| {
+            ((v as f64 + 1.0) / 2.0 * k as f64)
+                .floor()
+                .min(k as f64 - 1.0) as f32
+        })
+        .collect()
+}
+
+/// The shared part of W7's and W8's checks: the loss within 1e-4 relative of the
+/// float64 reference, every gradient finite and of its parameter's shape.
+fn check_step(
+    workload: &str,
+    loss: &Tensor,
+    want_loss: f64,
+    params: &[(&str, &Tensor)],
+    grads: &[Tensor],
+) -> Result<()> {
+    let got = loss.to_vec::<f32>()?;
+    let rel = match got.as_slice() {
+        [l] => (*l as f64 - want_loss).abs() / want_loss.abs(),
+        _ => {
+            return Err(fail(
+                workload,
+                format!("loss has {} values, not 1", got.len()),
+            ));
+        }
+    };
+    // A NaN loss is not within the tolerance, so it fails the check.
+    if rel.is_nan() || rel > 1e-4 {
+        return Err(fail(
+            workload,
+            format!(
+                "loss = {}, float64 reference {want_loss} (relative error {rel:.1e}, over 1e-4)",
+                got[0]
+            ),
+        ));
+    }
+    for ((name, p), g) in params.iter().zip(grads) {
+        if g.dims() != p.dims() {
+            return Err(fail(
+                workload,
+                format!(
+                    "grad {name} has shape {}, its parameter {}",
+                    g.shape(),
+                    p.shape()
+                ),
+            ));
+        }
+        if let Some((i, v)) = g
+            .to_vec::<f32>()?
+            .into_iter()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite())
+        {
+            return Err(fail(
+                workload,
+                format!("grad {name}[{i}] = {v}, not finite"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The loss then each gradient by name, as f32 values: what a determinism test
+/// compares bit for bit across thread counts.
+fn named_outputs(
+    loss: &Tensor,
+    params: &[(&str, &Tensor)],
+    grads: &[Tensor],
+) -> Result<Vec<(String, Vec<f32>)>> {
+    let mut out = vec![("loss".to_string(), loss.to_vec::<f32>()?)];
+    for ((name, _), g) in params.iter().zip(grads) {
+        out.push((format!("grad {name}"), g.to_vec::<f32>()?));
+    }
+    Ok(out)
+}
+
+/// W7 cnn-step: two 3×3 convolutions (each with relu and a 2×2 max-pool), a
+/// linear layer and the mean cross-entropy over a batch of 32 images.
+pub struct W7 {
+    /// Images `[32, 3, 32, 32]`, constant.
+    pub x: Tensor,
+    /// Class indices `[32]` in `0..10`, stored as floats.
+    pub t: Tensor,
+    pub conv1: Tensor,
+    pub b1: Tensor,
+    pub conv2: Tensor,
+    pub b2: Tensor,
+    pub w: Tensor,
+    pub b: Tensor,
+}
+
+pub const W7_BATCH: usize = 32;
+pub const W7_CLASSES: usize = 10;
+/// PyTorch's float64 evaluation of W7's loss (`benches/peers/torch_peer.py w7`).
+pub const W7_LOSS_F64: f64 = 2.315604;
+
+impl W7 {
+    pub fn new() -> Result<W7> {
+        let (n, k) = (W7_BATCH, W7_CLASSES);
+        Ok(W7 {
+            x: Tensor::from_vec(shared_values(n * 3 * 32 * 32, 71), [n, 3, 32, 32])?,
+            t: Tensor::from_vec(class_indices(n, 72, k), [n])?,
+            conv1: scaled(73, 3 * 9, &[32, 3, 3, 3])?,
+            b1: scaled(74, 3 * 9, &[32])?,
+            conv2: scaled(75, 32 * 9, &[64, 32, 3, 3])?,
+            b2: scaled(76, 32 * 9, &[64])?,
+            w: scaled(77, 4096, &[4096, k])?,
+            b: scaled(78, 4096, &[k])?,
+        })
+    }
+
+    /// The parameters by name, in the peers' order.
+    pub fn params(&self) -> [(&'static str, &Tensor); 6] {
+        [
+            ("conv1", &self.conv1),
+            ("b1", &self.b1),
+            ("conv2", &self.conv2),
+            ("b2", &self.b2),
+            ("W", &self.w),
+            ("b", &self.b),
+        ]
+    }
+
+    /// One training step's forward and backward; returns the loss and the gradients
+    /// of the parameters (in [`W7::params`]'s order).
+    pub fn step(&self) -> Result<(Tensor, [Tensor; 6])> {
+        let params = self.params();
+        autograd::zero_grad(&params.map(|(_, p)| p));
+        let (one, same) = ((1, 1), (1, 1));
+        let pool = |h: Tensor| h.relu()?.max_pool2d((2, 2), (2, 2), (0, 0));
+        let h = pool(ops::conv2d(
+            &self.x,
+            &self.conv1,
+            Some(&self.b1),
+            one,
+            same,
+            one,
+            1,
+        )?)?; // [32, 32, 16, 16]
+        let h = pool(ops::conv2d(
+            &h,
+            &self.conv2,
+            Some(&self.b2),
+            one,
+            same,
+            one,
+            1,
+        )?)?; // [32, 64, 8, 8]
+        let flat = ops::reshape(&h, Shape::from([W7_BATCH, 64 * 8 * 8]))?;
+        let logits = (ops::matmul(&flat, &self.w)? + &self.b)?;
+        let loss = ops::cross_entropy(&logits, &self.t)?;
+        let grads = value_and_grads("W7", &loss, params)?;
+        Ok((loss, grads))
+    }
+
+    /// The loss within 1e-4 relative of PyTorch's float64 evaluation; every gradient
+    /// finite and of its parameter's shape.
+    pub fn check(&self) -> Result<()> {
+        let (loss, grads) = self.step()?;
+        check_step("W7", &loss, W7_LOSS_F64, &self.params(), &grads)
+    }
+
+    /// The loss, then every gradient by name ([`W7::params`]'s order), from one step.
+    pub fn outputs(&self) -> Result<Vec<(String, Vec<f32>)>> {
+        let (loss, grads) = self.step()?;
+        named_outputs(&loss, &self.params(), &grads)
+    }
+}
+
+/// W8 transformer-block-step: embedding, one pre-norm block (causal attention with
+/// 4 heads, a gelu MLP), a final layer norm and tied output, mean cross-entropy of
+/// the next token.
+pub struct W8 {
+    /// Tokens `[8, 128]` in `0..256`, stored as floats.
+    pub tokens: Tensor,
+    /// The next token of each position `[1024]` (a row's last position predicts the
+    /// row's first token).
+    pub targets: Tensor,
+    /// `0` on and below the diagonal, `-inf` above: `[128, 128]`, constant.
+    pub mask: Tensor,
+    pub emb: Tensor,
+    pub pos: Tensor,
+    pub wq: Tensor,
+    pub wk: Tensor,
+    pub wv: Tensor,
+    pub wo: Tensor,
+    pub w1: Tensor,
+    pub b1: Tensor,
+    pub w2: Tensor,
+    pub b2: Tensor,
+    /// The three layer norms' weights (ones) and biases (zeros): before attention,
+    /// before the MLP, before the output.
+    pub ln: [(Tensor, Tensor); 3],
+}
+
+pub const W8_BATCH: usize = 8;
+pub const W8_SEQ: usize = 128;
+pub const W8_DIM: usize = 128;
+pub const W8_HEADS: usize = 4;
+pub const W8_FF: usize = 512;
+pub const W8_VOCAB: usize = 256;
+/// PyTorch's default layer-norm stabiliser.
+const W8_EPS: f64 = 1e-5;
+/// PyTorch's float64 evaluation of W8's loss (`benches/peers/torch_peer.py w8`).
+pub const W8_LOSS_F64: f64 = 5.715756;
+
+impl W8 {
+    pub fn new() -> Result<W8> {
+        let (b, s, d, f, v) = (W8_BATCH, W8_SEQ, W8_DIM, W8_FF, W8_VOCAB);
+        let tok = class_indices(b * s, 81, v);
+        let targets: Vec<f32> = (0..b * s)
+            .map(|i| tok[i - i % s + (i % s + 1) % s])
+            .collect();
+        let mask: Vec<f32> = (0..s * s)
+            .map(|i| {
+                if i % s > i / s {
+                    f32::NEG_INFINITY
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let norm = || -> Result<(Tensor, Tensor)> {
+            Ok((
+                Tensor::from_vec(vec![1.0f32; d], [d])?.with_requires_grad(true),
+                Tensor::from_vec(vec![0.0f32; d], [d])?.with_requires_grad(true),
+            ))
+        };
+        Ok(W8 {
+            tokens: Tensor::from_vec(tok, [b, s])?,
+            targets: Tensor::from_vec(targets, [b * s])?,
+            mask: Tensor::from_vec(mask, [s, s])?,
+            emb: scaled(82, d, &[v, d])?,
+            pos: scaled(83, d, &[s, d])?,
+            wq: scaled(84, d, &[d, d])?,
+            wk: scaled(85, d, &[d, d])?,
+            wv: scaled(86, d, &[d, d])?,
+            wo: scaled(87, d, &[d, d])?,
+            w1: scaled(88, d, &[d, f])?,
+            b1: scaled(89, d, &[f])?,
+            w2: scaled(90, f, &[f, d])?,
+            b2: scaled(91, f, &[d])?,
+            ln: [norm()?, norm()?, norm()?],
+        })
+    }
+
+    /// The parameters by name, in the peers' order.
+    pub fn params(&self) -> [(&'static str, &Tensor); 16] {
+        let [(g1, c1), (g2, c2), (gf, cf)] = &self.ln;
+        [
+            ("emb", &self.emb),
+            ("pos", &self.pos),
+            ("Wq", &self.wq),
+            ("Wk", &self.wk),
+            ("Wv", &self.wv),
+            ("Wo", &self.wo),
+            ("W1", &self.w1),
+            ("b1", &self.b1),
+            ("W2", &self.w2),
+            ("b2", &self.b2),
+            ("ln1 weight", g1),
+            ("ln1 bias", c1),
+            ("ln2 weight", g2),
+            ("ln2 bias", c2),
+            ("ln_f weight", gf),
+            ("ln_f bias", cf),
+        ]
+    }
+
+    /// `[8, 128, 128]` rows split into heads: `[8, 4, 128, 32]`.
+    fn heads(x: &Tensor) -> Result<Tensor> {
+        let (b, s, h) = (W8_BATCH, W8_SEQ, W8_HEADS);
+        let x = ops::reshape(x, Shape::from([b, s, h, W8_DIM / h]))?;
+        ops::permute(&x, vec![0, 2, 1, 3])
+    }
+
+    /// One training step's forward and backward; returns the loss and the gradients
+    /// of the parameters (in [`W8::params`]'s order).
+    pub fn step(&self) -> Result<(Tensor, [Tensor; 16])> {
+        let params = self.params();
+        autograd::zero_grad(&params.map(|(_, p)| p));
+        let (b, s, d) = (W8_BATCH, W8_SEQ, W8_DIM);
+        let norm = |x: &Tensor, i: usize| {
+            let (g, c) = &self.ln[i];
+            ops::layer_norm(x, Some(g), Some(c), W8_EPS)
+        };
+        let x = (ops::embedding(&self.emb, &self.tokens)? + &self.pos)?; // [8, 128, 128]
+        // Attention.
+        let h = norm(&x, 0)?;
+        let q = Self::heads(&ops::matmul(&h, &self.wq)?)?;
+        let k = Self::heads(&ops::matmul(&h, &self.wk)?)?;
+        let v = Self::heads(&ops::matmul(&h, &self.wv)?)?;
+        let scale = 1.0 / ((d / W8_HEADS) as f64).sqrt();
+        let scores =
+            (ops::mul_scalar(&ops::matmul(&q, &ops::transpose(&k)?)?, scale)? + &self.mask)?; // [8, 4, 128, 128]
+        let att = ops::softmax(&scores, -1)?;
+        let o = ops::permute(&ops::matmul(&att, &v)?, vec![0, 2, 1, 3])?; // [8, 128, 4, 32]
+        let o = ops::reshape(&o, Shape::from([b, s, d]))?;
+        let x = (&x + &ops::matmul(&o, &self.wo)?)?;
+        // MLP.
+        let f = ops::gelu(&(ops::matmul(&norm(&x, 1)?, &self.w1)? + &self.b1)?)?;
+        let x = (&x + &(ops::matmul(&f, &self.w2)? + &self.b2)?)?;
+        // Tied output.
+        let logits = ops::matmul(&norm(&x, 2)?, &ops::transpose(&self.emb)?)?; // [8, 128, 256]
+        let logits = ops::reshape(&logits, Shape::from([b * s, W8_VOCAB]))?;
+        let loss = ops::cross_entropy(&logits, &self.targets)?;
+        let grads = value_and_grads("W8", &loss, params)?;
+        Ok((loss, grads))
+    }
+
+    /// The loss within 1e-4 relative of PyTorch's float64 evaluation; every gradient
+    /// finite and of its parameter's shape.
+    pub fn check(&self) -> Result<()> {
+        let (loss, grads) = self.step()?;
+        check_step("W8", &loss, W8_LOSS_F64, &self.params(), &grads)
+    }
+
+    /// The loss, then every gradient by name ([`W8::params`]'s order), from one step.
+    pub fn outputs(&self) -> Result<Vec<(String, Vec<f32>)>> {
+        let (loss, grads) = self.step()?;
+        named_outputs(&loss, &self.params(), &grads)
     }
 }
