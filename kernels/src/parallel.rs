@@ -22,8 +22,11 @@
 //! [`MIN_PARALLEL_WORK`]): small tensors stay on the calling thread.
 
 use crate::{KernelError, Result};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 /// Elements (a rough count of the values a job reads and writes, or a product's
 /// multiply-adds) below which a job runs on the calling thread: waking a sleeping
@@ -183,29 +186,136 @@ pub fn for_each(pieces: usize, work: usize, f: impl Fn(usize) + Sync + Send) {
     }
 }
 
+/// How long a pool thread that finished its part of a job waits for the next one,
+/// spinning, before it goes back to the pool (where it sleeps until woken): a
+/// training step is hundreds of jobs with a little serial work between them, and
+/// waking a sleeping thread costs tens of microseconds on a virtual machine.
+const LINGER: Duration = Duration::from_micros(300);
+
+/// A job shared between the calling thread and the pool's threads: each takes the
+/// next piece not yet taken until none is left.
+struct Job {
+    /// The pieces' function, its lifetime erased: it is called only for a piece
+    /// taken (`i < pieces`), and `share` returns only when every piece is done.
+    f: *const (dyn Fn(usize) + Sync + 'static),
+    pieces: usize,
+    next: AtomicUsize,
+    done: AtomicUsize,
+    /// The first panic of a piece, raised again on the calling thread.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
+}
+
+// SAFETY: `f` points to a `Sync` function that outlives every call made through
+// it (see `Job::f`); the rest is atomics and a mutex.
+unsafe impl Send for Job {}
+// SAFETY: as above.
+unsafe impl Sync for Job {}
+
+impl Job {
+    /// Takes and runs pieces until none is left.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::AcqRel);
+            if i >= self.pieces {
+                return;
+            }
+            // SAFETY: piece `i` was taken, so it is not done, and `share` (whose
+            // frame holds the function) waits for every piece to be done.
+            let f = unsafe { &*self.f };
+            if let Err(p) = std::panic::catch_unwind(AssertUnwindSafe(|| f(i))) {
+                self.panic
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert(p);
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// The job the pool's threads help with, and its number.
+static CURRENT: Mutex<Option<Arc<Job>>> = Mutex::new(None);
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+/// Helpers spawned on the pool that have not ended (working, or waiting for the
+/// next job).
+static HELPERS: AtomicUsize = AtomicUsize::new(0);
+
+/// A pool thread's part: help with the current job, then wait up to [`LINGER`]
+/// for the next and help with it too, and so on.
+fn helper() {
+    let mut seen = GENERATION.load(Ordering::Acquire);
+    loop {
+        let job = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(job) = job {
+            job.work();
+        }
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let g = GENERATION.load(Ordering::Acquire);
+            if g != seen {
+                seen = g;
+                break;
+            }
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(64) && start.elapsed() > LINGER {
+                HELPERS.fetch_sub(1, Ordering::AcqRel);
+                // (A job published just now, counting on this helper, is done
+                // by its caller alone if no other helper takes it.)
+                return;
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// Runs `f(i)` for every `i` in `0..pieces` on the calling thread and on the pool's
 /// threads at once, each taking the next piece not yet taken. The calling thread
 /// starts at once, so a job is never slower than on it alone while the pool's
 /// threads wake up, and it waits for the last piece; with `n` threads set, the
-/// pool's `n - 1` threads help it.
+/// pool's `n - 1` threads help it. Between jobs the pool's threads wait a little
+/// for the next ([`LINGER`]), so a step's jobs find them awake.
 fn share(pool: &rayon::ThreadPool, pieces: usize, f: &(dyn Fn(usize) + Sync)) {
-    let next = AtomicUsize::new(0);
-    let take = || {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= pieces {
-                break;
-            }
-            f(i);
-        }
-    };
-    let helpers = pool.current_num_threads().min(pieces - 1);
-    pool.in_place_scope(|scope| {
-        for _ in 0..helpers {
-            scope.spawn(|_| take());
-        }
-        take();
+    // SAFETY: only the lifetime is erased; `Job::f` says why no call outlives `f`.
+    let f: &'static (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute(f) };
+    let job = Arc::new(Job {
+        f,
+        pieces,
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        panic: Mutex::new(None),
     });
+    *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(job.clone());
+    GENERATION.fetch_add(1, Ordering::AcqRel);
+    let wanted = pool.current_num_threads().min(pieces - 1);
+    let mut alive = HELPERS.load(Ordering::Acquire);
+    while alive < wanted {
+        match HELPERS.compare_exchange(alive, alive + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                pool.spawn(helper);
+                alive += 1;
+            }
+            Err(now) => alive = now,
+        }
+    }
+    job.work();
+    let mut spins = 0u32;
+    while job.done.load(Ordering::Acquire) < pieces {
+        spins = spins.wrapping_add(1);
+        if spins.is_multiple_of(1024) {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+    let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &job)) {
+        *current = None;
+    }
+    drop(current);
+    if let Some(p) = job.panic.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        std::panic::resume_unwind(p);
+    }
 }
 
 /// `f(i)` for every `i` in `0..pieces`, in index order (computed as [`for_each`]
@@ -323,6 +433,29 @@ mod tests {
         set_min_parallel_work(MIN_PARALLEL_WORK);
         set_num_threads(1).unwrap();
         assert!(!is_parallel(100, usize::MAX));
+    }
+
+    /// A piece that panics, on whichever thread, panics on the calling thread
+    /// once the job's other pieces are done; the pool works on afterwards.
+    #[test]
+    fn a_panicking_piece_panics_on_the_calling_thread() {
+        let _g = TEST_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        set_min_parallel_work(0);
+        set_num_threads(3).unwrap();
+        let ran = AtomicUsize::new(0);
+        let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            for_each(64, usize::MAX, |i| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                assert_ne!(i, 37, "piece 37");
+            })
+        }));
+        let msg = r.unwrap_err();
+        let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.contains("piece 37"), "{msg}");
+        assert_eq!(ran.load(Ordering::Relaxed), 64);
+        assert_eq!(map(40, usize::MAX, |i| i + 1), (1..=40).collect::<Vec<_>>());
+        set_min_parallel_work(MIN_PARALLEL_WORK);
+        set_num_threads(1).unwrap();
     }
 
     #[test]
