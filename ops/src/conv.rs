@@ -248,18 +248,34 @@ impl CpuKernel for Unfold {
                 let (kj, ki) = (r % kw, r / kw % kh);
                 let (c, n) = (r / (kw * kh) % g.c, r / (kw * kh * g.c));
                 let base = off + n * st[0] + c * st[1];
-                let mut o = 0;
-                for oy in 0..g.oh {
+                // The windows `lo..hi` of a line read inside the image; those
+                // before and after read the padding.
+                let (s1, shift) = (g.s.1, kj * g.d.1);
+                let lo = g.p.1.saturating_sub(shift).div_ceil(s1).min(g.ow);
+                let hi = (g.w + g.p.1)
+                    .saturating_sub(shift)
+                    .div_ceil(s1)
+                    .clamp(lo, g.ow);
+                for (oy, out) in line.chunks_mut(g.ow).enumerate() {
                     let iy = (oy * g.s.0 + ki * g.d.0).wrapping_sub(g.p.0);
-                    for ox in 0..g.ow {
-                        let ix = (ox * g.s.1 + kj * g.d.1).wrapping_sub(g.p.1);
-                        // Below 0 wraps to a huge value: outside too.
-                        line[o] = if iy < g.h && ix < g.w {
-                            data[base + iy * st[2] + ix * st[3]]
-                        } else {
-                            pad
-                        };
-                        o += 1;
+                    // Below 0 wraps to a huge value: outside too.
+                    if iy >= g.h {
+                        out.fill(pad);
+                        continue;
+                    }
+                    out[..lo].fill(pad);
+                    out[hi..].fill(pad);
+                    if lo == hi {
+                        continue;
+                    }
+                    let at = base + iy * st[2];
+                    let first = lo * s1 + shift - g.p.1;
+                    if s1 == 1 && st[3] == 1 {
+                        out[lo..hi].copy_from_slice(&data[at + first..at + first + hi - lo]);
+                    } else {
+                        for (j, o) in out[lo..hi].iter_mut().enumerate() {
+                            *o = data[at + (first + j * s1) * st[3]];
+                        }
                     }
                 }
             }
@@ -1026,6 +1042,63 @@ mod tests {
             }
         }
         out
+    }
+
+    /// im2col by its definition: element by element, padding outside the image.
+    fn unfold_reference(x: &[f64], g: &Geometry, pad: f64) -> Vec<f64> {
+        let mut out = Vec::new();
+        for n in 0..g.n {
+            for c in 0..g.c {
+                for ki in 0..g.k.0 {
+                    for kj in 0..g.k.1 {
+                        for oy in 0..g.oh {
+                            for ox in 0..g.ow {
+                                let iy = (oy * g.s.0 + ki * g.d.0) as isize - g.p.0 as isize;
+                                let ix = (ox * g.s.1 + kj * g.d.1) as isize - g.p.1 as isize;
+                                let inside = (0..g.h as isize).contains(&iy)
+                                    && (0..g.w as isize).contains(&ix);
+                                out.push(if inside {
+                                    x[((n * g.c + c) * g.h + iy as usize) * g.w + ix as usize]
+                                } else {
+                                    pad
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The copy of each line's inside windows and the padding around them give
+    /// the definition's values, with strides, padding wider than the kernel and
+    /// dilation, on a contiguous and on a transposed image.
+    #[test]
+    fn im2col_reads_each_window_as_defined() {
+        for (i, (image, k, s, p, d)) in [
+            ([2, 3, 7, 9], (3, 3), (1, 1), (1, 1), (1, 1)),
+            ([1, 2, 8, 5], (2, 3), (2, 1), (0, 2), (1, 2)),
+            ([2, 1, 9, 11], (3, 2), (3, 2), (2, 1), (2, 1)),
+            ([1, 4, 6, 6], (1, 1), (2, 2), (0, 0), (1, 1)),
+            ([1, 2, 3, 4], (2, 2), (1, 3), (4, 5), (1, 1)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let g = geometry("test", &image, k, s, p, d).unwrap();
+            let x = cases::uniform(90 + i as u64, &image, -1.0, 1.0);
+            let want = unfold_reference(&x.to_vec::<f64>().unwrap(), &g, 0.0);
+            let got = im2col(&x, k, s, p, d).unwrap();
+            assert_eq!(got.to_vec::<f64>().unwrap(), want, "{g:?}");
+            // The same image stored transposed (last two axes swapped), read in place.
+            let [n, c, h, w] = image;
+            let stored = cases::uniform(90 + i as u64, &[n, c, w, h], -1.0, 1.0);
+            let xt = autograd_core::compute::transpose(&stored, 2, 3).unwrap();
+            let want = unfold_reference(&xt.to_vec::<f64>().unwrap(), &g, 0.0);
+            let got = im2col(&xt, k, s, p, d).unwrap();
+            assert_eq!(got.to_vec::<f64>().unwrap(), want, "{g:?} transposed");
+        }
     }
 
     #[test]
