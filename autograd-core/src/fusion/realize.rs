@@ -5,7 +5,6 @@ use super::deferred::{Deferred, Group, Pending, deferred, pending, sums_read, wi
 use super::plan::Plan;
 use crate::storage::{Recipe, Storage, StorageData};
 use crate::{DType, Device, Result};
-use autograd_kernels::Layout;
 use autograd_kernels::program::Sink;
 use std::any::Any;
 use std::sync::{Arc, Mutex, Weak};
@@ -181,7 +180,7 @@ pub(super) fn cuda_source(p: &Pending, len: usize, dtype: DType) -> Result<(Stri
         // kernels of its own), and read as buffers.
         plan = Plan::shallow(p);
     }
-    let layouts: Vec<&Layout> = plan.leaves.iter().map(|(_, l)| l).collect();
+    let layouts: Vec<&autograd_kernels::Layout> = plan.leaves.iter().map(|(_, l)| l).collect();
     // A sum's kernel sums its last step (as it runs over at most one block: over
     // more, the partial sums are written in double).
     let sink = if p.sum_of.is_some() {

@@ -12,8 +12,8 @@ use autograd_kernels::program::Step;
 use autograd_kernels::{BackendStorage, BinaryOp, KernelError, Layout, ReduceOp, UnaryOp};
 use smallvec::SmallVec;
 use std::any::Any;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
 
 pub(crate) enum StorageData {
     Cpu(CpuStorage),
@@ -494,7 +494,9 @@ pub(crate) fn not_compiled(ordinal: usize) -> Error {
 /// The CUDA device `ordinal`, opened at the first call; its absence is
 /// [`Error::CudaUnavailable`].
 #[cfg(feature = "cuda")]
-pub(crate) fn cuda_device(ordinal: usize) -> Result<Arc<autograd_kernels::cuda::CudaDevice>> {
+pub(crate) fn cuda_device(
+    ordinal: usize,
+) -> Result<std::sync::Arc<autograd_kernels::cuda::CudaDevice>> {
     autograd_kernels::cuda::device(ordinal).map_err(|e| match e {
         KernelError::CudaUnavailable { ordinal, reason } => {
             Error::CudaUnavailable { ordinal, reason }
