@@ -331,9 +331,9 @@ impl CpuKernel for Fold {
         // Each output element sums its own sources, so pieces of whole image rows
         // (one per image, channel and y) compute each element as the serial loop
         // would; the work counts the columns read. Within a row, the loops run
-        // over `ki`, then `kj`, then the windows `ox` (each of which reads at most
-        // one `ix` at that offset, found without a division), adding into the
-        // row: every element still gets its terms in (`ki`, `kj`) order, from 0.
+        // over `ki`, then `kj`, then the windows `ox` inside the image (each of
+        // which adds to its own `ix` at that offset), adding into the row: every
+        // element still gets its terms in (`ki`, `kj`) order, from 0.
         let row = g.w;
         let work = cols.dims().iter().product::<usize>() + out.len();
         parallel::for_each_piece_mut(out, rows_per_piece(row) * row, work, |i, piece| {
@@ -349,11 +349,28 @@ impl CpuKernel for Fold {
                     for kj in 0..g.k.1 {
                         let row = (c * g.k.0 + ki) * g.k.1 + kj;
                         let base = off + n * st[0] + row * st[1] + oy * g.ow * st[2];
-                        for ox in 0..g.ow {
-                            let ix = (ox * g.s.1 + kj * g.d.1).wrapping_sub(g.p.1);
-                            // Below 0 wraps to a huge value: outside too.
-                            if ix < g.w {
-                                line[ix] += data[base + ox * st[2]];
+                        // The windows `lo..hi` read inside the image (as im2col
+                        // finds them); each adds to its own `ix`.
+                        let (s1, shift) = (g.s.1, kj * g.d.1);
+                        let lo = g.p.1.saturating_sub(shift).div_ceil(s1).min(g.ow);
+                        let hi = (g.w + g.p.1)
+                            .saturating_sub(shift)
+                            .div_ceil(s1)
+                            .clamp(lo, g.ow);
+                        if lo == hi {
+                            continue;
+                        }
+                        let first = lo * s1 + shift - g.p.1;
+                        let src = base + lo * st[2];
+                        if s1 == 1 && st[2] == 1 {
+                            let len = hi - lo;
+                            let to = &mut line[first..first + len];
+                            for (o, &v) in to.iter_mut().zip(&data[src..src + len]) {
+                                *o += v;
+                            }
+                        } else {
+                            for j in 0..hi - lo {
+                                line[first + j * s1] += data[src + j * st[2]];
                             }
                         }
                     }
@@ -1108,6 +1125,7 @@ mod tests {
             ([1, 2, 8, 5], (2, 3), (2, 1), (0, 2), (1, 2)),
             ([2, 1, 9, 11], (3, 2), (3, 2), (2, 1), (2, 1)),
             ([1, 4, 6, 6], (1, 1), (2, 2), (0, 0), (1, 1)),
+            ([1, 2, 3, 4], (2, 2), (1, 3), (4, 5), (1, 1)),
         ]
         .into_iter()
         .enumerate()
