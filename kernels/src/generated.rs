@@ -138,15 +138,16 @@ pub fn check<K: ElementwiseKernel>(kernel: &K, what: Eval<'_>, operands: usize) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::cpu::generated::run_cpu;
     use crate::cpu::storage::CpuStorage;
     use crate::real::Dual;
     use crate::{Layout, Shape};
 
-    /// `x * y + 1`, by hand, as the macro would generate it.
-    struct MulAddOne;
+    /// `x * y + 1`, by hand, as the macro would generate it (also run in pieces by
+    /// `cpu::generated`'s tests).
+    pub(crate) struct MulAddOne;
 
     fn f<R: Real>(x: R, y: R) -> R {
         x * y + R::lit(1.0)

@@ -62,6 +62,20 @@ impl Geometry {
         Shape::from([self.n, self.c * self.window(), self.windows()])
     }
 
+    /// The windows `lo..hi` of a line of the columns at kernel column `kj` that
+    /// read inside the image (those before and after read the padding), and the
+    /// image column window `lo` reads (meaningless when `lo == hi`):
+    /// `(lo, hi, first)`. Window `ox` reads column `ox * s + kj * d - p`.
+    fn inside(&self, kj: usize) -> (usize, usize, usize) {
+        let (s, shift, p) = (self.s.1, kj * self.d.1, self.p.1);
+        let lo = p.saturating_sub(shift).div_ceil(s).min(self.ow);
+        let hi = (self.w + p)
+            .saturating_sub(shift)
+            .div_ceil(s)
+            .clamp(lo, self.ow);
+        (lo, hi, (lo * s + shift).saturating_sub(p))
+    }
+
     /// The image shape `[n, c, h, w]`.
     fn image_shape(&self) -> Shape {
         Shape::from([self.n, self.c, self.h, self.w])
@@ -250,12 +264,8 @@ impl CpuKernel for Unfold {
                 let base = off + n * st[0] + c * st[1];
                 // The windows `lo..hi` of a line read inside the image; those
                 // before and after read the padding.
-                let (s1, shift) = (g.s.1, kj * g.d.1);
-                let lo = g.p.1.saturating_sub(shift).div_ceil(s1).min(g.ow);
-                let hi = (g.w + g.p.1)
-                    .saturating_sub(shift)
-                    .div_ceil(s1)
-                    .clamp(lo, g.ow);
+                let (lo, hi, first) = g.inside(kj);
+                let s1 = g.s.1;
                 for (oy, out) in line.chunks_mut(g.ow).enumerate() {
                     let iy = (oy * g.s.0 + ki * g.d.0).wrapping_sub(g.p.0);
                     // Below 0 wraps to a huge value: outside too.
@@ -269,7 +279,6 @@ impl CpuKernel for Unfold {
                         continue;
                     }
                     let at = base + iy * st[2];
-                    let first = lo * s1 + shift - g.p.1;
                     if s1 == 1 && st[3] == 1 {
                         out[lo..hi].copy_from_slice(&data[at + first..at + first + hi - lo]);
                     } else {
@@ -351,16 +360,11 @@ impl CpuKernel for Fold {
                         let base = off + n * st[0] + row * st[1] + oy * g.ow * st[2];
                         // The windows `lo..hi` read inside the image (as im2col
                         // finds them); each adds to its own `ix`.
-                        let (s1, shift) = (g.s.1, kj * g.d.1);
-                        let lo = g.p.1.saturating_sub(shift).div_ceil(s1).min(g.ow);
-                        let hi = (g.w + g.p.1)
-                            .saturating_sub(shift)
-                            .div_ceil(s1)
-                            .clamp(lo, g.ow);
+                        let (lo, hi, first) = g.inside(kj);
+                        let s1 = g.s.1;
                         if lo == hi {
                             continue;
                         }
-                        let first = lo * s1 + shift - g.p.1;
                         let src = base + lo * st[2];
                         if s1 == 1 && st[2] == 1 {
                             let len = hi - lo;
@@ -1061,6 +1065,23 @@ mod tests {
         out
     }
 
+    /// Images `[n, c, h, w]` with kernel, stride, padding and dilation: strides,
+    /// dilations, a 1 x 1 kernel, and padding wider than the kernel.
+    #[allow(clippy::type_complexity)]
+    const GEOMETRIES: &[(
+        [usize; 4],
+        (usize, usize),
+        (usize, usize),
+        (usize, usize),
+        (usize, usize),
+    )] = &[
+        ([2, 3, 7, 9], (3, 3), (1, 1), (1, 1), (1, 1)),
+        ([1, 2, 8, 5], (2, 3), (2, 1), (0, 2), (1, 2)),
+        ([2, 1, 9, 11], (3, 2), (3, 2), (2, 1), (2, 1)),
+        ([1, 4, 6, 6], (1, 1), (2, 2), (0, 0), (1, 1)),
+        ([1, 2, 3, 4], (2, 2), (1, 3), (4, 5), (1, 1)),
+    ];
+
     /// im2col by its definition: element by element, padding outside the image.
     fn unfold_reference(x: &[f64], g: &Geometry, pad: f64) -> Vec<f64> {
         let mut out = Vec::new();
@@ -1093,16 +1114,7 @@ mod tests {
     /// dilation, on a contiguous and on a transposed image.
     #[test]
     fn im2col_reads_each_window_as_defined() {
-        for (i, (image, k, s, p, d)) in [
-            ([2, 3, 7, 9], (3, 3), (1, 1), (1, 1), (1, 1)),
-            ([1, 2, 8, 5], (2, 3), (2, 1), (0, 2), (1, 2)),
-            ([2, 1, 9, 11], (3, 2), (3, 2), (2, 1), (2, 1)),
-            ([1, 4, 6, 6], (1, 1), (2, 2), (0, 0), (1, 1)),
-            ([1, 2, 3, 4], (2, 2), (1, 3), (4, 5), (1, 1)),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (i, &(image, k, s, p, d)) in GEOMETRIES.iter().enumerate() {
             let g = geometry("test", &image, k, s, p, d).unwrap();
             let x = cases::uniform(90 + i as u64, &image, -1.0, 1.0);
             let want = unfold_reference(&x.to_vec::<f64>().unwrap(), &g, 0.0);
@@ -1120,16 +1132,7 @@ mod tests {
 
     #[test]
     fn col2im_sums_each_element_in_the_reference_order() {
-        for (i, (image, k, s, p, d)) in [
-            ([2, 3, 7, 9], (3, 3), (1, 1), (1, 1), (1, 1)),
-            ([1, 2, 8, 5], (2, 3), (2, 1), (0, 2), (1, 2)),
-            ([2, 1, 9, 11], (3, 2), (3, 2), (2, 1), (2, 1)),
-            ([1, 4, 6, 6], (1, 1), (2, 2), (0, 0), (1, 1)),
-            ([1, 2, 3, 4], (2, 2), (1, 3), (4, 5), (1, 1)),
-        ]
-        .into_iter()
-        .enumerate()
-        {
+        for (i, &(image, k, s, p, d)) in GEOMETRIES.iter().enumerate() {
             let g = geometry("test", &image, k, s, p, d).unwrap();
             let cols = cases::uniform(80 + i as u64, g.cols_shape().dims(), -1.0, 1.0);
             let got = col2im(&cols, (g.h, g.w), k, s, p, d).unwrap();

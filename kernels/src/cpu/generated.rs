@@ -45,39 +45,8 @@ pub fn run_cpu<K: ElementwiseKernel>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::CpuElement;
-    use crate::cpu::loops;
     use crate::cpu::program::{PIECE, same_for_every_thread_count};
-    use crate::generated::MAX_PARAMS;
-    use crate::real::Real;
-
-    /// `x * y + 1` (and `g * x` for its derivative by `y`), by hand, as the macro
-    /// would generate it.
-    struct MulAddOne;
-
-    impl ElementwiseKernel for MulAddOne {
-        fn name(&self) -> &'static str {
-            "mul_add_one"
-        }
-        fn arity(&self) -> usize {
-            2
-        }
-        fn cuda_source(&self) -> &'static str {
-            ""
-        }
-        fn program(&self) -> &'static str {
-            module_path!()
-        }
-        fn cuda_params(&self) -> [f64; MAX_PARAMS] {
-            [0.0; MAX_PARAMS]
-        }
-        fn eval<T: Real + CpuElement>(&self, what: Eval<'_>, ins: &[&[T]], out: &mut Vec<T>) {
-            match what {
-                Eval::Value => loops::map2(ins, out, |[x, y]| x * y + T::lit(1.0)),
-                Eval::Derivative(_) => loops::map3(ins, out, |[x, _, g]| g * x),
-            }
-        }
-    }
+    use crate::generated::tests::MulAddOne;
 
     /// A generated kernel run in pieces on any number of threads gives the bits
     /// of one serial pass, over dense, broadcast and transposed operands.

@@ -100,7 +100,7 @@ fn body<T: Copy, F: Fn([T; N]) -> T, const N: usize>(
 }
 
 macro_rules! pair_n {
-    ($name:ident, $within:ident, $into:ident, $into_with:ident, $avx2:ident, $avx512:ident, $n:literal) => {
+    ($name:ident, $within:ident, $into_with:ident, $avx2:ident, $avx512:ident, $n:literal) => {
         /// Appends `f(ins[0][i], .., ins[N-1][i])`, a pair of values, to `a` and
         /// `b` for every `i` of the operands (slices of one length).
         #[inline(always)]
@@ -140,19 +140,6 @@ macro_rules! pair_n {
                 a.set_len(sa + n);
                 b.set_len(sb + n);
             }
-        }
-
-        /// Writes `f(ins[0][i], .., ins[N-1][i])`, a pair of values, to `a[i]` and
-        /// `b[i]` for every `i` of `a` (`b` and each operand have at least as many
-        /// elements): the first `a.len()` of both are initialised when it returns.
-        #[inline(always)]
-        pub fn $into<T: Copy, F: Fn([T; $n]) -> (T, T)>(
-            ins: &[&[T]],
-            a: &mut [MaybeUninit<T>],
-            b: &mut [MaybeUninit<T>],
-            f: F,
-        ) {
-            $into_with(simd::active(), ins, a, b, f)
         }
 
         /// The slice form in the copy for `simd`, or in the widest the CPU has if
@@ -217,7 +204,6 @@ fn pair_body<T: Copy, F: Fn([T; N]) -> (T, T), const N: usize>(
 pair_n!(
     pair2,
     pair2_with,
-    pair2_into,
     pair2_into_with,
     pair2_avx2,
     pair2_avx512,
@@ -226,7 +212,6 @@ pair_n!(
 pair_n!(
     pair3,
     pair3_with,
-    pair3_into,
     pair3_into_with,
     pair3_avx2,
     pair3_avx512,
@@ -235,7 +220,6 @@ pair_n!(
 pair_n!(
     pair4,
     pair4_with,
-    pair4_into,
     pair4_into_with,
     pair4_avx2,
     pair4_avx512,
@@ -244,7 +228,6 @@ pair_n!(
 pair_n!(
     pair5,
     pair5_with,
-    pair5_into,
     pair5_into_with,
     pair5_avx2,
     pair5_avx512,

@@ -12,6 +12,7 @@
 use crate::parallel::{self, SharedMut};
 use crate::walk::Walk;
 use crate::{Element, Layout, Result};
+use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 
 /// Batch entries from which a batch runs its entries as pieces, whatever the size
@@ -76,7 +77,8 @@ pub(crate) fn matmul<T: Element>(
     let (pieces, size, rows) = split((m, n, k));
     // Written through by the pieces, each its own elements.
     let dst = SharedMut::<MaybeUninit<T>>::new(&mut out.spare_capacity_mut()[..total]);
-    let mut offsets = Vec::with_capacity(batch);
+    // (Inline for the common few entries: a single product allocates nothing.)
+    let mut offsets: SmallVec<[(usize, usize); 4]> = SmallVec::with_capacity(batch);
     walk.for_each_run([la.offset(), lb.offset()], |[ao, bo], len, [sa, sb]| {
         offsets.extend((0..len).map(|j| (ao + j * sa, bo + j * sb)));
     });
