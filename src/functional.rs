@@ -269,18 +269,11 @@ where
 /// A one-hot tensor of `shape`, dtype and device: 1 at row-major position `k`.
 fn one_hot(shape: &Shape, k: usize, dtype: DType, device: Device) -> Result<Tensor> {
     let n = shape.numel();
-    let t = match dtype {
-        DType::F32 => {
-            let mut v = vec![0.0f32; n];
-            v[k] = 1.0;
-            Tensor::from_vec(v, shape.clone())?
-        }
-        DType::F64 => {
-            let mut v = vec![0.0f64; n];
-            v[k] = 1.0;
-            Tensor::from_vec(v, shape.clone())?
-        }
-    };
+    let t = autograd_core::with_dtype!(dtype, T => {
+        let mut v = vec![<T as autograd_core::HostElement>::from_f64(0.0); n];
+        v[k] = <T as autograd_core::HostElement>::from_f64(1.0);
+        Tensor::from_vec(v, shape.clone())?
+    });
     if device == Device::Cpu {
         Ok(t)
     } else {

@@ -122,18 +122,11 @@ pub fn save(path: impl AsRef<Path>, tensors: &[(&str, &Tensor)]) -> Result<()> {
             .as_cpu()
             .ok_or_else(|| file_error(path, "a tensor's values are not on the CPU"))?;
         let range = t.layout().offset()..t.layout().offset() + t.numel();
-        match t.dtype() {
-            DType::F32 => write_le(
-                &mut out,
-                cpu.as_slice::<f32>().and_then(|s| s.get(range)),
-                f32::to_le_bytes,
-            ),
-            DType::F64 => write_le(
-                &mut out,
-                cpu.as_slice::<f64>().and_then(|s| s.get(range)),
-                f64::to_le_bytes,
-            ),
-        }
+        autograd_core::with_dtype!(t.dtype(), T => write_le(
+            &mut out,
+            cpu.as_slice::<T>().and_then(|s| s.get(range)),
+            <T as Le<{ size_of::<T>() }>>::to_le,
+        ))
         .map_err(write)?;
     }
     out.flush().map_err(write)
@@ -147,16 +140,49 @@ fn on_host(t: &Tensor) -> Result<Tensor> {
         t.realize()?;
         return Ok(t.clone());
     }
-    match t.dtype() {
-        DType::F32 => Tensor::from_vec(t.to_vec::<f32>()?, t.dims()),
-        DType::F64 => Tensor::from_vec(t.to_vec::<f64>()?, t.dims()),
-    }
+    autograd_core::with_dtype!(t.dtype(), T => Tensor::from_vec(t.to_vec::<T>()?, t.dims()))
 }
 
 fn dtype_of(dtype: DType) -> Dtype {
     match dtype {
+        DType::Bool => Dtype::BOOL,
+        DType::U8 => Dtype::U8,
+        DType::I32 => Dtype::I32,
+        DType::I64 => Dtype::I64,
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
         DType::F32 => Dtype::F32,
         DType::F64 => Dtype::F64,
+    }
+}
+
+/// An element's little-endian bytes, as safetensors stores them (`bool` as one
+/// byte, 0 or 1).
+trait Le<const N: usize>: Sized {
+    fn to_le(self) -> [u8; N];
+    fn from_le(b: [u8; N]) -> Self;
+}
+
+macro_rules! le {
+    ($($t:ty),*) => {$(
+        impl Le<{ size_of::<$t>() }> for $t {
+            fn to_le(self) -> [u8; size_of::<$t>()] {
+                self.to_le_bytes()
+            }
+            fn from_le(b: [u8; size_of::<$t>()]) -> Self {
+                <$t>::from_le_bytes(b)
+            }
+        }
+    )*};
+}
+le!(u8, i32, i64, autograd_core::f16, autograd_core::bf16, f32, f64);
+
+impl Le<1> for bool {
+    fn to_le(self) -> [u8; 1] {
+        [self as u8]
+    }
+    fn from_le(b: [u8; 1]) -> Self {
+        b[0] != 0
     }
 }
 
@@ -258,6 +284,27 @@ pub fn load(path: impl AsRef<Path>) -> Result<Vec<(String, Tensor)>> {
 /// and when that buffer cannot be allocated, or a copy on a GPU fails, the error
 /// comes with the targets before it already written.
 pub fn load_into(path: impl AsRef<Path>, targets: &mut [(&str, &mut Tensor)]) -> Result<()> {
+    load_into_with(path, targets, &LoadOptions::default())
+}
+
+/// How [`load_into_with`] treats a file's tensors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Converts a tensor whose dtype differs from its target's to the target's
+    /// dtype (a bf16 or f16 checkpoint into an f32 model) instead of refusing it.
+    /// Off by default: a silent conversion can lose precision.
+    pub convert_dtypes: bool,
+}
+
+/// [`load_into`], with a tensor of another dtype than its target's converted to
+/// the target's when `options.convert_dtypes` says so (as
+/// [`Tensor::to_dtype`] converts). Every check is made, and every value read and
+/// converted, before any target is written: on an error no target has changed.
+pub fn load_into_with(
+    path: impl AsRef<Path>,
+    targets: &mut [(&str, &mut Tensor)],
+    options: &LoadOptions,
+) -> Result<()> {
     let path = path.as_ref();
     let mut file = SafetensorsFile::open(path)?;
     // What the header says, checked against every target before any data is read.
@@ -272,12 +319,14 @@ pub fn load_into(path: impl AsRef<Path>, targets: &mut [(&str, &mut Tensor)]) ->
         };
         let info = &file.entries[i].1;
         let dtype = supported(path, name, info)?;
-        if info.shape != target.dims() || dtype != target.dtype() {
+        let dtype_fits = dtype == target.dtype() || options.convert_dtypes;
+        if info.shape != target.dims() || !dtype_fits {
             return Err(file_error(
                 path,
                 format!(
                     "tensor `{name}` is {dtype} of shape {}, but its target is {} of shape {}: \
-                     load it into a tensor of that shape and dtype (or `load` it and convert)",
+                     load it into a tensor of that shape and dtype (for another dtype, \
+                     `load_into_with` and `LoadOptions {{ convert_dtypes: true }}`)",
                     Shape::from(info.shape.as_slice()),
                     target.dtype(),
                     target.shape()
@@ -323,6 +372,7 @@ pub fn load_into(path: impl AsRef<Path>, targets: &mut [(&str, &mut Tensor)]) ->
                 v
             }
         };
+        let value = crate::compute::cast(&value, target.dtype())?;
         let device = target.device();
         values.push(if device == Device::Cpu {
             value
@@ -341,13 +391,20 @@ pub fn load_into(path: impl AsRef<Path>, targets: &mut [(&str, &mut Tensor)]) ->
 /// The dtype of a file's tensor, when it is one this library has.
 fn supported(path: &Path, name: &str, info: &TensorInfo) -> Result<DType> {
     match info.dtype {
+        Dtype::BOOL => Ok(DType::Bool),
+        Dtype::U8 => Ok(DType::U8),
+        Dtype::I32 => Ok(DType::I32),
+        Dtype::I64 => Ok(DType::I64),
+        Dtype::F16 => Ok(DType::F16),
+        Dtype::BF16 => Ok(DType::BF16),
         Dtype::F32 => Ok(DType::F32),
         Dtype::F64 => Ok(DType::F64),
         other => Err(file_error(
             path,
             format!(
-                "tensor `{name}` is {other:?}; only F32 and F64 tensors can be loaded (convert it \
-                 where it was written, e.g. `tensor.float()` in PyTorch)"
+                "tensor `{name}` is {other:?}, a dtype this library does not hold (it holds BOOL, \
+                 U8, I32, I64, F16, BF16, F32 and F64); convert it where it was written, e.g. \
+                 `tensor.float()` in PyTorch"
             ),
         )),
     }
@@ -450,16 +507,11 @@ impl<'p> SafetensorsFile<'p> {
                 file_error(path, format!("could not be read (tensor `{name}`): {e}"))
             }
         };
-        match dtype {
-            DType::F32 => {
-                let v = read_le(&mut self.file, numel, f32::from_le_bytes).map_err(error)?;
-                Tensor::from_vec(v, shape.clone())
-            }
-            DType::F64 => {
-                let v = read_le(&mut self.file, numel, f64::from_le_bytes).map_err(error)?;
-                Tensor::from_vec(v, shape.clone())
-            }
-        }
+        autograd_core::with_dtype!(dtype, T => {
+            let v: Vec<T> = read_le(&mut self.file, numel, <T as Le<{ size_of::<T>() }>>::from_le)
+                .map_err(error)?;
+            Tensor::from_vec(v, shape.clone())
+        })
     }
 }
 

@@ -327,7 +327,7 @@ pub mod functional;
 pub mod optim;
 
 mod io;
-pub use io::{load, load_into, save};
+pub use io::{LoadOptions, load, load_into, load_into_with, save};
 
 // The crate root shows what a user needs; the ops are under `ops`, and the machinery
 // the macro's generated code refers to under the hidden `__private`.

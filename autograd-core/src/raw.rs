@@ -135,7 +135,7 @@ mod sealed {
 /// The element types a raw kernel computes in: `f32` and `f64`. Arithmetic, the
 /// comparisons, `ZERO`, `ONE`, `from_f64`, `to_f64`, `sqrt`, `exp`, ... are those
 /// of [`Element`](crate::Element).
-pub trait Float: CpuElement + sealed::Sealed {}
+pub trait Float: CpuElement + autograd_kernels::Element + sealed::Sealed {}
 impl Float for f32 {}
 impl Float for f64 {}
 
@@ -274,6 +274,13 @@ pub fn cpu<K: CpuKernel + ?Sized>(
     match dtype {
         DType::F32 => run_cpu::<f32, K>(op, kernel, inputs, &storages, outputs),
         DType::F64 => run_cpu::<f64, K>(op, kernel, inputs, &storages, outputs),
+        other => Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "raw::cpu kernels compute in f32 or f64, and the inputs are {other}; convert \
+                 them first with `.to_dtype(DType::F32)`"
+            ),
+        }),
     }
 }
 

@@ -1,8 +1,24 @@
 use std::fmt;
 
 /// Element type of a tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Floating types (`F16`, `BF16`, `F32`, `F64`) compute and can require grad;
+/// integer and boolean types hold indices, targets, masks and counts. `F16` and
+/// `BF16` compute in `f32` and round once per result (see [`DType::compute`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
+    /// Booleans, one byte each (`bool`).
+    Bool,
+    /// Unsigned 8-bit integers (`u8`).
+    U8,
+    /// Signed 32-bit integers (`i32`).
+    I32,
+    /// Signed 64-bit integers (`i64`): indices, class targets, `argmax` results.
+    I64,
+    /// IEEE 754 half precision (`half::f16`).
+    F16,
+    /// bfloat16 (`half::bf16`): `f32`'s exponent range with 8 bits of mantissa.
+    BF16,
     /// 32-bit IEEE 754 float (`f32`).
     F32,
     /// 64-bit IEEE 754 float (`f64`).
@@ -10,19 +26,89 @@ pub enum DType {
 }
 
 impl DType {
+    /// Every dtype, from booleans to `f64`.
+    pub const ALL: [DType; 8] = [
+        DType::Bool,
+        DType::U8,
+        DType::I32,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
     /// Bytes per element.
     pub const fn size_in_bytes(self) -> usize {
         match self {
-            DType::F32 => 4,
-            DType::F64 => 8,
+            DType::Bool | DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::I32 | DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
         }
     }
 
-    /// The Rust/CUDA name of the element type (`f32`, `f64`).
+    /// The Rust name of the element type (`bool`, `u8`, `i32`, `i64`, `f16`,
+    /// `bf16`, `f32`, `f64`).
     pub const fn as_str(self) -> &'static str {
         match self {
+            DType::Bool => "bool",
+            DType::U8 => "u8",
+            DType::I32 => "i32",
+            DType::I64 => "i64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
             DType::F32 => "f32",
             DType::F64 => "f64",
+        }
+    }
+
+    /// True for the floating types, the only ones that can require grad.
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for the integer types (`u8`, `i32`, `i64`; not `bool`).
+    pub const fn is_integer(self) -> bool {
+        matches!(self, DType::U8 | DType::I32 | DType::I64)
+    }
+
+    /// The dtype kernels compute in: `f32` for `f16` and `bf16` (each result is
+    /// rounded once to the storage type), the dtype itself otherwise.
+    pub const fn compute(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::F32,
+            d => d,
+        }
+    }
+
+    /// The lowest and highest finite values of the dtype, as `f64`.
+    pub fn finite_range(self) -> (f64, f64) {
+        match self {
+            DType::Bool => (0.0, 1.0),
+            DType::U8 => (0.0, u8::MAX as f64),
+            DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+            DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+            DType::F16 => (half::f16::MIN.to_f64(), half::f16::MAX.to_f64()),
+            DType::BF16 => (half::bf16::MIN.to_f64(), half::bf16::MAX.to_f64()),
+            DType::F32 => (f32::MIN as f64, f32::MAX as f64),
+            DType::F64 => (f64::MIN, f64::MAX),
+        }
+    }
+
+    /// The dtype of `a op b` for operands of dtypes `a` and `b`, by PyTorch's
+    /// rules for tensors (`torch.result_type`): booleans < integers < floats;
+    /// within a kind the wider type wins; `f16` with `bf16` gives `f32`.
+    pub const fn promote(a: DType, b: DType) -> DType {
+        use DType::*;
+        match (a, b) {
+            _ if a as u8 == b as u8 => a,
+            (F16, BF16) | (BF16, F16) => F32,
+            // Kinds: the float wins over any integer or bool, an integer over bool.
+            _ if a.is_float() && !b.is_float() => a,
+            _ if b.is_float() && !a.is_float() => b,
+            _ if (a as u8) > (b as u8) => a,
+            _ => b,
         }
     }
 }
@@ -33,16 +119,127 @@ impl fmt::Display for DType {
     }
 }
 
-/// A floating-point element type that kernels compute with (`f32` or `f64`).
+/// An element type a tensor can hold on the host: any [`DType`]'s Rust type.
+/// Conversions between them follow Rust's `as` (and PyTorch): float to integer
+/// truncates toward zero and saturates, integer to integer wraps, anything to
+/// `bool` is "not zero".
+pub trait HostElement:
+    Copy + Send + Sync + Default + PartialEq + PartialOrd + fmt::Debug + fmt::Display + 'static
+{
+    /// The runtime tag of this type.
+    const DTYPE: DType;
+    /// Converts from `f64`, rounding to nearest for the narrower floats (scalars
+    /// travel as `f64`).
+    fn from_f64(v: f64) -> Self;
+    /// Converts to `f64` (exact for every type but `i64` beyond 2^53).
+    fn to_f64(self) -> f64;
+    /// Converts from `i64` directly (one rounding for the floats).
+    fn from_i64(v: i64) -> Self;
+    /// Converts to `i64` (exact for the integer types and `bool`).
+    fn to_i64(self) -> i64;
+    /// `self + other`: wrapping for the integers, "or" for `bool`, rounded once
+    /// for the floats (what an accumulating copy does).
+    fn add(self, other: Self) -> Self;
+    /// `other` converted to this type, as [`DType`] conversions do.
+    #[inline(always)]
+    fn convert<S: HostElement>(other: S) -> Self {
+        if S::DTYPE.is_float() {
+            Self::from_f64(other.to_f64())
+        } else {
+            Self::from_i64(other.to_i64())
+        }
+    }
+}
+
+macro_rules! impl_host_int {
+    ($t:ty, $dtype:expr) => {
+        impl HostElement for $t {
+            const DTYPE: DType = $dtype;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                self.wrapping_add(other)
+            }
+        }
+    };
+}
+impl_host_int!(u8, DType::U8);
+impl_host_int!(i32, DType::I32);
+impl_host_int!(i64, DType::I64);
+
+impl HostElement for bool {
+    const DTYPE: DType = DType::Bool;
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        if self { 1.0 } else { 0.0 }
+    }
+    #[inline(always)]
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+    #[inline(always)]
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+    #[inline(always)]
+    fn add(self, other: Self) -> Self {
+        self | other
+    }
+}
+
+macro_rules! impl_host_half {
+    ($t:ty, $dtype:expr) => {
+        impl HostElement for $t {
+            const DTYPE: DType = $dtype;
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+            #[inline(always)]
+            fn to_f64(self) -> f64 {
+                <$t>::to_f64(self)
+            }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                <$t>::from_f64(v as f64)
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                <$t>::to_f64(self) as i64
+            }
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                <$t>::from_f32(self.to_f32() + other.to_f32())
+            }
+        }
+    };
+}
+impl_host_half!(half::f16, DType::F16);
+impl_host_half!(half::bf16, DType::BF16);
+
+/// A floating-point element type that kernels compute with (`f32` or `f64`;
+/// `f16` and `bf16` compute in `f32`).
 pub trait Element:
-    Copy
-    + Send
-    + Sync
-    + Default
-    + PartialOrd
-    + fmt::Debug
-    + fmt::Display
-    + 'static
+    HostElement
     + std::ops::Add<Output = Self>
     + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
@@ -50,8 +247,6 @@ pub trait Element:
     + std::ops::Neg<Output = Self>
     + std::ops::AddAssign
 {
-    /// The runtime tag of this type.
-    const DTYPE: DType;
     /// 0, the identity of addition (and the start of a sum).
     const ZERO: Self;
     /// 1, the identity of multiplication.
@@ -60,10 +255,6 @@ pub trait Element:
     const INFINITY: Self;
     /// -inf, the start of a max reduction.
     const NEG_INFINITY: Self;
-    /// Converts from `f64`, rounding to nearest for `f32` (scalars travel as `f64`).
-    fn from_f64(v: f64) -> Self;
-    /// Converts to `f64` (exact).
-    fn to_f64(self) -> f64;
     /// e^self.
     fn exp(self) -> Self;
     /// Natural logarithm.
@@ -90,12 +281,8 @@ pub trait Element:
 
 macro_rules! impl_element {
     ($t:ty, $dtype:expr) => {
-        impl Element for $t {
+        impl HostElement for $t {
             const DTYPE: DType = $dtype;
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
-            const INFINITY: Self = <$t>::INFINITY;
-            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
                 v as $t
@@ -104,6 +291,24 @@ macro_rules! impl_element {
             fn to_f64(self) -> f64 {
                 self as f64
             }
+            #[inline(always)]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                self + other
+            }
+        }
+        impl Element for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const INFINITY: Self = <$t>::INFINITY;
+            const NEG_INFINITY: Self = <$t>::NEG_INFINITY;
             #[inline(always)]
             fn exp(self) -> Self {
                 <$t>::exp(self)

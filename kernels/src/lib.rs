@@ -30,7 +30,8 @@ mod shape;
 mod walk;
 
 pub use backend::BackendStorage;
-pub use dtype::{DType, Element};
+pub use dtype::{DType, Element, HostElement};
+pub use half::{bf16, f16};
 pub use error::{KernelError, Result};
 pub use layout::Layout;
 pub use op::{BinaryOp, ReduceOp, UnaryOp};

@@ -193,7 +193,7 @@ macro_rules! dispatch_unary_arms {
             $crate::UnaryOp::PowScalar(p) if p == 2.0 => crate::op::call_with!($kernel, $args, |x: $T| x * x),
             $crate::UnaryOp::PowScalar(p) if p == 1.0 => crate::op::call_with!($kernel, $args, |x: $T| x),
             $($crate::UnaryOp::$v $(($s))? => {
-                $(let $s = <$T as $crate::Element>::from_f64($s);)?
+                $(let $s = <$T as $crate::HostElement>::from_f64($s);)?
                 crate::op::call_with!($kernel, $args, |$x: $T| $cpu)
             })*
             $crate::UnaryOp::Fill(_) | $crate::UnaryOp::Copy => crate::op::call_with!($kernel, $args, |x: $T| x),

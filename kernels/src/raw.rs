@@ -110,6 +110,6 @@ pub struct RawLaunch<'a> {
 
 /// `n` zeros in a buffer from the thread's pool of freed CPU buffers: the output
 /// buffers of a raw CPU kernel (zeroed, so a kernel never sees uninitialised memory).
-pub fn zeroed<T: CpuElement>(n: usize) -> Result<Vec<T>> {
+pub fn zeroed<T: CpuElement + crate::Element>(n: usize) -> Result<Vec<T>> {
     pool::filled(n, T::ZERO)
 }

@@ -65,6 +65,7 @@ fn tolerance(dtype: DType) -> (f64, f64) {
     match dtype {
         DType::F32 => (1e-5, 1e-5),
         DType::F64 => (1e-12, 1e-12),
+        other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
     }
 }
 
@@ -138,6 +139,7 @@ fn every_unary_op_matches_the_cpu() {
         let special = match dtype {
             DType::F32 => CpuStorage::F32(vec![f32::NAN, -0.0, 0.0, -1.0, 1.0]),
             DType::F64 => CpuStorage::F64(vec![f64::NAN, -0.0, 0.0, -1.0, 1.0]),
+            other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
         };
         let l = Layout::contiguous(Shape::from([5]));
         for op in [
@@ -200,6 +202,7 @@ fn every_fixed_op_fused_gives_the_bits_of_its_own_kernel() {
             match dtype {
                 DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
                 DType::F64 => CpuStorage::F64(v),
+                other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
             }
         };
         let (ga, gb) = (upload(&dev, &a), upload(&dev, &b));
@@ -491,6 +494,7 @@ fn matmul_matches_the_cpu_for_every_operand_layout() {
             let tol = match dtype {
                 DType::F32 => (1e-4, 1e-4),
                 DType::F64 => (1e-10, 1e-10),
+                other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
             };
             total += 1;
             if let Err(e) = compare(&format!("matmul {dtype} {name}"), &want, &got, tol) {
@@ -986,6 +990,7 @@ extern "C" __global__ void contract_f64(RAW_PARAMS(double)) { contract(p, in0, i
                 .zip(&bv)
                 .map(|(&x, &y)| (-(x * y), x.mul_add(y, -(x * y))))
                 .unzip(),
+            other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
         };
         assert!(fused.iter().filter(|&&r| r != 0.0).count() > n / 2);
         let c = CpuStorage::F64(c)

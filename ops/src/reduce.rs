@@ -4,7 +4,7 @@
 use crate::{add, broadcast_to, exp, mul, mul_scalar, reshape, sub};
 use autograd_core::cases;
 use autograd_core::{
-    BinaryOp, CheckCase, DType, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
+    BinaryOp, CheckCase, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
 };
 use autograd_macros::differentiable;
 
@@ -31,10 +31,7 @@ fn axis_len(shape: &Shape, axis: usize) -> f64 {
 /// (whose max would give `-inf - -inf = NaN`) and `+inf` entries well defined.
 pub(crate) fn stable_max(op: &'static str, x: &Tensor, axis: usize) -> Result<Tensor> {
     let m = compute::reduce(x, ReduceOp::Max, &[axis], true).map_err(|e| e.in_op(op))?;
-    let (lo, hi) = match x.dtype() {
-        DType::F32 => (f32::MIN as f64, f32::MAX as f64),
-        DType::F64 => (f64::MIN, f64::MAX),
-    };
+    let (lo, hi) = x.dtype().finite_range();
     crate::clamp(&m, lo, hi)
 }
 

@@ -1081,8 +1081,8 @@ fn dtype(c: &Case) -> DType {
 fn tensor(i: &Input, dtype: DType) -> Result<Tensor> {
     let dtype = match (i.other_dtype, dtype) {
         (false, d) => d,
-        (true, DType::F64) => DType::F32,
         (true, DType::F32) => DType::F64,
+        (true, _) => DType::F32,
     };
     let contiguous =
         |nd: &Nd| compute::cast(&Tensor::from_slice(&nd.data, nd.dims.clone())?, dtype);

@@ -28,7 +28,7 @@ pub(crate) fn dense(l: &Layout) -> Option<Range<usize>> {
 /// `f(x)` over the view `l` of `a`, written contiguously (an error when the output
 /// buffer cannot be allocated). A long dense view is converted in pieces of
 /// [`program::PIECE`] on the pool, each writing its own part of the result.
-pub(crate) fn map<T: Element, U: Element>(
+pub(crate) fn map<T: crate::HostElement, U: crate::HostElement>(
     a: &[T],
     l: &Layout,
     f: impl Fn(T) -> U + Sync,
@@ -122,7 +122,7 @@ fn small2<T: Element>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> Result<Vec<T>>
 /// `op(a)` over the view `l` of `a` (within it), written contiguously: a program
 /// of one step, except `Fill`, which reads nothing (a direct fill), and a few
 /// dense elements ([`small`], [`small2`]).
-pub(crate) fn unary<T: CpuElement>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
+pub(crate) fn unary<T: CpuElement + crate::Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
     match op {
         UnaryOp::Fill(v) => pool::filled(l.numel(), T::from_f64(v)),
         _ if l.numel() <= SMALL && l.is_contiguous() => {
@@ -247,7 +247,7 @@ pub(crate) fn binary2_block<T: Element>(
 
 /// `op(a, b)` over two views of one shape (each within its buffer), written
 /// contiguously: a program of one step, except a few dense elements ([`small`], [`small2`]).
-pub(crate) fn binary<T: CpuElement>(
+pub(crate) fn binary<T: CpuElement + crate::Element>(
     a: &[T],
     la: &Layout,
     b: &[T],

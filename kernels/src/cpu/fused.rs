@@ -79,6 +79,9 @@ pub fn run_many(
             &|k, i, o| k.eval_f64(i, o),
             &|k, value, i, v, d| k.eval_pair_f64(value, i, v, d),
         ),
+        // The engine fuses f32 and f64 chains only (a fused f16 chain would
+        // round once where the ops one by one round at every step).
+        other => Err(super::needs_float("fused program", other)),
     }
 }
 
@@ -295,7 +298,7 @@ struct Block<'s, 'a, T> {
     len: usize,
 }
 
-impl<'s, T: CpuElement> Block<'s, '_, T> {
+impl<'s, T: CpuElement + crate::Element> Block<'s, '_, T> {
     #[inline(always)]
     fn leaf(&self, k: usize) -> &'s [T] {
         self.sources[k].block(self.start, self.len)
@@ -304,7 +307,7 @@ impl<'s, T: CpuElement> Block<'s, '_, T> {
 
 /// Runs a program (checked, then planned: see [`Plan`]) block by block, on `T`
 /// operands; `kernel` and `pair` run the generated ops' steps.
-fn run_program<T: CpuElement>(
+fn run_program<T: CpuElement + crate::Element>(
     steps: &[Step],
     leaves: &[(&CpuStorage, &Layout)],
     n: usize,
@@ -351,7 +354,7 @@ fn run_program<T: CpuElement>(
 /// writes its own region of them, from the same loops as one pass (streamed ones
 /// fenced by the thread that streamed them); each piece records its sums' block
 /// totals, which are added here in order from `0.0`: the bits of one pass.
-fn run_pieces<T: CpuElement>(
+fn run_pieces<T: CpuElement + crate::Element>(
     steps: &[Step],
     leaves: &[(&CpuStorage, &Layout)],
     n: usize,
@@ -445,7 +448,7 @@ fn run_pieces<T: CpuElement>(
 /// elements; from a multiple of the block), into the block buffers `bufs` and
 /// the results `outs`; `kernel` and `pair` run the generated ops' steps.
 #[allow(clippy::too_many_arguments)]
-fn run_blocks<T: CpuElement>(
+fn run_blocks<T: CpuElement + crate::Element>(
     steps: &[Step],
     plan: &Plan,
     outputs: &[(usize, Sink)],
@@ -489,7 +492,7 @@ fn run_blocks<T: CpuElement>(
 
 /// Computes the pair `(v, d)` planned at step `j` in one loop, into their block
 /// buffers; `false`, the buffers left empty, when the kernels have no such loop.
-fn pair_block<T: CpuElement>(
+fn pair_block<T: CpuElement + crate::Element>(
     steps: &[Step],
     j: usize,
     (v, d): (usize, usize),
@@ -522,7 +525,7 @@ fn pair_block<T: CpuElement>(
 
 /// Computes step `j` on one block: into its block buffer, or into the result it
 /// owns (see [`Plan::owner`]), with the step it folds (see [`Plan::fold`]).
-fn step_block<T: CpuElement>(
+fn step_block<T: CpuElement + crate::Element>(
     steps: &[Step],
     plan: &Plan,
     j: usize,
@@ -605,7 +608,7 @@ fn step_block<T: CpuElement>(
 /// Adds a block (of `len` elements) of values to the results their steps' loops
 /// did not write; an error when a step's block buffer does not hold `len` values
 /// (a generated kernel that wrote too few or too many).
-fn store_block<T: CpuElement>(
+fn store_block<T: CpuElement + crate::Element>(
     plan: &Plan,
     outputs: &[(usize, Sink)],
     outs: &mut [Out<T>],
@@ -650,7 +653,7 @@ fn store_block<T: CpuElement>(
 
 /// The results, once every block ran: stored values checked complete, sums as
 /// buffers of one element.
-fn finish<T: CpuElement>(
+fn finish<T: CpuElement + crate::Element>(
     steps: &[Step],
     outputs: &[(usize, Sink)],
     outs: SmallVec<[Out<'_, T>; 4]>,

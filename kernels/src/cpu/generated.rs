@@ -22,6 +22,9 @@ pub fn run_cpu<K: ElementwiseKernel>(
         )));
     };
     let name = kernel.name();
+    if let Some(out) = super::in_f32(ins, |w| run_cpu(kernel, what, w, shape))? {
+        return Ok(out);
+    }
     let out = match first {
         CpuStorage::F32(_) => CpuStorage::F32(program::run_checked(name, ins, shape, &|i, o| {
             kernel.eval(what, i, o)
@@ -29,6 +32,7 @@ pub fn run_cpu<K: ElementwiseKernel>(
         CpuStorage::F64(_) => CpuStorage::F64(program::run_checked(name, ins, shape, &|i, o| {
             kernel.eval(what, i, o)
         })?),
+        other => return Err(super::needs_float(name, other.dtype())),
     };
     if out.len() == shape.numel() {
         Ok(out)
@@ -67,7 +71,7 @@ mod tests {
             .unwrap();
         let bits = |s: CpuStorage| match s {
             CpuStorage::F32(v) => v.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-            CpuStorage::F64(_) => unreachable!("f32 operands"),
+            _ => unreachable!("f32 operands"),
         };
         same_for_every_thread_count("value", || {
             bits(run_cpu(&MulAddOne, Eval::Value, &[(&a, &tl), (&b, &bl)], &shape).unwrap())

@@ -17,37 +17,86 @@ use crate::check::{
 };
 use crate::walk::Walk;
 use crate::{
-    BackendStorage, BinaryOp, DType, Element, KernelError, Layout, ReduceOp, Result, UnaryOp,
+    BackendStorage, BinaryOp, DType, HostElement, KernelError, Layout, ReduceOp, Result, UnaryOp,
 };
 
 pub use storage::{CpuElement, CpuStorage};
 
+mod integer;
+
 impl CpuStorage {
-    /// The elements of the view `l`, in logical order, converted to `T`.
+    /// The elements of the view `l`, in logical order, converted to `T` (as
+    /// [`HostElement::convert`] does).
     ///
     /// An error when the view reaches past the buffer ([`KernelError::Layout`]) or
     /// the result cannot be allocated ([`KernelError::OutOfMemory`]).
     pub fn to_vec<T: CpuElement>(&self, l: &Layout) -> Result<Vec<T>> {
         check_fits(self.len(), l)?;
-        match self {
-            CpuStorage::F32(v) => elementwise::map(v, l, |x| T::from_f64(x as f64)),
-            CpuStorage::F64(v) => elementwise::map(v, l, T::from_f64),
-        }
+        crate::with_cpu_vec!(self, v => elementwise::map(v, l, T::convert))
     }
 
     /// A buffer of `len` elements of `dtype`, element `i` being `f(i)` (converted
-    /// from `f64`, rounding to nearest for `f32`), computed in order from 0.
-    /// [`KernelError::OutOfMemory`] when the buffer cannot be allocated.
+    /// from `f64`, rounding to nearest for the narrower floats), computed in order
+    /// from 0. [`KernelError::OutOfMemory`] when the buffer cannot be allocated.
     pub fn from_fn(len: usize, dtype: DType, f: impl FnMut(usize) -> f64) -> Result<Self> {
         fn build<T: CpuElement>(len: usize, mut f: impl FnMut(usize) -> f64) -> Result<Vec<T>> {
             let mut v = pool::take(len)?;
             v.extend((0..len).map(|i| T::from_f64(f(i))));
             Ok(v)
         }
-        Ok(match dtype {
-            DType::F32 => CpuStorage::F32(build(len, f)?),
-            DType::F64 => CpuStorage::F64(build(len, f)?),
-        })
+        Ok(crate::with_dtype!(dtype, T => T::wrap(build::<T>(len, f)?)))
+    }
+
+    /// The whole buffer converted to `f32`, when it holds `f16` or `bf16`.
+    fn widened(&self) -> Result<Option<CpuStorage>> {
+        if !matches!(self, CpuStorage::F16(_) | CpuStorage::BF16(_)) {
+            return Ok(None);
+        }
+        let all = Layout::contiguous(crate::Shape::from([self.len()]));
+        Ok(Some(CpuStorage::F32(self.to_vec(&all)?)))
+    }
+
+    /// A contiguous `f32` result rounded once to `dtype`.
+    fn narrowed(self, dtype: DType) -> Result<CpuStorage> {
+        let all = Layout::contiguous(crate::Shape::from([self.len()]));
+        self.cast(&all, dtype)
+    }
+}
+
+/// For operands in `f16` or `bf16`: `f` run over them converted to `f32` (same
+/// layouts), and its result rounded once to the first such operand's dtype.
+/// `None` when no operand is `f16` or `bf16`.
+pub(crate) fn in_f32(
+    ins: &[(&CpuStorage, &Layout)],
+    f: impl FnOnce(&[(&CpuStorage, &Layout)]) -> Result<CpuStorage>,
+) -> Result<Option<CpuStorage>> {
+    let Some(half) = ins
+        .iter()
+        .map(|(s, _)| s.dtype())
+        .find(|d| d.compute() != *d)
+    else {
+        return Ok(None);
+    };
+    let wide = ins
+        .iter()
+        .map(|(s, _)| s.widened())
+        .collect::<Result<Vec<_>>>()?;
+    let ins: Vec<(&CpuStorage, &Layout)> = ins
+        .iter()
+        .zip(&wide)
+        .map(|(&(s, l), w)| (w.as_ref().unwrap_or(s), l))
+        .collect();
+    Ok(Some(f(&ins)?.narrowed(half)?))
+}
+
+/// The error for a computation that needs a floating dtype.
+pub(crate) fn needs_float(op: &'static str, dtype: DType) -> KernelError {
+    KernelError::InvalidArgument {
+        op,
+        msg: format!(
+            "computes on floating dtypes (f16, bf16, f32, f64), not {dtype}; convert the \
+             tensor first with `.to_dtype(DType::F32)`"
+        ),
     }
 }
 
@@ -72,6 +121,11 @@ impl BackendStorage for CpuStorage {
         Ok(match self {
             CpuStorage::F32(v) => CpuStorage::F32(elementwise::unary(v, l, op)?),
             CpuStorage::F64(v) => CpuStorage::F64(elementwise::unary(v, l, op)?),
+            CpuStorage::F16(_) | CpuStorage::BF16(_) => {
+                let wide = self.widened()?.expect("a half storage widens");
+                wide.unary(l, op)?.narrowed(self.dtype())?
+            }
+            _ => integer::unary(self, l, op)?,
         })
     }
 
@@ -86,7 +140,12 @@ impl BackendStorage for CpuStorage {
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
                 CpuStorage::F64(elementwise::binary(a, l, b, rl, op)?)
             }
-            _ => return Err(mismatch(self, rhs)),
+            _ if self.dtype() != rhs.dtype() => return Err(mismatch(self, rhs)),
+            (CpuStorage::F16(_) | CpuStorage::BF16(_), _) => {
+                in_f32(&[(self, l), (rhs, rl)], |w| w[0].0.binary(l, w[1].0, rl, op))?
+                    .expect("a half storage widens")
+            }
+            _ => integer::binary(self, l, rhs, rl, op)?,
         })
     }
 
@@ -99,10 +158,18 @@ impl BackendStorage for CpuStorage {
                 "binary_assign needs a contiguous destination".into(),
             ));
         }
+        if self.dtype() != rhs.dtype() {
+            return Err(mismatch(self, rhs));
+        }
         match (&mut *self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => elementwise::binary_assign(a, l, b, rl, op),
             (CpuStorage::F64(a), CpuStorage::F64(b)) => elementwise::binary_assign(a, l, b, rl, op),
-            _ => return Err(mismatch(self, rhs)),
+            _ => {
+                // Other dtypes: computed into a new buffer and written back.
+                let out = self.binary(l, rhs, rl, op)?;
+                let ol = Layout::contiguous(l.shape().clone());
+                out.copy_into(&ol, self, l, false)?;
+            }
         }
         Ok(())
     }
@@ -114,6 +181,12 @@ impl BackendStorage for CpuStorage {
         Ok(match self {
             CpuStorage::F32(v) => CpuStorage::F32(reduce::reduce(v, l, op, axes)?),
             CpuStorage::F64(v) => CpuStorage::F64(reduce::reduce(v, l, op, axes)?),
+            CpuStorage::F16(_) | CpuStorage::BF16(_) => {
+                // Accumulated in f32, rounded once.
+                let wide = self.widened()?.expect("a half storage widens");
+                wide.reduce(l, op, axes)?.narrowed(self.dtype())?
+            }
+            _ => integer::reduce(self, l, op, axes)?,
         })
     }
 
@@ -128,7 +201,13 @@ impl BackendStorage for CpuStorage {
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
                 CpuStorage::F64(matmul::matmul(a, l, b, rl, dims)?)
             }
-            _ => return Err(mismatch(self, rhs)),
+            _ if self.dtype() != rhs.dtype() => return Err(mismatch(self, rhs)),
+            (CpuStorage::F16(_) | CpuStorage::BF16(_), _) => {
+                // Products accumulated in f32, each result rounded once.
+                in_f32(&[(self, l), (rhs, rl)], |w| w[0].0.matmul(l, w[1].0, rl))?
+                    .expect("a half storage widens")
+            }
+            _ => return Err(needs_float("matmul", self.dtype())),
         })
     }
 
@@ -138,19 +217,20 @@ impl BackendStorage for CpuStorage {
         check_same_shape("copy", l, dl)?;
         check_writes_once(dl, accumulate)?;
         check_numel("copy", l)?;
-        match (self, &mut *dst) {
-            (CpuStorage::F32(s), CpuStorage::F32(d)) => copy_into(s, l, d, dl, accumulate),
-            (CpuStorage::F64(s), CpuStorage::F64(d)) => copy_into(s, l, d, dl, accumulate),
-            (s, d) => return Err(mismatch(s, d)),
+        macro_rules! same {
+            ($($v:ident),*) => {
+                match (self, &mut *dst) {
+                    $((CpuStorage::$v(s), CpuStorage::$v(d)) => copy_into(s, l, d, dl, accumulate),)*
+                    (s, d) => return Err(mismatch(s, d)),
+                }
+            };
         }
+        same!(Bool, U8, I32, I64, F16, BF16, F32, F64);
         Ok(())
     }
 
     fn cast(&self, l: &Layout, dtype: DType) -> Result<Self> {
-        Ok(match dtype {
-            DType::F32 => CpuStorage::F32(self.to_vec(l)?),
-            DType::F64 => CpuStorage::F64(self.to_vec(l)?),
-        })
+        Ok(crate::with_dtype!(dtype, T => T::wrap(self.to_vec::<T>(l)?)))
     }
 
     fn filled_like(&self, len: usize, dtype: DType, value: f64) -> Result<Self> {
@@ -189,13 +269,10 @@ impl BackendStorage for CpuStorage {
 }
 
 impl CpuStorage {
-    /// A buffer of `len` elements, all `value`; [`KernelError::OutOfMemory`] when it
-    /// cannot be allocated.
+    /// A buffer of `len` elements, all `value` (converted to `dtype`);
+    /// [`KernelError::OutOfMemory`] when it cannot be allocated.
     pub fn filled(len: usize, dtype: DType, value: f64) -> Result<Self> {
-        Ok(match dtype {
-            DType::F32 => CpuStorage::F32(pool::filled(len, value as f32)?),
-            DType::F64 => CpuStorage::F64(pool::filled(len, value)?),
-        })
+        Ok(crate::with_dtype!(dtype, T => T::wrap(pool::filled(len, T::from_f64(value))?)))
     }
 }
 
@@ -203,7 +280,13 @@ impl CpuStorage {
 /// copy into a contiguous view (making a view contiguous) runs in pieces of
 /// [`program::PIECE`] on the pool, each gathering its part of the source from
 /// its first element on.
-fn copy_into<T: Element>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout, accumulate: bool) {
+fn copy_into<T: HostElement>(
+    src: &[T],
+    sl: &Layout,
+    dst: &mut [T],
+    dl: &Layout,
+    accumulate: bool,
+) {
     let n = dl.numel();
     if !accumulate && dl.is_contiguous() && program::in_pieces(n, 2) {
         let cursor = crate::walk::Cursor::new(sl);
@@ -219,7 +302,7 @@ fn copy_into<T: Element>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout, acc
         if ss == 1 && ds == 1 {
             let (s, d) = (&src[so..so + len], &mut dst[d0..d0 + len]);
             if accumulate {
-                d.iter_mut().zip(s).for_each(|(d, &s)| *d += s);
+                d.iter_mut().zip(s).for_each(|(d, &s)| *d = d.add(s));
             } else {
                 d.copy_from_slice(s);
             }
@@ -228,7 +311,7 @@ fn copy_into<T: Element>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout, acc
                 let v = src[so + j * ss];
                 let d = &mut dst[d0 + j * ds];
                 if accumulate {
-                    *d += v;
+                    *d = d.add(v);
                 } else {
                     *d = v;
                 }

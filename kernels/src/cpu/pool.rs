@@ -15,7 +15,7 @@
 //! says how much the calling thread holds; [`clear_cache`] frees it.
 
 use super::CpuStorage;
-use crate::{Element, KernelError, Result};
+use crate::{KernelError, Result};
 use std::any::Any;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -96,7 +96,7 @@ thread_local! {
 /// capacity when the thread has one, else a fresh allocation ([`alloc`]); an error
 /// when the allocator cannot provide one.
 #[inline]
-pub(crate) fn take<T: Element>(len: usize) -> Result<Vec<T>> {
+pub(crate) fn take<T: crate::HostElement>(len: usize) -> Result<Vec<T>> {
     if len == 0 {
         return Ok(Vec::new());
     }
@@ -146,7 +146,7 @@ fn out_of_memory<T>(len: usize) -> KernelError {
 }
 
 /// `len` copies of `value` in a buffer from [`take`].
-pub(crate) fn filled<T: Element>(len: usize, value: T) -> Result<Vec<T>> {
+pub(crate) fn filled<T: crate::HostElement>(len: usize, value: T) -> Result<Vec<T>> {
     let mut v = take(len)?;
     v.resize(len, value);
     Ok(v)
@@ -174,9 +174,11 @@ fn keep<T>(v: Vec<T>, buckets: impl FnOnce(&mut Cache) -> &mut Buckets<T>) {
 /// Returns the buffer of a storage that is being dropped to the calling thread's
 /// cache (or frees it when the cache is full).
 pub fn recycle(storage: CpuStorage) {
+    // Only f32 and f64 buffers (what compute makes, most of it) are kept.
     match storage {
         CpuStorage::F32(v) => keep(v, |c| &mut c.f32),
         CpuStorage::F64(v) => keep(v, |c| &mut c.f64),
+        _ => {}
     }
 }
 

@@ -46,7 +46,7 @@ pub(super) fn piece_range(p: usize, n: usize) -> std::ops::Range<usize> {
 
 /// The elements of `s` as `T`, checked to hold the view `l` (an error naming the
 /// dtypes when `s` holds another type).
-pub(crate) fn operand<'a, T: CpuElement>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+pub(crate) fn operand<'a, T: CpuElement + crate::Element>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
     let data = T::slice(s).ok_or(KernelError::DTypeMismatch {
         lhs: T::DTYPE,
         rhs: s.dtype(),
@@ -71,7 +71,7 @@ pub(super) enum Source<'a, T> {
 /// Sources of a program's leaves.
 pub(super) type Sources<'a, T> = SmallVec<[Source<'a, T>; 4]>;
 
-impl<'a, T: CpuElement> Source<'a, T> {
+impl<'a, T: CpuElement + crate::Element> Source<'a, T> {
     /// How to read every leaf (each viewing `n` elements, checked by the caller) in
     /// blocks of `block` elements: an error when a leaf does not hold `T` or its
     /// view reaches past its buffer.
@@ -161,7 +161,7 @@ pub(crate) type StepFn<'a, T> = dyn Fn(&[&[T]], &mut Vec<T>) + Sync + 'a;
 /// each piece runs the step on its blocks and copies them into its part of the
 /// result. The step computes each element alone, so the values are the bits of
 /// one pass.
-pub(crate) fn run_step<T: CpuElement>(
+pub(crate) fn run_step<T: CpuElement + crate::Element>(
     leaves: &[(&[T], &Layout)],
     n: usize,
     step: &StepFn<'_, T>,
@@ -202,7 +202,7 @@ pub(crate) fn run_step<T: CpuElement>(
 
 /// [`run_step`] in pieces of [`PIECE`] on the pool: the result allocated here (the
 /// buffer cache is the calling thread's), each piece writing its own region of it.
-fn run_step_pieces<T: CpuElement>(
+fn run_step_pieces<T: CpuElement + crate::Element>(
     leaves: &[(&[T], &Layout)],
     n: usize,
     step: &StepFn<'_, T>,
@@ -255,7 +255,7 @@ fn run_step_pieces<T: CpuElement>(
 /// for the errors), then [`run_step`] over them. Returns the values `step`
 /// appended, not yet counted. Generic over the element type only, so that each
 /// generated op adds no more than its closure.
-pub(crate) fn run_checked<T: CpuElement>(
+pub(crate) fn run_checked<T: CpuElement + crate::Element>(
     name: &str,
     ins: &[(&CpuStorage, &Layout)],
     shape: &Shape,

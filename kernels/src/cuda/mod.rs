@@ -175,8 +175,18 @@ macro_rules! with_dtype {
                 type $T = f64;
                 $body
             }
+            other => return Err($crate::cuda::not_on_cuda(other)),
         }
     };
+}
+
+/// The error for a dtype the CUDA backend does not hold yet.
+pub(crate) fn not_on_cuda(dtype: DType) -> KernelError {
+    KernelError::Device(format!(
+        "tensors of dtype {dtype} cannot live on a CUDA device yet (the CUDA backend holds \
+         f32 and f64); keep this tensor on the CPU, or convert it first with \
+         `.to_dtype(DType::F32)`"
+    ))
 }
 
 const BLOCK: u32 = 256;
@@ -345,6 +355,7 @@ impl CudaStorage {
         match src {
             CpuStorage::F32(v) => upload(device, &v[off..off + n]),
             CpuStorage::F64(v) => upload(device, &v[off..off + n]),
+            other => Err(not_on_cuda(other.dtype())),
         }
     }
 
@@ -650,6 +661,7 @@ impl BackendStorage for CudaStorage {
         match self.dtype() {
             DType::F32 => matmul::matmul::<f32>(self, l, rhs, rl, dims),
             DType::F64 => matmul::matmul::<f64>(self, l, rhs, rl, dims),
+            other => Err(not_on_cuda(other)),
         }
     }
 
@@ -674,6 +686,7 @@ impl BackendStorage for CudaStorage {
             (DType::F32, DType::F64) => self.cast_typed::<f32, f64>(l),
             (DType::F64, DType::F32) => self.cast_typed::<f64, f32>(l),
             (DType::F32, DType::F32) | (DType::F64, DType::F64) => self.unary(l, UnaryOp::Copy),
+            (DType::F32 | DType::F64, other) | (other, _) => Err(not_on_cuda(other)),
         }
     }
 

@@ -149,12 +149,14 @@ pub(super) fn pass<In: CudaElement, Out: CudaElement>(
     let partial = match compile::partial_dtype(op, Out::DTYPE) {
         DType::F32 => launch_pass::<In, f32>(x, &plan, op, lc)?,
         DType::F64 => launch_pass::<In, f64>(x, &plan, op, lc)?,
+        other => return Err(super::not_on_cuda(other)),
     };
     // The chunks' results, [splits, out_n], reduced over the first axis.
     let pl = Layout::contiguous(Shape::from([lc.splits, plan.out_n]));
     match partial.dtype() {
         DType::F32 => pass::<f32, Out>(&partial, &pl, op, &[0]),
         DType::F64 => pass::<f64, Out>(&partial, &pl, op, &[0]),
+        other => Err(super::not_on_cuda(other)),
     }
 }
 
