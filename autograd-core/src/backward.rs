@@ -13,7 +13,7 @@ use crate::graph::{Edge, GraphUse, Node, drop_node};
 use crate::op::{BackwardContext, Grads};
 use crate::storage::Storage;
 use crate::tensor::{Autograd, GradSlot, HookList, TensorId};
-use crate::{Error, Result, Shape, Tensor, compute, grad_mode};
+use crate::{DType, Error, Result, Shape, Tensor, compute, grad_mode};
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::cmp::Ordering;
@@ -938,6 +938,15 @@ fn check_grads(node: &Node, opts: &BackwardOptions, grads: &mut Grads) -> Result
             *slot = None;
         }
         let Some(grad) = slot else { continue };
+        if grad.dtype() != input.dtype
+            && grad.device() == input.device
+            && grad.dtype().is_float()
+            && input.dtype.is_float()
+        {
+            // An op whose operands had several dtypes computed in their common one
+            // (promotion): each gradient goes back to its input's dtype.
+            *grad = cast_grad(grad, input.dtype, opts)?;
+        }
         if grad.dtype() != input.dtype || grad.device() != input.device {
             return Err(Error::GradientKind {
                 op: name,
@@ -956,6 +965,16 @@ fn check_grads(node: &Node, opts: &BackwardOptions, grads: &mut Grads) -> Result
         }
     }
     Ok(())
+}
+
+/// `grad` converted to `dtype`: recorded (`to_dtype`) when the backward pass is.
+#[cold]
+fn cast_grad(grad: &Tensor, dtype: DType, opts: &BackwardOptions) -> Result<Tensor> {
+    if opts.create_graph {
+        crate::primitives::to_dtype(grad, dtype)
+    } else {
+        compute::cast(grad, dtype)
+    }
 }
 
 /// Input `i`'s gradient `grad`, of another shape than the input's, summed back to

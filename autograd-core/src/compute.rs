@@ -43,13 +43,7 @@ fn given_axis(dim: usize) -> isize {
 pub use crate::storage::check_size;
 
 pub(crate) fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
-    if a.device() != b.device() {
-        return Err(Error::DeviceMismatch {
-            op,
-            lhs: a.device(),
-            rhs: b.device(),
-        });
-    }
+    check_same_device(op, a, b)?;
     if a.dtype() != b.dtype() {
         return Err(Error::DTypeMismatch {
             op,
@@ -60,8 +54,45 @@ pub(crate) fn check_same_kind(op: &'static str, a: &Tensor, b: &Tensor) -> Resul
     Ok(())
 }
 
+pub(crate) fn check_same_device(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch {
+            op,
+            lhs: a.device(),
+            rhs: b.device(),
+        });
+    }
+    Ok(())
+}
+
+/// `a` and `b` converted to their common dtype (PyTorch's `result_type`, see
+/// [`DType::promote`]); a division of two integer or boolean tensors divides in
+/// `f32`, as PyTorch's true division does.
+#[cold]
+#[inline(never)]
+fn promoted(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<(Tensor, Tensor)> {
+    let mut d = DType::promote(a.dtype(), b.dtype());
+    if op == BinaryOp::Div && !d.is_float() {
+        d = DType::F32;
+    }
+    Ok((cast(a, d)?, cast(b, d)?))
+}
+
+/// True when `op` over a non-floating tensor needs a floating result (a
+/// fraction, a division, a power): the tensor is then computed in `f32`.
+fn wants_float(op: UnaryOp) -> bool {
+    match op {
+        UnaryOp::Neg | UnaryOp::Copy | UnaryOp::Fill(_) => false,
+        UnaryOp::AddScalar(s) | UnaryOp::MulScalar(s) => s.fract() != 0.0 || !s.is_finite(),
+        _ => true,
+    }
+}
+
 /// `op(x)` elementwise.
 pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
+    if !x.dtype().is_float() && wants_float(op) {
+        return unary(&cast(x, DType::F32)?, op);
+    }
     if fusion::defers(Elementwise::Unary(op), x.numel()) {
         let inputs = smallvec![(x.storage_arc(), x.layout().clone())];
         if let Some(s) = fusion::defer(FusedOp::Unary(op), inputs, x.shape(), x.dtype()) {
@@ -74,7 +105,11 @@ pub fn unary(x: &Tensor, op: UnaryOp) -> Result<Tensor> {
 
 /// `op(a, b)` elementwise with NumPy broadcasting.
 pub fn binary(a: &Tensor, b: &Tensor, op: BinaryOp) -> Result<Tensor> {
-    check_same_kind(op.name(), a, b)?;
+    check_same_device(op.name(), a, b)?;
+    if a.dtype() != b.dtype() || (op == BinaryOp::Div && !a.dtype().is_float()) {
+        let (a, b) = promoted(a, b, op)?;
+        return binary(&a, &b, op);
+    }
     if a.shape() == b.shape() {
         if fusion::defers(Elementwise::Binary, a.numel())
             && let Some(t) = defer_binary(a, a.layout(), b, b.layout(), a.shape(), op)
@@ -545,21 +580,33 @@ pub fn pad_narrow(x: &Tensor, shape: &Shape, dim: usize, start: usize) -> Result
     Ok(Tensor::from_storage(storage, shape.clone()))
 }
 
-/// Reads an index tensor (integral values stored as floats) into positions along an
-/// axis of size `size`.
+/// Reads an index tensor (`i64`, `i32` or `u8`, as PyTorch's indexing ops take)
+/// into positions along an axis of size `size`. A floating or boolean index
+/// tensor is an error that says how to convert it.
 pub fn indices(op: &'static str, index: &Tensor, size: usize) -> Result<Vec<usize>> {
-    let values = index.to_vec::<f64>()?;
+    if !index.dtype().is_integer() {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "indices must be an integer tensor (i64, as PyTorch's), but this one (shape {}) \
+                 is {}; convert it with `.to_dtype(DType::I64)`, or build it with \
+                 `Tensor::from_vec(vec![..i64 values..], shape)`",
+                index.shape(),
+                index.dtype()
+            ),
+        });
+    }
+    let values = index.to_vec::<i64>()?;
     values
         .iter()
         .map(|&v| {
-            if v.fract() != 0.0 || v < 0.0 || v >= size as f64 {
-                Err(Error::InvalidArgument {
+            usize::try_from(v)
+                .ok()
+                .filter(|&i| i < size)
+                .ok_or_else(|| Error::InvalidArgument {
                     op,
-                    msg: format!("index {v} is not an integer in 0..{size}"),
+                    msg: format!("index {v} is out of range 0..{size}"),
                 })
-            } else {
-                Ok(v as usize)
-            }
         })
         .collect()
 }

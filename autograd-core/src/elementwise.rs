@@ -10,7 +10,7 @@ use crate::fusion;
 use crate::graph::apply;
 use crate::op::{BackwardContext, Differentiable, Grads, OpEntry};
 use crate::storage::{Program, Storage, check_size};
-use crate::{Error, Result, Shape, Tensor};
+use crate::{DType, Error, Result, Shape, Tensor};
 use autograd_kernels::program::FusedOp;
 use autograd_kernels::{BackendStorage, KernelError, Layout, broadcast_shapes};
 use smallvec::SmallVec;
@@ -44,6 +44,20 @@ pub fn run<K: ElementwiseKernel + Clone + 'static>(
             0,
         ));
     };
+    // Operands of several dtypes meet in their common one, and an integer or
+    // boolean one computes in f32 (a generated op computes a float function).
+    let common = inputs
+        .iter()
+        .fold(first.dtype(), |d, t| DType::promote(d, t.dtype()));
+    let common = if common.is_float() { common } else { DType::F32 };
+    if inputs.iter().any(|t| t.dtype() != common) {
+        let cast = inputs
+            .iter()
+            .map(|t| crate::compute::cast(t, common))
+            .collect::<Result<Vec<_>>>()?;
+        let cast: Vec<&Tensor> = cast.iter().collect();
+        return run(kernel, what, &cast);
+    }
     let mut shape = first.shape().clone();
     for t in rest {
         check_same_kind(name, first, t)?;

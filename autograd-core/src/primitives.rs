@@ -5,12 +5,12 @@
 //! that the operators and the engine call them directly.
 
 use crate::cases;
-use crate::{BinaryOp, CheckCase, Result, Shape, Tensor, UnaryOp, compute, grad_if};
+use crate::{BinaryOp, CheckCase, DType, Result, Shape, Tensor, UnaryOp, compute, grad_if};
 use autograd_macros::differentiable;
 
 /// The registered names of the ops in this module (the standard op list of
 /// `autograd-ops` includes them; a test checks this list against the registry).
-pub const PRIMITIVE_OPS: [&str; 10] = [
+pub const PRIMITIVE_OPS: [&str; 11] = [
     "add",
     "add_scalar",
     "broadcast_to",
@@ -21,6 +21,7 @@ pub const PRIMITIVE_OPS: [&str; 10] = [
     "neg",
     "sub",
     "sum_to_shape",
+    "to_dtype",
 ];
 
 /// The method traits of the primitives that have one (`x.mul_scalar(2.0)`); the
@@ -29,6 +30,7 @@ pub mod methods {
     pub use super::add_scalar::Method as _;
     pub use super::div_scalar::Method as _;
     pub use super::mul_scalar::Method as _;
+    pub use super::to_dtype::Method as _;
 }
 
 /// `a + b`.
@@ -338,6 +340,45 @@ pub mod sum_to_shape {
             "sum_to_shape [4,3,5] -> [3,1]",
             vec![cases::uniform(23, &[4, 3, 5], -1.0, 1.0)],
             |x| sum_to_shape(&x[0], Shape::from([3, 1])),
+        )]
+    }
+}
+
+/// `x` converted to another element type, recorded: the gradient is converted back
+/// to `x`'s dtype (unlike `compute::cast`, which records nothing).
+#[differentiable(crate = crate, method)]
+pub mod to_dtype {
+    use super::*;
+
+    /// The element type of the result.
+    #[derive(Clone, Copy, Debug)]
+    pub struct ToDtype {
+        /// The element type of the result.
+        pub dtype: DType,
+    }
+
+    /// `x`'s values as `dtype` (rounded to nearest going to f32); `x` itself when it
+    /// has that dtype already.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        compute::cast(x, self.dtype)
+    }
+
+    /// The gradient, converted back to the input's dtype (no tensor is saved).
+    pub fn backward(grad: &Tensor, x_dtype: DType) -> Result<Tensor> {
+        to_dtype(grad, x_dtype)
+    }
+
+    /// Gradcheck input: a tensor kept in its own dtype (a round trip through f32
+    /// rounds away what finite differences measure; the integration tests check
+    /// the conversions).
+    pub fn check_cases() -> Vec<CheckCase> {
+        let x = crate::random::Rng::new(52)
+            .uniform([2, 3], -1.0, 1.0, DType::F64)
+            .unwrap_or_else(|_| cases::fallback(&[2, 3], 1.0));
+        vec![CheckCase::new(
+            "to_dtype (to its own dtype)",
+            vec![x],
+            |x| to_dtype(&x[0], x[0].dtype()),
         )]
     }
 }
