@@ -75,7 +75,17 @@ pub fn gradcheck(
     let xs: Vec<Tensor> = inputs
         .iter()
         .zip(differentiable.iter().chain(std::iter::repeat(&false)))
-        .map(|(x, &d)| Ok(compute::cast(&x.detach(), DType::F64)?.with_requires_grad(d)))
+        .map(|(x, &d)| {
+            // Floating inputs are checked in f64; integer and boolean ones (indices,
+            // targets, masks) keep their dtype.
+            let x = x.detach();
+            let x = if x.dtype().is_float() {
+                compute::cast(&x, DType::F64)?
+            } else {
+                x
+            };
+            Ok(x.with_requires_grad(d))
+        })
         .collect::<Result<_>>()?;
     let y = enable_grad(|| f(&xs))?;
     let r = projection(&y)?;
