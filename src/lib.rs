@@ -335,11 +335,11 @@ pub use autograd_core::parallel::{num_threads, set_num_threads};
 pub use autograd_core::{
     BackwardContext, BackwardOptions, BinaryOp, CheckCase, CheckFn, CheckpointOptions,
     ComputationGraph, DType, Device, Differentiable, Element, Error, GradcheckOptions,
-    GradcheckReport, Grads, HookHandle, InputSpec, Layout, MAX_CHECKPOINT_INPUTS, NoGradGuard,
-    NodeInputRef, NodeRef, OpEntry, OpRegistry, ReduceOp, Result, Scalar, Shape, Storage,
-    StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, backward_many, checkpoint,
-    checkpoint_with, enable_grad, grad, grad_if, grad_many, gradcheck, gradgradcheck,
-    is_grad_enabled, no_grad, registry, zero_grad,
+    GradcheckReport, Grads, HookHandle, HostElement, InputSpec, Layout, MAX_CHECKPOINT_INPUTS,
+    NoGradGuard, NodeInputRef, NodeRef, OpEntry, OpRegistry, ReduceOp, Result, Scalar, Shape,
+    Storage, StorageRef, Tensor, TensorId, UnaryOp, WeakTensor, backward, backward_many, bf16,
+    checkpoint, checkpoint_with, enable_grad, f16, grad, grad_if, grad_many, gradcheck,
+    gradgradcheck, is_grad_enabled, no_grad, registry, zero_grad,
 };
 pub use autograd_core::{anomaly, cases, compute, elementwise, fusion, parallel, random, raw};
 

@@ -5,6 +5,7 @@
 mod cases;
 mod checkpoint;
 mod conv;
+mod dtypes;
 mod elementwise;
 mod engine;
 mod functional;
