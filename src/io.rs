@@ -175,7 +175,15 @@ macro_rules! le {
         }
     )*};
 }
-le!(u8, i32, i64, autograd_core::f16, autograd_core::bf16, f32, f64);
+le!(
+    u8,
+    i32,
+    i64,
+    autograd_core::f16,
+    autograd_core::bf16,
+    f32,
+    f64
+);
 
 impl Le<1> for bool {
     fn to_le(self) -> [u8; 1] {

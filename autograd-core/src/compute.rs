@@ -499,6 +499,17 @@ pub fn concat(xs: &[&Tensor], dim: usize) -> Result<Tensor> {
             shape: first.shape().clone(),
         });
     }
+    // Tensors of several dtypes join in their common one, as PyTorch's `cat`.
+    let common = xs
+        .iter()
+        .fold(first.dtype(), |d, x| DType::promote(d, x.dtype()));
+    if xs.iter().any(|x| x.dtype() != common) {
+        let cast = xs
+            .iter()
+            .map(|x| cast(x, common))
+            .collect::<Result<Vec<_>>>()?;
+        return concat(&cast.iter().collect::<Vec<_>>(), dim);
+    }
     let mut shape = first.shape().clone();
     shape.dims_mut()[dim] = 0;
     for x in xs {

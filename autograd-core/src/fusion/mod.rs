@@ -55,7 +55,7 @@ mod plan;
 mod realize;
 
 use crate::storage::Storage;
-use crate::{DType, Shape};
+use crate::{DType, Device, Shape};
 use autograd_kernels::program::FusedOp;
 use autograd_kernels::{Layout, UnaryOp};
 use deferred::Pending;
@@ -197,12 +197,17 @@ pub(crate) fn defer(
     shape: &Shape,
     dtype: DType,
 ) -> Option<Storage> {
-    // f32 and f64 chains only: the ops one by one round an f16 or bf16 chain at
-    // every step, which one pass in f32 would not.
-    if !matches!(dtype, DType::F32 | DType::F64) {
+    let device = inputs.first()?.0.device();
+    // Floating chains; f16 and bf16 ones on the CPU only, whose programs round
+    // every step's values to the dtype as the ops one by one do.
+    let fuses = match dtype {
+        DType::F32 | DType::F64 => true,
+        DType::F16 | DType::BF16 => device == Device::Cpu,
+        _ => false,
+    };
+    if !fuses {
         return None;
     }
-    let device = inputs.first()?.0.device();
     let chain = |inputs: &[(Arc<Storage>, Layout)]| {
         inputs.iter().fold((1u32, 1u32), |(depth, steps), (s, _)| {
             let (d, n) = deferred::chain(s);

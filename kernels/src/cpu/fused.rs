@@ -33,7 +33,7 @@ use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 
 pub use super::program::{BLOCK, PIECE};
-use super::program::{Source, Sources, in_pieces, piece, piece_range};
+use super::program::{Source, Sources, in_pieces, narrow, piece, piece_range, round_to};
 
 /// Runs `steps` (in dependency order; the last is the result) over `n` elements.
 /// `leaves[k]` is leaf `k`'s buffer with its layout, already broadcast to the
@@ -70,6 +70,7 @@ pub fn run_many(
             outputs,
             &|k, i, o| k.eval_f32(i, o),
             &|k, value, i, v, d| k.eval_pair_f32(value, i, v, d),
+            None,
         ),
         DType::F64 => run_program::<f64>(
             steps,
@@ -78,9 +79,20 @@ pub fn run_many(
             outputs,
             &|k, i, o| k.eval_f64(i, o),
             &|k, value, i, v, d| k.eval_pair_f64(value, i, v, d),
+            None,
         ),
-        // The engine fuses f32 and f64 chains only (a fused f16 chain would
-        // round once where the ops one by one round at every step).
+        // Halves compute in f32, leaves widened block by block, every step's
+        // values rounded to the dtype (as the ops one by one store them), stored
+        // results narrowed as they are written.
+        DType::F16 | DType::BF16 => run_program::<f32>(
+            steps,
+            leaves,
+            n,
+            outputs,
+            &|k, i, o| k.eval_f32(i, o),
+            &|k, value, i, v, d| k.eval_pair_f32(value, i, v, d),
+            Some(dtype),
+        ),
         other => Err(super::needs_float("fused program", other)),
     }
 }
@@ -117,6 +129,11 @@ enum Out<'r, T> {
     /// Summed, by a piece of a parallel run: the totals of its sum's blocks, in
     /// order (the calling thread adds every piece's, in order).
     Partials(Vec<f64>),
+    /// Stored in f16 or bf16 (a program of halves): the bits so far.
+    Bits(Vec<u16>),
+    /// Stored in f16 or bf16 by a piece of a parallel run: its region, and how
+    /// many elements of it the blocks so far wrote.
+    BitsRegion(&'r mut [MaybeUninit<u16>], usize),
 }
 
 /// A generated kernel's computation on one block (`BlockKernel::eval_f32`, ..).
@@ -151,6 +168,11 @@ struct Plan {
     /// Whether the blocks run in pieces on the pool: a generated op's step then
     /// writes no result directly (its kernel appends to a `Vec`, not a region).
     pieces: bool,
+    /// For a program of halves (f16 or bf16, computed in f32): every step's
+    /// values are rounded to it in their block buffer, as the ops one by one
+    /// store them; no step is folded into another's loop or writes a result
+    /// directly (both would skip the rounding).
+    round: Option<DType>,
 }
 
 impl Plan {
@@ -164,6 +186,7 @@ impl Plan {
         read: &[usize],
         size: usize,
         pieces: bool,
+        round: Option<DType>,
     ) -> Plan {
         let len = steps.len();
         let mut plan = Plan {
@@ -175,13 +198,19 @@ impl Plan {
             folded: vec![false; len],
             own: Vec::new(),
             pieces,
+            round,
         };
         if len > 1 {
             plan.pair(steps);
-            plan.fold(steps, read);
+            if round.is_none() {
+                plan.fold(steps, read);
+            }
         }
         plan.own = (0..len)
-            .map(|j| plan.owner(steps, j, n, outputs, read))
+            .map(|j| match round {
+                None => plan.owner(steps, j, n, outputs, read),
+                Some(_) => None,
+            })
             .collect();
         plan
     }
@@ -314,20 +343,22 @@ fn run_program<T: CpuElement + crate::Element>(
     outputs: &[(usize, Sink)],
     kernel: KernelFn<T>,
     pair: PairFn<T>,
+    half: Option<DType>,
 ) -> Result<Vec<CpuStorage>> {
     let read = check_program(steps, leaves, n, outputs)?;
     if in_pieces(n, leaves.len() + outputs.len()) {
-        return run_pieces(steps, leaves, n, outputs, &read, kernel, pair);
+        return run_pieces(steps, leaves, n, outputs, &read, kernel, pair, half);
     }
-    let plan = Plan::new(steps, n, outputs, &read, std::mem::size_of::<T>(), false);
+    let plan = Plan::new(steps, n, outputs, &read, stored_size::<T>(half), false, half);
     let mut sources: Sources<T> = Source::plan(leaves, n, plan.block)?;
     let mut bufs = plan.buffers::<T>();
     let mut outs = outputs
         .iter()
         .map(|&(_, sink)| {
-            Ok(match sink {
-                Sink::Store => Out::Store(pool::take(n)?),
-                Sink::Sum => Out::Sum(0.0, None),
+            Ok(match (sink, half) {
+                (Sink::Store, None) => Out::Store(pool::take(n)?),
+                (Sink::Store, Some(_)) => Out::Bits(pool::alloc(n)?),
+                (Sink::Sum, _) => Out::Sum(0.0, None),
             })
         })
         .collect::<Result<SmallVec<[Out<T>; 4]>>>()?;
@@ -346,7 +377,12 @@ fn run_program<T: CpuElement + crate::Element>(
     if plan.stream {
         fence();
     }
-    finish(steps, outputs, outs, n)
+    finish(steps, outputs, outs, n, half)
+}
+
+/// Bytes per stored element: the half's 2 for a program of halves.
+fn stored_size<T>(half: Option<DType>) -> usize {
+    half.map_or(std::mem::size_of::<T>(), DType::size_in_bytes)
 }
 
 /// [`run_program`] in pieces of [`PIECE`] elements on the pool. The stored results
@@ -354,6 +390,7 @@ fn run_program<T: CpuElement + crate::Element>(
 /// writes its own region of them, from the same loops as one pass (streamed ones
 /// fenced by the thread that streamed them); each piece records its sums' block
 /// totals, which are added here in order from `0.0`: the bits of one pass.
+#[allow(clippy::too_many_arguments)]
 fn run_pieces<T: CpuElement + crate::Element>(
     steps: &[Step],
     leaves: &[(&CpuStorage, &Layout)],
@@ -362,17 +399,33 @@ fn run_pieces<T: CpuElement + crate::Element>(
     read: &[usize],
     kernel: KernelFn<T>,
     pair: PairFn<T>,
+    half: Option<DType>,
 ) -> Result<Vec<CpuStorage>> {
-    let plan = Plan::new(steps, n, outputs, read, std::mem::size_of::<T>(), true);
+    let plan = Plan::new(steps, n, outputs, read, stored_size::<T>(half), true, half);
     let sources: Sources<T> = Source::plan(leaves, n, plan.block)?;
+    let store = |sink: Sink, want_half: bool| sink == Sink::Store && half.is_some() == want_half;
     let mut stored = outputs
         .iter()
-        .map(|&(_, sink)| match sink {
-            Sink::Store => pool::take(n).map(Some),
-            Sink::Sum => Ok(None),
+        .map(|&(_, sink)| match store(sink, false) {
+            true => pool::take(n).map(Some),
+            false => Ok(None),
         })
         .collect::<Result<SmallVec<[Option<Vec<T>>; 4]>>>()?;
+    let mut stored_bits = outputs
+        .iter()
+        .map(|&(_, sink)| match store(sink, true) {
+            true => pool::alloc::<u16>(n).map(Some),
+            false => Ok(None),
+        })
+        .collect::<Result<SmallVec<[Option<Vec<u16>>; 4]>>>()?;
     let regions: SmallVec<[Option<SharedMut<MaybeUninit<T>>>; 4]> = stored
+        .iter_mut()
+        .map(|v| {
+            v.as_mut()
+                .map(|v| SharedMut::new(&mut v.spare_capacity_mut()[..n]))
+        })
+        .collect();
+    let bit_regions: SmallVec<[Option<SharedMut<MaybeUninit<u16>>>; 4]> = stored_bits
         .iter_mut()
         .map(|v| {
             v.as_mut()
@@ -385,12 +438,17 @@ fn run_pieces<T: CpuElement + crate::Element>(
         let range = piece_range(p, n);
         let mut outs = regions
             .iter()
-            .map(|r| match r {
+            .zip(&bit_regions)
+            .map(|(r, b)| match (r, b) {
                 // SAFETY: the pieces' ranges are disjoint and within the `n`
                 // elements of spare capacity, which nothing else touches until
                 // the job ends.
-                Some(r) => Out::Region(unsafe { r.slice(range.start, range.len()) }, 0),
-                None => Out::Partials(Vec::with_capacity(piece().div_ceil(reduce::SUM_BLOCK))),
+                (Some(r), _) => Out::Region(unsafe { r.slice(range.start, range.len()) }, 0),
+                // SAFETY: as above.
+                (None, Some(b)) => Out::BitsRegion(unsafe { b.slice(range.start, range.len()) }, 0),
+                (None, None) => {
+                    Out::Partials(Vec::with_capacity(piece().div_ceil(reduce::SUM_BLOCK)))
+                }
             })
             .collect::<SmallVec<[Out<T>; 4]>>();
         let mut sources: Sources<T> = sources
@@ -425,9 +483,10 @@ fn run_pieces<T: CpuElement + crate::Element>(
     let partials = partials.into_iter().collect::<Result<Vec<_>>>()?;
     let outs = stored
         .into_iter()
+        .zip(stored_bits)
         .enumerate()
         .map(|(k, v)| match v {
-            Some(mut v) => {
+            (Some(mut v), _) => {
                 // SAFETY: every piece succeeded, so each wrote every element of
                 // its range (each block's values, written by its step's loop or
                 // copied, checked, from its block buffer), and the ranges cover
@@ -435,13 +494,18 @@ fn run_pieces<T: CpuElement + crate::Element>(
                 unsafe { v.set_len(n) };
                 Out::Store(v)
             }
-            None => {
+            (None, Some(mut v)) => {
+                // SAFETY: as above (each block narrowed into its range).
+                unsafe { v.set_len(n) };
+                Out::Bits(v)
+            }
+            (None, None) => {
                 let total = partials.iter().flat_map(|p| &p[k]).fold(0.0, |t, &b| t + b);
                 Out::Sum(total, None)
             }
         })
         .collect();
-    finish(steps, outputs, outs, n)
+    finish(steps, outputs, outs, n, half)
 }
 
 /// Runs every step of `plan` on each block of `range` (of the program's `n`
@@ -461,6 +525,10 @@ fn run_blocks<T: CpuElement + crate::Element>(
     pair: PairFn<T>,
 ) -> Result<()> {
     let mut with_value = vec![false; steps.len()];
+    let mut bits = match plan.round {
+        Some(_) => vec![0u16; plan.block],
+        None => Vec::new(),
+    };
     let mut start = range.start;
     while start < range.end {
         let len = plan.block.min(range.end - start);
@@ -480,11 +548,18 @@ fn run_blocks<T: CpuElement + crate::Element>(
             {
                 with_value[v] = true;
                 with_value[d] = true;
+                if let Some(kind) = plan.round {
+                    round_to_f32(kind, &mut bufs[v]);
+                    round_to_f32(kind, &mut bufs[d]);
+                }
                 continue;
             }
             step_block(steps, plan, j, bufs, outs, &block, kernel)?;
+            if let Some(kind) = plan.round {
+                round_to_f32(kind, &mut bufs[j]);
+            }
         }
-        store_block(plan, outputs, outs, bufs, n, len)?;
+        store_block(plan, outputs, outs, bufs, n, len, &mut bits)?;
         start += len;
     }
     Ok(())
@@ -544,7 +619,8 @@ fn step_block<T: CpuElement + crate::Element>(
         Some(Out::Region(r, at)) => Dest::Into(&mut r[*at..*at + len]),
         Some(Out::Store(out)) if plan.stream => Dest::Stream(out),
         Some(Out::Store(out)) => Dest::Append(out),
-        None => {
+        // (A program of halves owns no result: `Plan::new`.)
+        Some(Out::Bits(_) | Out::BitsRegion(..)) | None => {
             let b = &mut rest[0];
             b.clear();
             Dest::Append(b)
@@ -615,9 +691,36 @@ fn store_block<T: CpuElement + crate::Element>(
     bufs: &[Vec<T>],
     n: usize,
     len: usize,
+    bits: &mut [u16],
 ) -> Result<()> {
     for (k, (&(j, _), out)) in outputs.iter().zip(outs).enumerate() {
         let own = plan.own[j] == Some(k);
+        if let (Out::Bits(_) | Out::BitsRegion(..), Some(kind)) = (&*out, plan.round) {
+            let b = &bufs[j];
+            if b.len() != len {
+                return Err(KernelError::Layout(format!(
+                    "step {j} of a fused chain wrote {} values for a block of {len}",
+                    b.len()
+                )));
+            }
+            let bits = &mut bits[..len];
+            narrow_f32(kind, b, bits);
+            match out {
+                Out::Bits(out) if plan.stream => append_streaming(out, bits),
+                Out::Bits(out) => out.extend_from_slice(bits),
+                Out::BitsRegion(r, at) => {
+                    let to = &mut r[*at..*at + len];
+                    if plan.stream {
+                        write_streaming(to, bits);
+                    } else {
+                        write_plain(to, bits);
+                    }
+                    *at += len;
+                }
+                _ => {}
+            }
+            continue;
+        }
         match out {
             Out::Region(r, at) => {
                 if !own {
@@ -646,9 +749,32 @@ fn store_block<T: CpuElement + crate::Element>(
                 *small = Some(bufs[j].iter().fold(T::ZERO, |a, &b| a + b));
             }
             Out::Sum(total, _) => reduce::sum_blocks_into(&bufs[j], total),
+            // (Handled above: a program of halves has `round`.)
+            Out::Bits(_) | Out::BitsRegion(..) => {
+                return Err(KernelError::Internal(
+                    "a fused chain stores halves without rounding".into(),
+                ));
+            }
         }
     }
     Ok(())
+}
+
+/// `v` (values of type `T`, which is `f32` in a program of halves) rounded to
+/// `kind` in place.
+fn round_to_f32<T: 'static>(kind: DType, v: &mut Vec<T>) {
+    if let Some(v) = (v as &mut dyn std::any::Any).downcast_mut::<Vec<f32>>() {
+        round_to(kind, v);
+    }
+}
+
+/// `v` (values of type `T`, which is `f32` in a program of halves) narrowed to
+/// `kind`'s bits into `out`.
+#[allow(clippy::ptr_arg)] // (a `Vec`, to downcast)
+fn narrow_f32<T: 'static>(kind: DType, v: &Vec<T>, out: &mut [u16]) {
+    if let Some(v) = (v as &dyn std::any::Any).downcast_ref::<Vec<f32>>() {
+        narrow(kind, v, out);
+    }
 }
 
 /// The results, once every block ran: stored values checked complete, sums as
@@ -658,11 +784,46 @@ fn finish<T: CpuElement + crate::Element>(
     outputs: &[(usize, Sink)],
     outs: SmallVec<[Out<'_, T>; 4]>,
     n: usize,
+    half: Option<DType>,
 ) -> Result<Vec<CpuStorage>> {
-    outputs
-        .iter()
-        .zip(outs)
-        .map(|(&(j, _), out)| match out {
+    use half::vec::HalfBitsVecExt;
+    let results = outputs.iter().zip(outs).map(|(&(j, _), out)| match out {
+        Out::Bits(v) if v.len() == n => Ok(match half {
+            Some(DType::F16) => CpuStorage::F16(v.reinterpret_into()),
+            _ => CpuStorage::BF16(v.reinterpret_into()),
+        }),
+        Out::Bits(v) => Err(KernelError::Layout(format!(
+            "a fused chain ending in `{}` wrote {} of {n} elements",
+            steps[j].op.name(),
+            v.len()
+        ))),
+        out => finish_one(steps, j, out, n),
+    });
+    match half {
+        // A sum of halves (computed in f32) rounded once to the dtype.
+        Some(kind) => results
+            .map(|r| match r? {
+                s @ (CpuStorage::F16(_) | CpuStorage::BF16(_)) => Ok(s),
+                s => crate::BackendStorage::cast(
+                    &s,
+                    &Layout::contiguous(crate::Shape::from([s.len()])),
+                    kind,
+                ),
+            })
+            .collect(),
+        None => results.collect(),
+    }
+}
+
+/// One result of [`finish`] in the program's element type.
+fn finish_one<T: CpuElement + crate::Element>(
+    steps: &[Step],
+    j: usize,
+    out: Out<'_, T>,
+    n: usize,
+) -> Result<CpuStorage> {
+    {
+        match out {
             Out::Store(out) if out.len() == n => Ok(T::wrap(out)),
             Out::Store(out) => Err(KernelError::Layout(format!(
                 "a fused chain ending in `{}` wrote {} of {n} elements",
@@ -674,12 +835,13 @@ fn finish<T: CpuElement + crate::Element>(
                 one.push(T::ZERO + small.unwrap_or_else(|| T::from_f64(total)));
                 Ok(T::wrap(one))
             }
-            // (Only the pieces of a parallel run hold these: not reached.)
-            Out::Region(..) | Out::Partials(_) => Err(KernelError::Layout(
-                "a fused chain's piece was returned as a result".into(),
-            )),
-        })
-        .collect()
+            // (Only the pieces of a parallel run hold these, and `finish` takes
+            // the halves: not reached.)
+            Out::Region(..) | Out::Partials(_) | Out::BitsRegion(..) | Out::Bits(_) => Err(
+                KernelError::Layout("a fused chain's piece was returned as a result".into()),
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -799,6 +961,62 @@ mod tests {
             }
         }
         assert_eq!(compared, 2 * 5 * 5);
+    }
+
+    /// A chain of halves (f16, bf16) gives the bits of its ops one by one, each
+    /// computing in f32 and rounding its result to the dtype: stored and summed
+    /// results, dense, broadcast and transposed leaves, serial and in pieces on
+    /// any number of threads.
+    #[test]
+    fn a_chain_of_halves_gives_the_bits_of_its_ops_one_by_one() {
+        use crate::cpu::program::same_for_every_thread_count;
+        for dtype in [DType::F16, DType::BF16] {
+            let (rows, cols) = (3 * BLOCK / 64 + 5, 64);
+            let n = rows * cols;
+            let shape = Shape::from([rows, cols]);
+            let l = Layout::contiguous(shape.clone());
+            let x = data(dtype, 0.37, 0.5, n);
+            let a = data(dtype, 0.11, -0.25, n);
+            // A row broadcast over the rows, and a transposed view.
+            let b = data(dtype, 0.5, 1.0, cols);
+            let bl = Layout::contiguous(Shape::from([1, cols]))
+                .broadcast_to(&shape)
+                .unwrap();
+            let t = data(dtype, 0.23, 0.0, n);
+            let tl = Layout::contiguous(Shape::from([cols, rows]))
+                .transpose(0, 1)
+                .unwrap();
+            let leaves = [(&x, &l), (&a, &l), (&b, &bl), (&t, &tl)];
+            // ((x * a + x) * b - t) / x, its value stored and summed, and x * a.
+            let steps = vec![
+                step(BinaryOp::Mul, L0, L1),
+                step(BinaryOp::Add, S0, L0),
+                step(BinaryOp::Mul, Operand::Step(1), L2),
+                step(BinaryOp::Sub, Operand::Step(2), Operand::Leaf(3)),
+                step(BinaryOp::Div, Operand::Step(3), L0),
+            ];
+            let outputs = [(4, Sink::Store), (4, Sink::Sum), (0, Sink::Store)];
+            // One by one, each op a kernel of its own (widen, compute, round).
+            let op = |p: &CpuStorage, pl: &Layout, q: &CpuStorage, ql: &Layout, f| {
+                p.binary(pl, q, ql, f).unwrap()
+            };
+            let s0 = op(&x, &l, &a, &l, BinaryOp::Mul);
+            let s1 = op(&s0, &l, &x, &l, BinaryOp::Add);
+            let s2 = op(&s1, &l, &b, &bl, BinaryOp::Mul);
+            let s3 = op(&s2, &l, &t, &tl, BinaryOp::Sub);
+            let s4 = op(&s3, &l, &x, &l, BinaryOp::Div);
+            let sum = s4.reduce(&l, crate::ReduceOp::Sum, &[0, 1]).unwrap();
+            let want = [bits(&s4), bits(&sum), bits(&s0)];
+            same_for_every_thread_count(&format!("a chain of {dtype}"), || {
+                let got = run_many(&steps, &leaves, n, dtype, &outputs).unwrap();
+                assert!(got.iter().all(|g| g.dtype() == dtype));
+                let got: Vec<Vec<u64>> = got.iter().map(bits).collect();
+                assert_eq!(got[0], want[0], "{dtype} stored");
+                assert_eq!(got[1], want[1], "{dtype} summed");
+                assert_eq!(got[2], want[2], "{dtype} first step");
+                got
+            });
+        }
     }
 
     #[test]

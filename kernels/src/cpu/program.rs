@@ -6,7 +6,8 @@
 use super::{CpuElement, CpuStorage, pool, stream};
 use crate::parallel::{self, SharedMut};
 use crate::walk::Cursor;
-use crate::{KernelError, Layout, Result, Shape};
+use crate::{DType, KernelError, Layout, Result, Shape};
+use half::{bf16, f16};
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 
@@ -66,6 +67,81 @@ pub(super) enum Source<'a, T> {
     /// A repeated source's block, borrowed by a piece of a parallel run (pieces
     /// start at multiples of the block, where the block is valid).
     Shared(&'a [T]),
+    /// An f16 or bf16 leaf of an `f32` program, widened block by block into the
+    /// buffer (a fused chain of halves: see `fused`).
+    Widened(Widen<'a>, Vec<T>),
+}
+
+/// An f16 or bf16 leaf (its bits) read block by block: back to back from `pos`,
+/// or through a cursor into `scratch`.
+pub(super) struct Widen<'a> {
+    bits: &'a [u16],
+    kind: DType,
+    cursor: Option<Cursor>,
+    /// The dense view's first element (a piece starts from here).
+    base: usize,
+    pos: usize,
+    scratch: Vec<u16>,
+}
+
+/// The bits of an f16 or bf16 buffer, with its dtype.
+pub(super) fn half_bits(s: &CpuStorage) -> Option<(&[u16], DType)> {
+    use half::slice::HalfFloatSliceExt;
+    match s {
+        CpuStorage::F16(v) => Some((v.reinterpret_cast(), DType::F16)),
+        CpuStorage::BF16(v) => Some((v.reinterpret_cast(), DType::BF16)),
+        _ => None,
+    }
+}
+
+/// `bits` (of `kind`, f16 or bf16) widened into `out` (exact).
+pub(super) fn widen(kind: DType, bits: &[u16], out: &mut [f32]) {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    if kind == DType::F16 {
+        bits.reinterpret_cast::<f16>().convert_to_f32_slice(out);
+    } else {
+        bits.reinterpret_cast::<bf16>().convert_to_f32_slice(out);
+    }
+}
+
+/// `src` rounded to nearest (even) `kind` (f16 or bf16), as bits, into `out`.
+pub(super) fn narrow(kind: DType, src: &[f32], out: &mut [u16]) {
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+    if kind == DType::F16 {
+        out.reinterpret_cast_mut::<f16>().convert_from_f32_slice(src);
+    } else {
+        out.reinterpret_cast_mut::<bf16>().convert_from_f32_slice(src);
+    }
+}
+
+/// Every value of `v` rounded to nearest (even) `kind` (f16 or bf16), kept as
+/// `f32`: what a half op one by one stores and the next one reads.
+pub(super) fn round_to(kind: DType, v: &mut [f32]) {
+    if kind == DType::F16 {
+        v.iter_mut().for_each(|x| *x = f16::from_f32(*x).to_f32());
+    } else {
+        v.iter_mut().for_each(|x| *x = bf16::from_f32(*x).to_f32());
+    }
+}
+
+impl Widen<'_> {
+    /// The next `len` values widened into `out` (an `f32` buffer: the only
+    /// type a half leaf is read as).
+    fn next<T: 'static>(&mut self, len: usize, out: &mut Vec<T>) {
+        let Some(out) = (out as &mut dyn std::any::Any).downcast_mut::<Vec<f32>>() else {
+            return;
+        };
+        match &mut self.cursor {
+            None => {
+                widen(self.kind, &self.bits[self.pos..self.pos + len], &mut out[..len]);
+                self.pos += len;
+            }
+            Some(cursor) => {
+                cursor.gather(self.bits, &mut self.scratch[..len]);
+                widen(self.kind, &self.scratch[..len], &mut out[..len]);
+            }
+        }
+    }
 }
 
 /// Sources of a program's leaves.
@@ -82,8 +158,41 @@ impl<'a, T: CpuElement + crate::Element> Source<'a, T> {
     ) -> Result<Sources<'a, T>> {
         leaves
             .iter()
-            .map(|&(s, l)| Ok(Source::of(operand::<T>(s, l)?, l, n, block)))
+            .map(|&(s, l)| match half_bits(s) {
+                Some((bits, kind)) if T::DTYPE == DType::F32 => {
+                    crate::check::check_fits(bits.len(), l)?;
+                    Ok(Source::widened(bits, kind, l, n, block))
+                }
+                _ => Ok(Source::of(operand::<T>(s, l)?, l, n, block)),
+            })
             .collect()
+    }
+
+    /// How to read the view `l` (of `n` elements) of the f16 or bf16 `bits` as
+    /// `f32` in blocks of `block` elements.
+    fn widened(bits: &'a [u16], kind: DType, l: &Layout, n: usize, block: usize) -> Self {
+        let mut widen = Widen {
+            bits,
+            kind,
+            cursor: None,
+            base: l.offset(),
+            pos: l.offset(),
+            scratch: Vec::new(),
+        };
+        if l.is_contiguous() {
+            return Source::Widened(widen, vec![T::ZERO; block]);
+        }
+        if let Some(r) = l
+            .broadcast_period()
+            .filter(|&r| n > 0 && block.is_multiple_of(r))
+        {
+            let mut run = vec![T::ZERO; r];
+            widen.next(r, &mut run);
+            return Source::Repeated(run.iter().copied().cycle().take(block).collect());
+        }
+        widen.cursor = Some(Cursor::new(l));
+        widen.scratch = vec![0; block];
+        Source::Widened(widen, vec![T::ZERO; block])
     }
 
     /// How to read the view `l` (of `n` elements) of `data` in blocks of `block`
@@ -115,14 +224,27 @@ impl<'a, T: CpuElement + crate::Element> Source<'a, T> {
             Source::Gathered(data, cursor, _) => {
                 Source::Gathered(data, cursor.at(start), vec![T::ZERO; block])
             }
+            Source::Widened(w, _) => Source::Widened(
+                Widen {
+                    bits: w.bits,
+                    kind: w.kind,
+                    cursor: w.cursor.as_ref().map(|c| c.at(start)),
+                    base: w.base,
+                    pos: w.base + start,
+                    scratch: vec![0; if w.cursor.is_some() { block } else { 0 }],
+                },
+                vec![T::ZERO; block],
+            ),
         }
     }
 
     /// Gathers the next `len` elements of every gathered source.
     pub(super) fn advance(sources: &mut [Source<'a, T>], len: usize) {
         for source in sources {
-            if let Source::Gathered(data, cursor, buf) = source {
-                cursor.gather(data, &mut buf[..len]);
+            match source {
+                Source::Gathered(data, cursor, buf) => cursor.gather(data, &mut buf[..len]),
+                Source::Widened(w, buf) => w.next(len, buf),
+                _ => {}
             }
         }
     }
@@ -132,7 +254,7 @@ impl<'a, T: CpuElement + crate::Element> Source<'a, T> {
     pub(super) fn block(&self, start: usize, len: usize) -> &[T] {
         match self {
             Source::Dense(d) => &d[start..start + len],
-            Source::Repeated(b) | Source::Gathered(_, _, b) => &b[..len],
+            Source::Repeated(b) | Source::Gathered(_, _, b) | Source::Widened(_, b) => &b[..len],
             Source::Shared(b) => &b[..len],
         }
     }
