@@ -206,13 +206,47 @@ impl HostElement for bool {
     }
 }
 
+/// `v` rounded to `f32` by round-to-odd (toward zero, the last bit set when
+/// inexact): rounding that to a narrower type (f16, bf16, with at least two
+/// bits fewer) gives the correctly rounded result of `v` itself, where rounding
+/// to nearest twice could not.
+fn f32_odd(v: f64) -> f32 {
+    let f = v as f32;
+    if f as f64 == v || v.is_nan() || f.is_infinite() {
+        return f;
+    }
+    let mut bits = f.to_bits();
+    if (f as f64).abs() > v.abs() {
+        bits -= 1; // one step toward zero (sign and magnitude)
+    }
+    f32::from_bits(bits | 1)
+}
+
+/// `v` rounded to `f32` by round-to-odd (see [`f32_odd`]), exactly from the
+/// integer.
+fn f32_odd_i64(v: i64) -> f32 {
+    let m = v.unsigned_abs();
+    let significant = 64 - m.leading_zeros();
+    let f = if significant <= 24 {
+        m as f32
+    } else {
+        let shift = significant - 24;
+        let sticky = m & ((1u64 << shift) - 1) != 0;
+        // 24 bits or fewer, scaled by a power of two: exact.
+        ((m >> shift) | sticky as u64) as f32 * (shift as f32).exp2()
+    };
+    if v < 0 { -f } else { f }
+}
+
 macro_rules! impl_host_half {
     ($t:ty, $dtype:expr) => {
         impl HostElement for $t {
             const DTYPE: DType = $dtype;
+            /// Correctly rounded (to nearest, ties to even): through `f32` by
+            /// round-to-odd, never rounding twice.
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
-                <$t>::from_f64(v)
+                <$t>::from_f32(f32_odd(v))
             }
             #[inline(always)]
             fn to_f64(self) -> f64 {
@@ -220,7 +254,7 @@ macro_rules! impl_host_half {
             }
             #[inline(always)]
             fn from_i64(v: i64) -> Self {
-                <$t>::from_f64(v as f64)
+                <$t>::from_f32(f32_odd_i64(v))
             }
             #[inline(always)]
             fn to_i64(self) -> i64 {
@@ -235,6 +269,43 @@ macro_rules! impl_host_half {
 }
 impl_host_half!(half::f16, DType::F16);
 impl_host_half!(half::bf16, DType::BF16);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::{bf16, f16};
+
+    /// Conversions to f16 and bf16 round the exact value once, from f64 and
+    /// from i64 (the `half` crate's own `from_f64` rounds twice or drops bits).
+    #[test]
+    fn halves_round_the_exact_value_once() {
+        let one_up = |x: f64| x; // (readability)
+        // f32 1 + 2^-8 + 2^-23: above the bf16 tie, so it rounds up.
+        let v = one_up(1.0 + 2f64.powi(-8) + 2f64.powi(-23));
+        assert_eq!(<bf16 as HostElement>::from_f64(v).to_bits(), 0x3f81);
+        // 1 + 2^-11 + 2^-40: above the f16 tie.
+        let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        assert_eq!(<f16 as HostElement>::from_f64(v).to_bits(), 0x3c01);
+        // Exact ties still go to even.
+        assert_eq!(<bf16 as HostElement>::from_f64(1.0 + 2f64.powi(-8)).to_bits(), 0x3f80);
+        assert_eq!(<f16 as HostElement>::from_f64(1.0 + 2f64.powi(-11)).to_bits(), 0x3c00);
+        // From i64: 2^40 + 2^32 + 1 is above the bf16 tie between 2^40 and 2^40 + 2^33.
+        let i = (1i64 << 40) + (1 << 32) + 1;
+        let want = bf16::from_f32(2f32.powi(40) + 2f32.powi(33));
+        assert_eq!(<bf16 as HostElement>::from_i64(i), want);
+        assert_eq!(<bf16 as HostElement>::from_i64(-i), -want);
+        assert_eq!(<bf16 as HostElement>::from_i64(1 << 40), bf16::from_f32(2f32.powi(40)));
+        assert!(<f16 as HostElement>::from_i64(1 << 40).is_infinite());
+        // Values an f32 holds convert as `from_f32` does.
+        for x in [0.1f32, -3.75, 65504.0, 65520.0, 1e-7, f32::MAX, f32::INFINITY] {
+            assert_eq!(<f16 as HostElement>::from_f64(x as f64), f16::from_f32(x));
+            assert_eq!(<bf16 as HostElement>::from_f64(x as f64), bf16::from_f32(x));
+        }
+        assert!(<bf16 as HostElement>::from_f64(f64::NAN).is_nan());
+        assert_eq!(<bf16 as HostElement>::from_f64(1e300), bf16::INFINITY);
+        assert_eq!(<f16 as HostElement>::from_f64(-1e-300).to_bits(), 0x8000);
+    }
+}
 
 /// A floating-point element type that kernels compute with (`f32` or `f64`;
 /// `f16` and `bf16` compute in `f32`).

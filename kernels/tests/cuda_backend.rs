@@ -1,6 +1,8 @@
 //! The CUDA backend against the CPU backend, primitive by primitive: every
-//! variant of every op enum, both dtypes, contiguous, transposed, offset and
-//! broadcast views, reductions large enough to be split, every matmul layout.
+//! variant of every op enum, f32 and f64, contiguous, transposed, offset and
+//! broadcast views, reductions large enough to be split, every matmul layout;
+//! and every dtype (the end of the file): transfers, fills, copies, every cast
+//! pair bit for bit, the integer and bool ops, and f16/bf16 computing in f32.
 //!
 //! Needs a GPU: `#[ignore]`d, run by `scripts/gpu-check.sh run` (or
 //! `cargo test -p autograd-kernels --test cuda_backend -- --ignored`). CI runs them
@@ -65,7 +67,7 @@ fn tolerance(dtype: DType) -> (f64, f64) {
     match dtype {
         DType::F32 => (1e-5, 1e-5),
         DType::F64 => (1e-12, 1e-12),
-        other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
+        other => unreachable!("these checks run over f32 and f64, not {other}"),
     }
 }
 
@@ -139,7 +141,7 @@ fn every_unary_op_matches_the_cpu() {
         let special = match dtype {
             DType::F32 => CpuStorage::F32(vec![f32::NAN, -0.0, 0.0, -1.0, 1.0]),
             DType::F64 => CpuStorage::F64(vec![f64::NAN, -0.0, 0.0, -1.0, 1.0]),
-            other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
+            other => unreachable!("these checks run over f32 and f64, not {other}"),
         };
         let l = Layout::contiguous(Shape::from([5]));
         for op in [
@@ -202,7 +204,7 @@ fn every_fixed_op_fused_gives_the_bits_of_its_own_kernel() {
             match dtype {
                 DType::F32 => CpuStorage::F32(v.iter().map(|&x| x as f32).collect()),
                 DType::F64 => CpuStorage::F64(v),
-                other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
+                other => unreachable!("these checks run over f32 and f64, not {other}"),
             }
         };
         let (ga, gb) = (upload(&dev, &a), upload(&dev, &b));
@@ -494,7 +496,7 @@ fn matmul_matches_the_cpu_for_every_operand_layout() {
             let tol = match dtype {
                 DType::F32 => (1e-4, 1e-4),
                 DType::F64 => (1e-10, 1e-10),
-                other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
+                other => unreachable!("these checks run over f32 and f64, not {other}"),
             };
             total += 1;
             if let Err(e) = compare(&format!("matmul {dtype} {name}"), &want, &got, tol) {
@@ -990,7 +992,7 @@ extern "C" __global__ void contract_f64(RAW_PARAMS(double)) { contract(p, in0, i
                 .zip(&bv)
                 .map(|(&x, &y)| (-(x * y), x.mul_add(y, -(x * y))))
                 .unzip(),
-            other => unreachable!("the CUDA backend holds f32 and f64, not {other}"),
+            other => unreachable!("these checks run over f32 and f64, not {other}"),
         };
         assert!(fused.iter().filter(|&&r| r != 0.0).count() > n / 2);
         let c = CpuStorage::F64(c)
@@ -1144,4 +1146,626 @@ fn a_fused_kernel_with_several_results_gives_the_bits_of_the_unfused_ops() {
             );
         }
     }
+}
+
+// ---------------------------------------------------------------- every dtype
+
+/// The elements' bit patterns, widened to u64 (NaNs compared by their bits).
+fn bits(c: &CpuStorage) -> Vec<u64> {
+    match c {
+        CpuStorage::Bool(v) => v.iter().map(|&x| x as u64).collect(),
+        CpuStorage::U8(v) => v.iter().map(|&x| x as u64).collect(),
+        CpuStorage::I32(v) => v.iter().map(|&x| x as u32 as u64).collect(),
+        CpuStorage::I64(v) => v.iter().map(|&x| x as u64).collect(),
+        CpuStorage::F16(v) => v.iter().map(|x| x.to_bits() as u64).collect(),
+        CpuStorage::BF16(v) => v.iter().map(|x| x.to_bits() as u64).collect(),
+        CpuStorage::F32(v) => v.iter().map(|x| x.to_bits() as u64).collect(),
+        CpuStorage::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+    }
+}
+
+/// The whole buffer on the host.
+fn download(g: &CudaStorage) -> CpuStorage {
+    g.to_cpu(&Layout::contiguous(Shape::from([g.len()])))
+        .unwrap()
+}
+
+/// `what`: the same dtype and bits, or a failure naming the first difference.
+fn same_bits(what: &str, want: &CpuStorage, got: &CpuStorage) -> Result<(), String> {
+    if want.dtype() != got.dtype() {
+        return Err(format!(
+            "{what}: dtype {}, expected {}",
+            got.dtype(),
+            want.dtype()
+        ));
+    }
+    let (w, g) = (bits(want), bits(got));
+    if w.len() != g.len() {
+        return Err(format!(
+            "{what}: {} elements, expected {}",
+            g.len(),
+            w.len()
+        ));
+    }
+    match w.iter().zip(&g).position(|(a, b)| a != b) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what}: element {i} has the bits {:#x}, expected {:#x} ({} vs {})",
+            g[i],
+            w[i],
+            values(got)[i],
+            values(want)[i]
+        )),
+    }
+}
+
+/// Both results the same bits, or both errors with the same message.
+fn same_outcome(
+    what: &str,
+    want: autograd_kernels::Result<CpuStorage>,
+    got: autograd_kernels::Result<CudaStorage>,
+) -> Result<(), String> {
+    match (want, got) {
+        (Ok(w), Ok(g)) => same_bits(what, &w, &download(&g)),
+        (Err(w), Err(g)) if w.to_string() == g.to_string() => Ok(()),
+        (Err(w), Err(g)) => Err(format!("{what}: the error `{g}`, expected `{w}`")),
+        (Err(w), Ok(_)) => Err(format!("{what}: a result, expected the error `{w}`")),
+        (Ok(_), Err(g)) => Err(format!("{what}: the error `{g}`, expected a result")),
+    }
+}
+
+const INTEGERS: [DType; 4] = [DType::Bool, DType::U8, DType::I32, DType::I64];
+const HALVES: [DType; 2] = [DType::F16, DType::BF16];
+
+/// Values every conversion has an edge at: NaN, infinities, signed zeros, the
+/// largest f16 (65504) and the tie above it (65520, which rounds to infinity),
+/// ties that round to even in f16 and bf16 (1 + 2^-11, 1 + 3 * 2^-11, 1 + 2^-8,
+/// 1 + 3 * 2^-8), f16 subnormals and a tie between them, values that truncate or
+/// saturate in every integer type, and numbers beyond f32.
+fn float_edges() -> Vec<f64> {
+    let p = |e: i32| 2f64.powi(e);
+    vec![
+        f64::NAN,
+        -f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -0.5,
+        -0.99,
+        1.5,
+        -1.5,
+        2.7,
+        -2.7,
+        65504.0,
+        65520.0,
+        -65520.0,
+        65519.0,
+        1.0 + p(-11),
+        1.0 + 3.0 * p(-11),
+        1.0 + p(-8),
+        1.0 + 3.0 * p(-8),
+        -(1.0 + 3.0 * p(-8)),
+        p(-24),
+        p(-25),
+        3.0 * p(-26),
+        p(-14) - p(-24),
+        1e-40,
+        127.9,
+        128.0,
+        255.0,
+        255.9,
+        256.0,
+        -129.0,
+        300.0,
+        -300.0,
+        2147483647.0,
+        2147483648.0,
+        -2147483648.0,
+        -2147483649.0,
+        1e10,
+        -1e10,
+        9.3e18,
+        -9.3e18,
+        p(63),
+        -p(63),
+        3.0e38,
+        1e300,
+        -1e300,
+    ]
+}
+
+/// Integers every conversion has an edge at (wrapping, saturating, rounding to
+/// f32 and f16, i64 beyond 2^53).
+fn integer_edges() -> Vec<i64> {
+    vec![
+        0,
+        1,
+        -1,
+        2,
+        127,
+        128,
+        -128,
+        -129,
+        255,
+        256,
+        257,
+        -256,
+        65504,
+        65519,
+        65520,
+        65536,
+        (1 << 24) + 1,
+        (1 << 24) + 3,
+        i32::MAX as i64,
+        i32::MIN as i64,
+        i32::MAX as i64 + 1,
+        (1 << 53) + 1,
+        (1 << 62) + 1,
+        i64::MAX,
+        i64::MIN,
+        -(1 << 40) - 7,
+    ]
+}
+
+/// The edge values in `dtype`, as the CPU converts them (floats from the float
+/// edges, integers and bool from the integer ones, then both).
+fn edges(dtype: DType) -> CpuStorage {
+    let f = CpuStorage::F64(float_edges());
+    let i = CpuStorage::I64(integer_edges());
+    let all = |c: &CpuStorage| Layout::contiguous(Shape::from([c.len()]));
+    let (a, b) = (
+        f.cast(&all(&f), dtype).unwrap(),
+        i.cast(&all(&i), dtype).unwrap(),
+    );
+    // Concatenated through f64 bits would lose nothing only for some dtypes:
+    // join the two in the dtype itself.
+    let n = a.len() + b.len();
+    let mut out = CpuStorage::filled(n, dtype, 0.0).unwrap();
+    a.copy_into(
+        &all(&a),
+        &mut out,
+        &Layout::contiguous(Shape::from([a.len()])),
+        false,
+    )
+    .unwrap();
+    let tail = Layout::new(Shape::from([b.len()]), &[1], a.len()).unwrap();
+    b.copy_into(&all(&b), &mut out, &tail, false).unwrap();
+    out
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_dtype_round_trips_and_fills_as_on_the_cpu() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    for dtype in DType::ALL {
+        let c = edges(dtype);
+        let g = upload(&dev, &c);
+        assert_eq!(g.dtype(), dtype);
+        total += 1;
+        if let Err(e) = same_bits(&format!("{dtype} round trip"), &c, &download(&g)) {
+            failures.push(e);
+        }
+        // A view: every other element from the third on.
+        let l = Layout::new(Shape::from([10]), &[2], 3).unwrap();
+        total += 1;
+        if let Err(e) = same_bits(
+            &format!("{dtype} strided view to the host"),
+            &c.cast(&l, dtype).unwrap(),
+            &g.to_cpu(&l).unwrap(),
+        ) {
+            failures.push(e);
+        }
+        // From a CPU view.
+        let back = CudaStorage::from_cpu(&dev, &c, &l).unwrap();
+        total += 1;
+        if let Err(e) = same_bits(
+            &format!("{dtype} strided view to the device"),
+            &c.cast(&l, dtype).unwrap(),
+            &download(&back),
+        ) {
+            failures.push(e);
+        }
+        for value in float_edges() {
+            let want = CpuStorage::filled(5, dtype, value).unwrap();
+            let got = CudaStorage::filled(&dev, 5, dtype, value).unwrap();
+            total += 1;
+            if let Err(e) = same_bits(
+                &format!("fill {dtype} with {value}"),
+                &want,
+                &download(&got),
+            ) {
+                failures.push(e);
+            }
+        }
+        // Empty buffers.
+        let empty = CudaStorage::filled(&dev, 0, dtype, 1.0).unwrap();
+        assert_eq!(download(&empty).len(), 0);
+    }
+    check_all(failures, total);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_cast_pair_matches_the_cpu_bit_for_bit() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    for from in DType::ALL {
+        let c = edges(from);
+        let g = upload(&dev, &c);
+        let n = c.len();
+        let layouts = [
+            ("contiguous", Layout::contiguous(Shape::from([n]))),
+            (
+                "strided",
+                Layout::new(Shape::from([n / 2 - 1]), &[2], 1).unwrap(),
+            ),
+        ];
+        for to in DType::ALL {
+            for (view, l) in &layouts {
+                total += 1;
+                if let Err(e) = same_outcome(
+                    &format!("cast {from} -> {to} ({view})"),
+                    c.cast(l, to),
+                    g.cast(l, to),
+                ) {
+                    failures.push(e);
+                }
+            }
+        }
+    }
+    check_all(failures, total);
+}
+
+/// Where the CPU's conversion to f16 and bf16 (the `half` crate) drops low bits
+/// before rounding (bf16 from f32 or f64; f16 from f64, through f32), the device
+/// rounds the exact value to nearest even.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn casts_to_f16_and_bf16_round_the_exact_value_to_nearest_even() {
+    use autograd_kernels::{bf16, f16};
+    let dev = gpu();
+    let p = |e: i32| 2f64.powi(e);
+    let one = Layout::contiguous(Shape::from([1]));
+    let cast = |c: CpuStorage, to: DType| download(&upload(&dev, &c).cast(&one, to).unwrap());
+    // Just above the bf16 tie 1 + 2^-8 by one f32 ulp: rounds up.
+    let x = (1.0 + p(-8) + p(-23)) as f32;
+    assert_eq!(
+        cast(CpuStorage::F32(vec![x]), DType::BF16),
+        CpuStorage::BF16(vec![bf16::from_bits(0x3f81)])
+    );
+    // Just above the f16 tie 1 + 2^-11, by less than an f32 ulp: rounds up.
+    let x = 1.0 + p(-11) + p(-40);
+    assert_eq!(
+        cast(CpuStorage::F64(vec![x]), DType::F16),
+        CpuStorage::F16(vec![f16::from_bits(0x3c01)])
+    );
+    assert_eq!(
+        cast(CpuStorage::F64(vec![x]), DType::BF16),
+        CpuStorage::BF16(vec![bf16::from_bits(0x3f80)])
+    );
+    // Just below the tie: rounds down.
+    let x = 1.0 + p(-8) - p(-40);
+    assert_eq!(
+        cast(CpuStorage::F64(vec![x]), DType::BF16),
+        CpuStorage::BF16(vec![bf16::from_bits(0x3f80)])
+    );
+    // An i64 whose rounding bit is set and whose sticky bit is the lowest one.
+    let i = (1i64 << 40) + (1 << 32) + 1;
+    assert_eq!(
+        cast(CpuStorage::I64(vec![i]), DType::BF16),
+        CpuStorage::BF16(vec![bf16::from_f64(((1i64 << 40) + (1 << 33)) as f64)])
+    );
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn copies_and_accumulating_copies_of_every_dtype_match_the_cpu() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    let src_l = Layout::contiguous(Shape::from([4, 6]))
+        .transpose(0, 1)
+        .unwrap();
+    // Destinations: a plain [6, 4] view at an offset, and one whose rows repeat (a
+    // stride-0 axis: accumulating copies add up there).
+    let plain = Layout::new(Shape::from([6, 4]), &[4, 1], 2).unwrap();
+    let repeated = Layout::new(Shape::from([6, 4]), &[0, 1], 1).unwrap();
+    for dtype in DType::ALL {
+        let (lo, hi) = match dtype {
+            DType::U8 | DType::Bool => (0.0, 250.0),
+            _ => (-100.0, 100.0),
+        };
+        let src = data(24, 3, lo, hi, dtype);
+        let src = if dtype == DType::Bool {
+            data(24, 3, -1.0, 1.5, DType::I64)
+                .cast(&Layout::contiguous(Shape::from([24])), DType::Bool)
+                .unwrap()
+        } else {
+            src
+        };
+        let dst = data(30, 4, lo, hi, dtype);
+        let gsrc = upload(&dev, &src);
+        for (name, dl, accumulate) in [
+            ("copy", &plain, false),
+            ("accumulate", &plain, true),
+            ("accumulate into repeats", &repeated, true),
+        ] {
+            let mut want = dst.clone();
+            src.copy_into(&src_l, &mut want, dl, accumulate).unwrap();
+            let mut got = upload(&dev, &dst);
+            gsrc.copy_into(&src_l, &mut got, dl, accumulate).unwrap();
+            let got = download(&got);
+            total += 1;
+            let what = format!("{name} {dtype}");
+            let r = if accumulate && dl == &repeated && HALVES.contains(&dtype) {
+                // The CPU rounds after each addition, the device once per sum.
+                let tol = if dtype == DType::F16 { 4e-3 } else { 3e-2 };
+                compare(&what, &values(&want), &values(&got), (tol, tol))
+            } else {
+                same_bits(&what, &want, &got)
+            };
+            if let Err(e) = r {
+                failures.push(e);
+            }
+        }
+    }
+    check_all(failures, total);
+}
+
+/// Values for an integer or bool dtype: small ones that wrap when added in u8,
+/// negative ones in the signed types, 0 and 1 for bool.
+fn integer_data(n: usize, seed: u64, dtype: DType) -> CpuStorage {
+    let (lo, hi) = match dtype {
+        DType::Bool => (0.0, 2.0),
+        DType::U8 => (0.0, 256.0),
+        DType::I32 => (-3.0e9, 3.0e9),
+        _ => (-9.0e18, 9.0e18),
+    };
+    let wide = data(n, seed, lo, hi, DType::I64);
+    // Through i64, so that i32 wraps rather than saturates.
+    wide.cast(&Layout::contiguous(Shape::from([n])), dtype)
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn integer_and_bool_ops_match_the_cpu_results_and_errors() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    let mut unary = every_unary_op();
+    unary.extend([
+        UnaryOp::AddScalar(3.0),
+        UnaryOp::AddScalar(-7.0),
+        UnaryOp::MulScalar(-2.0),
+        UnaryOp::MulScalar(1e6),
+        UnaryOp::Fill(7.0),
+        UnaryOp::Fill(-1.0),
+    ]);
+    for dtype in INTEGERS {
+        for (view, len, l) in views() {
+            let c = integer_data(len, 5, dtype);
+            let g = upload(&dev, &c);
+            for &op in &unary {
+                total += 1;
+                if let Err(e) = same_outcome(
+                    &format!("{} {dtype} {view}", op.name()),
+                    c.unary(&l, op),
+                    g.unary(&l, op),
+                ) {
+                    failures.push(e);
+                }
+            }
+            let rl = Layout::contiguous(l.shape().clone());
+            let rc = integer_data(l.shape().numel(), 6, dtype);
+            // Equal elements too, for the comparisons.
+            let rc = if view == "contiguous" { c.clone() } else { rc };
+            let rg = upload(&dev, &rc);
+            for op in every_binary_op() {
+                total += 1;
+                if let Err(e) = same_outcome(
+                    &format!("{} {dtype} {view}", op.name()),
+                    c.binary(&l, &rc, &rl, op),
+                    g.binary(&l, &rg, &rl, op),
+                ) {
+                    failures.push(e);
+                }
+                // In place, into a contiguous copy.
+                let mut a = c.cast(&l, dtype).unwrap();
+                let mut b = g.cast(&l, dtype).unwrap();
+                let want = a.binary_assign(&rl, &rc, &rl, op).map(|_| a);
+                let got = b.binary_assign(&rl, &rg, &rl, op).map(|_| b);
+                total += 1;
+                if let Err(e) =
+                    same_outcome(&format!("{} in place {dtype} {view}", op.name()), want, got)
+                {
+                    failures.push(e);
+                }
+            }
+            for op in every_reduce_op() {
+                for axes in [&[0usize][..], &[1], &[2], &[0, 2], &[0, 1, 2]] {
+                    total += 1;
+                    if let Err(e) = same_outcome(
+                        &format!("{} {dtype} {view} over {axes:?}", op.name()),
+                        c.reduce(&l, op, axes),
+                        g.reduce(&l, op, axes),
+                    ) {
+                        failures.push(e);
+                    }
+                }
+            }
+        }
+        // Reductions split into chunks, whose partial results are i64.
+        for (dims, axes) in [(vec![2, 20000], vec![1]), (vec![20000], vec![0])] {
+            let n = dims.iter().product();
+            let c = integer_data(n, 7, dtype);
+            let g = upload(&dev, &c);
+            let l = Layout::contiguous(Shape::from(&dims[..]));
+            for op in every_reduce_op() {
+                total += 1;
+                if let Err(e) = same_outcome(
+                    &format!("{} {dtype} {dims:?} over {axes:?}", op.name()),
+                    c.reduce(&l, op, &axes),
+                    g.reduce(&l, op, &axes),
+                ) {
+                    failures.push(e);
+                }
+            }
+        }
+        // matmul computes on floats only.
+        let c = integer_data(4, 8, dtype);
+        let g = upload(&dev, &c);
+        let l = Layout::contiguous(Shape::from([2, 2]));
+        total += 1;
+        if let Err(e) = same_outcome(
+            &format!("matmul {dtype}"),
+            c.matmul(&l, &c, &l),
+            g.matmul(&l, &g, &l),
+        ) {
+            failures.push(e);
+        }
+    }
+    check_all(failures, total);
+}
+
+/// One f16 ulp at most apart (two for bf16's 8 bits), or the same NaN-ness.
+fn half_tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F16 => (1e-3, 1e-4),
+        _ => (8e-3, 1e-4),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn f16_and_bf16_compute_in_f32_and_round_once_as_on_the_cpu() {
+    let dev = gpu();
+    let (mut failures, mut total) = (vec![], 0);
+    for dtype in HALVES {
+        for (view, len, l) in views() {
+            for op in every_unary_op() {
+                let (lo, hi) = domain(op.name());
+                let c = data(len, 1, lo, hi, dtype);
+                let g = upload(&dev, &c);
+                let want = c.unary(&l, op).unwrap();
+                let got = download(&g.unary(&l, op).unwrap());
+                total += 1;
+                // The f32 functions themselves differ in their last bits between
+                // the CPU and the device (tests above): one rounding apart at most.
+                let what = format!("{} {dtype} {view}", op.name());
+                let r = same_bits(&what, &want, &got).or_else(|_| {
+                    compare(&what, &values(&want), &values(&got), half_tolerance(dtype))
+                });
+                if let Err(e) = r {
+                    failures.push(e);
+                }
+            }
+            let c = data(len, 2, -2.0, 2.0, dtype);
+            let g = upload(&dev, &c);
+            let rl = Layout::contiguous(l.shape().clone());
+            let rc = data(l.shape().numel(), 3, 0.5, 2.0, dtype);
+            let rg = upload(&dev, &rc);
+            for op in every_binary_op() {
+                // Sums, products, quotients and comparisons are exact in f32 on
+                // both: the same bits once rounded.
+                total += 1;
+                if let Err(e) = same_outcome(
+                    &format!("{} {dtype} {view}", op.name()),
+                    c.binary(&l, &rc, &rl, op),
+                    g.binary(&l, &rg, &rl, op),
+                ) {
+                    failures.push(e);
+                }
+                let mut a = c.cast(&l, dtype).unwrap();
+                let mut b = g.cast(&l, dtype).unwrap();
+                let want = a.binary_assign(&rl, &rc, &rl, op).map(|_| a);
+                let got = b.binary_assign(&rl, &rg, &rl, op).map(|_| b);
+                total += 1;
+                if let Err(e) =
+                    same_outcome(&format!("{} in place {dtype} {view}", op.name()), want, got)
+                {
+                    failures.push(e);
+                }
+            }
+            for op in every_reduce_op() {
+                for axes in [&[0usize][..], &[1], &[0, 2], &[0, 1, 2]] {
+                    let what = format!("{} {dtype} {view} over {axes:?}", op.name());
+                    let want = c.reduce(&l, op, axes).unwrap();
+                    let got = download(&g.reduce(&l, op, axes).unwrap());
+                    total += 1;
+                    let r = match op {
+                        ReduceOp::Sum => {
+                            compare(&what, &values(&want), &values(&got), half_tolerance(dtype))
+                        }
+                        _ => same_bits(&what, &want, &got),
+                    };
+                    if let Err(e) = r {
+                        failures.push(e);
+                    }
+                }
+            }
+        }
+        // Edge values through the arithmetic: NaN, infinities, signed zeros.
+        let c = edges(dtype);
+        let g = upload(&dev, &c);
+        let l = Layout::contiguous(Shape::from([c.len()]));
+        for op in [
+            UnaryOp::Neg,
+            UnaryOp::Copy,
+            UnaryOp::MulScalar(0.5),
+            UnaryOp::AddScalar(1.0),
+        ] {
+            total += 1;
+            if let Err(e) = same_outcome(
+                &format!("{} {dtype} edges", op.name()),
+                c.unary(&l, op),
+                g.unary(&l, op),
+            ) {
+                failures.push(e);
+            }
+        }
+        // Matrix products, through every operand layout's f32 product.
+        for (m, k, n) in [(3, 5, 4), (1, 7, 1), (6, 2, 3)] {
+            let a = data(m * k, 9, -1.0, 1.0, dtype);
+            let b = data(k * n, 10, -1.0, 1.0, dtype);
+            let (ga, gb) = (upload(&dev, &a), upload(&dev, &b));
+            let la = Layout::contiguous(Shape::from([m, k]));
+            let lb = Layout::contiguous(Shape::from([n, k]))
+                .transpose(0, 1)
+                .unwrap();
+            let want = a.matmul(&la, &b, &lb).unwrap();
+            let got = download(&ga.matmul(&la, &gb, &lb).unwrap());
+            total += 1;
+            if let Err(e) = compare(
+                &format!("matmul {dtype} {m}x{k}x{n}"),
+                &values(&want),
+                &values(&got),
+                half_tolerance(dtype),
+            ) {
+                failures.push(e);
+            }
+            assert_eq!(got.dtype(), dtype);
+        }
+        // Mixed dtypes stay an error.
+        let f = upload(&dev, &data(4, 1, 0.0, 1.0, DType::F32));
+        let h = upload(&dev, &data(4, 1, 0.0, 1.0, dtype));
+        let l = Layout::contiguous(Shape::from([4]));
+        assert!(h.binary(&l, &f, &l, BinaryOp::Add).is_err());
+    }
+    check_all(failures, total);
+}
+
+/// The checks above for every dtype, with every launch on the kernels' 64-bit
+/// index path (the emulated suite's sizes otherwise all take the 32-bit one).
+#[test]
+#[cfg(feature = "cuda-emulator")]
+fn every_dtype_matches_the_cpu_on_the_64_bit_index_path_too() {
+    cuda::emu::with_64_bit_indices(|| {
+        every_cast_pair_matches_the_cpu_bit_for_bit();
+        copies_and_accumulating_copies_of_every_dtype_match_the_cpu();
+        integer_and_bool_ops_match_the_cpu_results_and_errors();
+    });
 }

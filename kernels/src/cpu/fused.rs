@@ -33,7 +33,9 @@ use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 
 pub use super::program::{BLOCK, PIECE};
-use super::program::{Source, Sources, in_pieces, narrow, piece, piece_range, round_to};
+use super::program::{
+    Source, Sources, as_f32, as_f32_mut, in_pieces, narrow, piece, piece_range, round_to,
+};
 
 /// Runs `steps` (in dependency order; the last is the result) over `n` elements.
 /// `leaves[k]` is leaf `k`'s buffer with its layout, already broadcast to the
@@ -762,17 +764,16 @@ fn store_block<T: CpuElement + crate::Element>(
 
 /// `v` (values of type `T`, which is `f32` in a program of halves) rounded to
 /// `kind` in place.
-fn round_to_f32<T: 'static>(kind: DType, v: &mut Vec<T>) {
-    if let Some(v) = (v as &mut dyn std::any::Any).downcast_mut::<Vec<f32>>() {
+fn round_to_f32<T: 'static>(kind: DType, v: &mut [T]) {
+    if let Some(v) = as_f32_mut(v) {
         round_to(kind, v);
     }
 }
 
 /// `v` (values of type `T`, which is `f32` in a program of halves) narrowed to
 /// `kind`'s bits into `out`.
-#[allow(clippy::ptr_arg)] // (a `Vec`, to downcast)
-fn narrow_f32<T: 'static>(kind: DType, v: &Vec<T>, out: &mut [u16]) {
-    if let Some(v) = (v as &dyn std::any::Any).downcast_ref::<Vec<f32>>() {
+fn narrow_f32<T: 'static>(kind: DType, v: &[T], out: &mut [u16]) {
+    if let Some(v) = as_f32(v) {
         narrow(kind, v, out);
     }
 }

@@ -7,7 +7,6 @@ use super::{CpuElement, CpuStorage, pool, stream};
 use crate::parallel::{self, SharedMut};
 use crate::walk::Cursor;
 use crate::{DType, KernelError, Layout, Result, Shape};
-use half::{bf16, f16};
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 
@@ -94,41 +93,276 @@ pub(super) fn half_bits(s: &CpuStorage) -> Option<(&[u16], DType)> {
     }
 }
 
+/// `v` as `f32`s, when `T` is `f32` (a program of halves computes in `f32`).
+pub(super) fn as_f32_mut<T: 'static>(v: &mut [T]) -> Option<&mut [f32]> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: `T` is `f32` (same type id).
+    Some(unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<f32>(), v.len()) })
+}
+
+/// `v` as `f32`s, when `T` is `f32`.
+pub(super) fn as_f32<T: 'static>(v: &[T]) -> Option<&[f32]> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: `T` is `f32` (same type id).
+    Some(unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<f32>(), v.len()) })
+}
+
 /// `bits` (of `kind`, f16 or bf16) widened into `out` (exact).
 pub(super) fn widen(kind: DType, bits: &[u16], out: &mut [f32]) {
-    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
     if kind == DType::F16 {
-        bits.reinterpret_cast::<f16>().convert_to_f32_slice(out);
+        f16_loops::widen(bits, out);
     } else {
-        bits.reinterpret_cast::<bf16>().convert_to_f32_slice(out);
+        bf16_loops::widen(bits, out);
     }
 }
 
 /// `src` rounded to nearest (even) `kind` (f16 or bf16), as bits, into `out`.
 pub(super) fn narrow(kind: DType, src: &[f32], out: &mut [u16]) {
-    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
     if kind == DType::F16 {
-        out.reinterpret_cast_mut::<f16>().convert_from_f32_slice(src);
+        f16_loops::narrow(src, out);
     } else {
-        out.reinterpret_cast_mut::<bf16>().convert_from_f32_slice(src);
+        bf16_loops::narrow(src, out);
     }
 }
 
 /// Every value of `v` rounded to nearest (even) `kind` (f16 or bf16), kept as
-/// `f32`: what a half op one by one stores and the next one reads.
+/// `f32`: what a half op one by one stores and the next one reads. The bits of
+/// `half`'s conversions there and back (a test checks): bf16 by rounding the
+/// bits as integers (NaNs made quiet, as `bf16::from_f32`), f16 through the
+/// slice conversions.
 pub(super) fn round_to(kind: DType, v: &mut [f32]) {
-    if kind == DType::F16 {
-        v.iter_mut().for_each(|x| *x = f16::from_f32(*x).to_f32());
-    } else {
-        v.iter_mut().for_each(|x| *x = bf16::from_f32(*x).to_f32());
+    if kind == DType::BF16 {
+        bf16_loops::round(v);
+        return;
+    }
+    let mut bits = [0u16; 512];
+    for chunk in v.chunks_mut(512) {
+        let bits = &mut bits[..chunk.len()];
+        narrow(kind, chunk, bits);
+        widen(kind, bits, chunk);
+    }
+}
+
+/// The f16 conversions with the CPU's conversion instructions (F16C, AVX-512)
+/// sixteen or eight at a time where it has them, else `half`'s: the same IEEE
+/// conversions (round to nearest even), so the same bits.
+mod f16_loops {
+    use half::f16;
+    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+
+    /// Whether the CPU converts f16 itself (F16C, with AVX2 and FMA for the
+    /// loops' copies).
+    #[cfg(target_arch = "x86_64")]
+    fn has_f16c() -> bool {
+        std::is_x86_feature_detected!("f16c")
+            && crate::cpu::simd::active() >= crate::cpu::simd::Simd::Avx2
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,f16c")]
+    fn widen_avx512(bits: &[u16], out: &mut [f32]) {
+        use std::arch::x86_64::*;
+        let n = bits.len().min(out.len());
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: 16 elements from `i` are within both slices.
+            unsafe {
+                let h = _mm256_loadu_si256(bits.as_ptr().add(i).cast());
+                _mm512_storeu_ps(out.as_mut_ptr().add(i), _mm512_cvtph_ps(h));
+            }
+            i += 16;
+        }
+        tail_widen(&bits[i..n], &mut out[i..n]);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn widen_avx2(bits: &[u16], out: &mut [f32]) {
+        use std::arch::x86_64::*;
+        let n = bits.len().min(out.len());
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: 8 elements from `i` are within both slices.
+            unsafe {
+                let h = _mm_loadu_si128(bits.as_ptr().add(i).cast());
+                _mm256_storeu_ps(out.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
+            }
+            i += 8;
+        }
+        tail_widen(&bits[i..n], &mut out[i..n]);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,f16c")]
+    fn narrow_avx512(src: &[f32], out: &mut [u16]) {
+        use std::arch::x86_64::*;
+        let n = src.len().min(out.len());
+        let mut i = 0;
+        while i + 16 <= n {
+            // SAFETY: 16 elements from `i` are within both slices.
+            unsafe {
+                let f = _mm512_loadu_ps(src.as_ptr().add(i));
+                let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(f);
+                _mm256_storeu_si256(out.as_mut_ptr().add(i).cast(), h);
+            }
+            i += 16;
+        }
+        tail_narrow(&src[i..n], &mut out[i..n]);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn narrow_avx2(src: &[f32], out: &mut [u16]) {
+        use std::arch::x86_64::*;
+        let n = src.len().min(out.len());
+        let mut i = 0;
+        while i + 8 <= n {
+            // SAFETY: 8 elements from `i` are within both slices.
+            unsafe {
+                let f = _mm256_loadu_ps(src.as_ptr().add(i));
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(f);
+                _mm_storeu_si128(out.as_mut_ptr().add(i).cast(), h);
+            }
+            i += 8;
+        }
+        tail_narrow(&src[i..n], &mut out[i..n]);
+    }
+
+    fn tail_widen(bits: &[u16], out: &mut [f32]) {
+        bits.reinterpret_cast::<f16>().convert_to_f32_slice(out);
+    }
+
+    fn tail_narrow(src: &[f32], out: &mut [u16]) {
+        out.reinterpret_cast_mut::<f16>().convert_from_f32_slice(src);
+    }
+
+    /// f16 `bits` widened into `out` (exact).
+    pub(super) fn widen(bits: &[u16], out: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if has_f16c() {
+            // SAFETY (both): the CPU has F16C and the set (`has_f16c`, `detect`).
+            return match crate::cpu::simd::Simd::min(
+                crate::cpu::simd::active(),
+                crate::cpu::simd::detect(),
+            ) {
+                crate::cpu::simd::Simd::Avx512 => unsafe { widen_avx512(bits, out) },
+                _ => unsafe { widen_avx2(bits, out) },
+            };
+        }
+        tail_widen(bits, out)
+    }
+
+    /// `src` rounded to nearest even f16, as bits, into `out`.
+    pub(super) fn narrow(src: &[f32], out: &mut [u16]) {
+        #[cfg(target_arch = "x86_64")]
+        if has_f16c() {
+            // SAFETY (both): as in `widen`.
+            return match crate::cpu::simd::Simd::min(
+                crate::cpu::simd::active(),
+                crate::cpu::simd::detect(),
+            ) {
+                crate::cpu::simd::Simd::Avx512 => unsafe { narrow_avx512(src, out) },
+                _ => unsafe { narrow_avx2(src, out) },
+            };
+        }
+        tail_narrow(src, out)
+    }
+}
+
+/// The bf16 conversions as loops over bits, compiled for the baseline, AVX2
+/// and AVX-512 (`simd::by_simd`): each lane converts its own element, so every
+/// copy gives the same bits.
+mod bf16_loops {
+    use crate::cpu::simd::{active, by_simd};
+
+    /// `f32` bits rounded to nearest even bf16, in the upper half (quiet NaNs).
+    #[inline(always)]
+    fn rounded(x: f32) -> u32 {
+        let b = x.to_bits();
+        if x.is_nan() {
+            (b | 0x0040_0000) & 0xffff_0000
+        } else {
+            b.wrapping_add(0x7fff + ((b >> 16) & 1)) & 0xffff_0000
+        }
+    }
+
+    #[inline(always)]
+    fn widen_body(bits: &[u16], out: &mut [f32]) {
+        for (o, &b) in out.iter_mut().zip(bits) {
+            *o = f32::from_bits((b as u32) << 16);
+        }
+    }
+
+    #[inline(always)]
+    fn narrow_body(src: &[f32], out: &mut [u16]) {
+        for (o, &x) in out.iter_mut().zip(src) {
+            *o = (rounded(x) >> 16) as u16;
+        }
+    }
+
+    #[inline(always)]
+    fn round_body(v: &mut [f32]) {
+        for x in v.iter_mut() {
+            *x = f32::from_bits(rounded(*x));
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+    fn widen_avx512(bits: &[u16], out: &mut [f32]) {
+        widen_body(bits, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn widen_avx2(bits: &[u16], out: &mut [f32]) {
+        widen_body(bits, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+    fn narrow_avx512(src: &[f32], out: &mut [u16]) {
+        narrow_body(src, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn narrow_avx2(src: &[f32], out: &mut [u16]) {
+        narrow_body(src, out)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+    fn round_avx512(v: &mut [f32]) {
+        round_body(v)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn round_avx2(v: &mut [f32]) {
+        round_body(v)
+    }
+
+    /// bf16 `bits` widened into `out` (exact).
+    pub(super) fn widen(bits: &[u16], out: &mut [f32]) {
+        by_simd!(active(), widen_avx512, widen_avx2, widen_body(bits, out), (bits, out))
+    }
+
+    /// `src` rounded to nearest even bf16, as bits, into `out`.
+    pub(super) fn narrow(src: &[f32], out: &mut [u16]) {
+        by_simd!(active(), narrow_avx512, narrow_avx2, narrow_body(src, out), (src, out))
+    }
+
+    /// Every value of `v` rounded to nearest even bf16, kept as `f32`.
+    pub(super) fn round(v: &mut [f32]) {
+        by_simd!(active(), round_avx512, round_avx2, round_body(v), (v))
     }
 }
 
 impl Widen<'_> {
     /// The next `len` values widened into `out` (an `f32` buffer: the only
     /// type a half leaf is read as).
-    fn next<T: 'static>(&mut self, len: usize, out: &mut Vec<T>) {
-        let Some(out) = (out as &mut dyn std::any::Any).downcast_mut::<Vec<f32>>() else {
+    fn next<T: 'static>(&mut self, len: usize, out: &mut [T]) {
+        let Some(out) = as_f32_mut(out) else {
             return;
         };
         match &mut self.cursor {
@@ -441,6 +675,44 @@ mod tests {
 
     /// A program of one step reads dense, repeated and gathered leaves as the
     /// elements of their views, in and across blocks.
+    /// The fast rounding of [`round_to`] gives `half`'s bits for every bf16
+    /// rounding case and a sweep of f16 ones.
+    #[test]
+    fn rounding_to_halves_matches_the_half_crate() {
+        let mut v: Vec<f32> = (0..200_000u32)
+            .map(|i| f32::from_bits(i.wrapping_mul(2_654_435_761)))
+            .collect();
+        v.extend([
+            0.0,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            f32::MAX,
+            65504.0,
+            65520.0,
+            1.0 + 1.0 / 256.0,
+            1.0 + 3.0 / 256.0,
+            f32::MIN_POSITIVE,
+            1e-8,
+        ]);
+        for kind in [DType::F16, DType::BF16] {
+            let mut got = v.clone();
+            round_to(kind, &mut got);
+            for (x, g) in v.iter().zip(&got) {
+                let want = if kind == DType::F16 {
+                    half::f16::from_f32(*x).to_f32()
+                } else {
+                    half::bf16::from_f32(*x).to_f32()
+                };
+                assert!(
+                    want.to_bits() == g.to_bits() || (want.is_nan() && g.is_nan()),
+                    "{kind} {x:e}: {g:e}, want {want:e}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn one_step_reads_every_kind_of_view_in_order() {
         let rows = BLOCK / 3 + 5;

@@ -32,7 +32,8 @@ pub enum Module {
     Binary,
     /// `reduce.cu`: sum, max and min over axes.
     Reduce,
-    /// `copy.cu`: strided copies (optionally accumulating), fill and cast.
+    /// `copy.cu`: strided copies (optionally accumulating), fill and cast for
+    /// every dtype, and the integer dtypes' arithmetic (over i64).
     Copy,
 }
 
@@ -125,6 +126,30 @@ pub fn every_reduce_op() -> Vec<ReduceOp> {
 
 pub(crate) const DTYPES: [DType; 2] = [DType::F32, DType::F64];
 
+/// The dtypes whose accumulating copy into repeated destinations has an atomic
+/// kernel (`copy_atomic_add_<dtype>`); `u8`, `f16` and `bf16` accumulate through
+/// `i32` or `f32` (see `CudaStorage::copy_into`).
+pub(crate) const ATOMIC_ADD_DTYPES: [DType; 5] =
+    [DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64];
+
+/// The unary ops the integer dtypes compute, over i64 (`iunary_<name>_i64` in
+/// copy.cu).
+pub(crate) const INT_UNARY: [&str; 3] = ["neg", "add_scalar", "mul_scalar"];
+
+/// The binary ops the integer dtypes compute, over i64 (`ibinary_<name>_i64` in
+/// copy.cu).
+pub(crate) const INT_BINARY: [&str; 8] = ["add", "sub", "mul", "eq", "gt", "ge", "lt", "le"];
+
+/// The integer unary kernel `iunary_<op>_i64`.
+pub(crate) fn int_unary_kernel(op: &str) -> String {
+    format!("iunary_{op}_i64")
+}
+
+/// The integer binary kernel `ibinary_<op>_i64`.
+pub(crate) fn int_binary_kernel(op: &str) -> String {
+    format!("ibinary_{op}_i64")
+}
+
 /// The kernel of unary.cu computing `op` over `dtype` (`unary_<op>_<dtype>`).
 /// The names are formatted once per process (a launch looks its name up).
 pub(crate) fn unary_kernel(op: UnaryOp, dtype: DType) -> &'static str {
@@ -205,6 +230,8 @@ impl ReduceKind {
 /// max and min keep their elements.
 pub(crate) fn partial_dtype(op: ReduceOp, dtype: DType) -> DType {
     match op {
+        // Integer sums wrap in i64, which any order computes exactly.
+        ReduceOp::Sum if dtype == DType::I64 => DType::I64,
         ReduceOp::Sum => DType::F64,
         ReduceOp::Max | ReduceOp::Min => dtype,
     }
@@ -253,13 +280,13 @@ pub fn kernel_params(name: &str) -> Vec<Param> {
     use Param::{F64, Struct, U64};
     let index1 = Struct(std::mem::size_of::<Index1>());
     let index2 = Struct(std::mem::size_of::<Index2>());
-    if name.starts_with("unary_") {
+    if name.starts_with("unary_") || name.starts_with("iunary_") {
         // n, view, in, out, scalar
         vec![U64, index1, U64, U64, F64]
     } else if name.starts_with("binary_assign_") {
         // n, views, a (updated), b
         vec![U64, index2, U64, U64]
-    } else if name.starts_with("binary_") {
+    } else if name.starts_with("binary_") || name.starts_with("ibinary_") {
         // n, views, a, b, out
         vec![U64, index2, U64, U64, U64]
     } else if name.starts_with("reduce_") {
@@ -341,15 +368,34 @@ pub fn kernel_names() -> Vec<(Module, String)> {
                 }
             }
         }
-        for kind in ["copy", "copy_add", "copy_atomic_add"] {
+    }
+    for kind in ReduceKind::ALL {
+        for op in every_reduce_op() {
+            names.push((
+                Module::Reduce,
+                reduce_kernel(op, kind, DType::I64, DType::I64),
+            ));
+        }
+    }
+    for dtype in DType::ALL {
+        for kind in ["copy", "copy_add"] {
             names.push((Module::Copy, copy_kernel(kind, dtype)));
         }
+        if ATOMIC_ADD_DTYPES.contains(&dtype) {
+            names.push((Module::Copy, copy_kernel("copy_atomic_add", dtype)));
+        }
         names.push((Module::Copy, fill_kernel(dtype)));
-        for to in DTYPES {
+        for to in DType::ALL {
             if to != dtype {
                 names.push((Module::Copy, cast_kernel(dtype, to)));
             }
         }
+    }
+    for op in INT_UNARY {
+        names.push((Module::Copy, int_unary_kernel(op)));
+    }
+    for op in INT_BINARY {
+        names.push((Module::Copy, int_binary_kernel(op)));
     }
     names
 }

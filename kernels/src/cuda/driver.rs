@@ -9,9 +9,9 @@
 //! (grids, splits, leading dimensions) stays in the backend, so the emulated
 //! device runs exactly the backend's own code.
 
-use super::CudaElement;
 use super::compile::{Contraction, Module};
 use super::index::{Index1, Index2, RawParams, ReduceIndex};
+use super::{CudaElement, CudaFloat};
 use crate::Result;
 
 /// The dynamic shared memory a kernel may launch with unless it opted in to more
@@ -35,10 +35,19 @@ pub(crate) enum KernelArg<'a, D: Driver> {
     Reduce(&'a ReduceIndex),
     /// The parameter struct of a raw program (`RAW_PARAMS`).
     Raw(&'a RawParams),
-    /// A buffer the kernel only reads (a `const T*` parameter).
+    /// A buffer the kernel only reads (a `const T*` parameter): bytes (`bool`
+    /// and `u8`), 16-bit patterns (`f16` and `bf16`), `i32`, `i64`, `f32`, `f64`.
+    InU8(&'a D::Buf<u8>),
+    InU16(&'a D::Buf<u16>),
+    InI32(&'a D::Buf<i32>),
+    InI64(&'a D::Buf<i64>),
     InF32(&'a D::Buf<f32>),
     InF64(&'a D::Buf<f64>),
-    /// A buffer the kernel writes.
+    /// A buffer the kernel writes, of the same element types.
+    OutU8(&'a mut D::Buf<u8>),
+    OutU16(&'a mut D::Buf<u16>),
+    OutI32(&'a mut D::Buf<i32>),
+    OutI64(&'a mut D::Buf<i64>),
     OutF32(&'a mut D::Buf<f32>),
     OutF64(&'a mut D::Buf<f64>),
 }
@@ -186,7 +195,7 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// # Safety
     /// The arguments describe matrices inside the buffers.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm<T: CudaElement>(
+    unsafe fn gemm<T: CudaFloat>(
         &self,
         g: &GemmArgs,
         a: &Self::Buf<T>,

@@ -134,7 +134,7 @@ impl CudaStorage {
             }
             crate::check::check_fits(s.len(), l)?;
         }
-        with_dtype!(dtype, T => launch_chain::<T>(steps, leaves, n, outputs))
+        with_dtype!(dtype, "fused program", T => launch_chain::<T>(steps, leaves, n, outputs))
     }
 }
 

@@ -37,7 +37,7 @@ impl CudaStorage {
             }
             crate::check::check_fits(s.len(), l)?;
         }
-        with_dtype!(first.dtype(), T => launch_kernel::<T, K>(kernel, what, ins, shape))
+        with_dtype!(first.dtype(), kernel.name(), T => launch_kernel::<T, K>(kernel, what, ins, shape))
     }
 }
 

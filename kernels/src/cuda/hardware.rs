@@ -24,8 +24,12 @@ use std::collections::HashMap;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-/// What an element type needs for cudarc: a device representation, and cuBLAS.
-pub(crate) trait DriverElement: DeviceRepr + ValidAsZeroBits + Unpin + Sized {
+/// What an element type needs for cudarc: a device representation.
+pub(crate) trait DriverElement: DeviceRepr + ValidAsZeroBits + Unpin + Sized {}
+impl<T: DeviceRepr + ValidAsZeroBits + Unpin + Sized> DriverElement for T {}
+
+/// What a floating element type needs for cuBLAS.
+pub(crate) trait BlasElement: DriverElement {
     /// `CudaBlas::gemm` or `gemm_strided_batched` for this type.
     ///
     /// # Safety
@@ -49,7 +53,7 @@ fn op(transpose: bool) -> cublasOperation_t {
 
 macro_rules! driver_element {
     ($t:ty) => {
-        impl DriverElement for $t {
+        impl BlasElement for $t {
             unsafe fn gemm(
                 blas: &CudaBlas,
                 g: &GemmArgs,
@@ -487,8 +491,16 @@ impl Driver for Cudarc {
                 KernelArg::Index2(v) => b.arg(*v),
                 KernelArg::Reduce(v) => b.arg(*v),
                 KernelArg::Raw(v) => b.arg(*v),
+                KernelArg::InU8(s) => b.arg(s.s()),
+                KernelArg::InU16(s) => b.arg(s.s()),
+                KernelArg::InI32(s) => b.arg(s.s()),
+                KernelArg::InI64(s) => b.arg(s.s()),
                 KernelArg::InF32(s) => b.arg(s.s()),
                 KernelArg::InF64(s) => b.arg(s.s()),
+                KernelArg::OutU8(s) => b.arg(s.s_mut()),
+                KernelArg::OutU16(s) => b.arg(s.s_mut()),
+                KernelArg::OutI32(s) => b.arg(s.s_mut()),
+                KernelArg::OutI64(s) => b.arg(s.s_mut()),
                 KernelArg::OutF32(s) => b.arg(s.s_mut()),
                 KernelArg::OutF64(s) => b.arg(s.s_mut()),
             };
@@ -504,7 +516,7 @@ impl Driver for Cudarc {
         })
     }
 
-    unsafe fn gemm<T: CudaElement>(
+    unsafe fn gemm<T: super::CudaFloat>(
         &self,
         g: &GemmArgs,
         a: &DevBuf<T>,

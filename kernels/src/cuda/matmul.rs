@@ -11,7 +11,7 @@
 //! only the operand whose own batch axes do not merge is copied ([`to_copy`]).
 
 use super::driver::{Driver, GemmArgs};
-use super::{CudaElement, CudaStorage, alloc};
+use super::{CudaFloat, CudaStorage, alloc};
 use crate::walk::Walk;
 use crate::{BackendStorage, KernelError, Layout, Result, UnaryOp};
 
@@ -60,7 +60,7 @@ fn to_copy(shape: &[usize], a: &[usize], b: &[usize]) -> (bool, bool) {
 
 /// `dims` is `(batch, m, k, n)` from `check::matmul_dims`, which checked that the
 /// two views agree (same batch axes, inner sizes) and that the result's size fits.
-pub(super) fn matmul<T: CudaElement>(
+pub(super) fn matmul<T: CudaFloat>(
     a: &CudaStorage,
     la: &Layout,
     b: &CudaStorage,

@@ -62,7 +62,7 @@ impl CudaStorage {
             )));
         }
         // SAFETY: forwarded to the caller.
-        with_dtype!(first.dtype(), T => unsafe { launch_program::<T>(launch, ins, outs) })
+        with_dtype!(first.dtype(), "raw program", T => unsafe { launch_program::<T>(launch, ins, outs) })
     }
 }
 

@@ -20,6 +20,7 @@
 // the f32 input to double partials, reduce_<kind>_sum_f64_f32 the double partials
 // to the f32 result, so an f32 sum is rounded to f32 once, however many passes.
 // (Names: reduce_<kind>_<op>_<in>, with _<out> added where the types differ.)
+// The integer dtypes reduce as i64 (reduce_<kind>_<op>_i64), partial results too.
 //
 // ReduceSum, the shared scratch (REDUCE_SCRATCH) and block_reduce are in
 // block_reduce.cuh, compiled before this file (fused kernels ending in a sum use them).
@@ -36,6 +37,27 @@ struct ReduceMin {
     typedef T Acc;
     __device__ static Acc identity() { return m_inf(T(0)); }
     __device__ static Acc combine(Acc a, Acc b) { return m_min(a, b); }
+};
+
+// The integer dtypes reduce in i64 (the host converts them to it, as the CPU
+// does): sums wrap (modular, so any order gives the same bits, partial results
+// included), max and min compare.
+struct ReduceSumI64 {
+    typedef long long Acc;
+    __device__ static Acc identity() { return 0; }
+    __device__ static Acc combine(Acc a, Acc b) { return (Acc)((u64)a + (u64)b); }
+};
+
+struct ReduceMaxI64 {
+    typedef long long Acc;
+    __device__ static Acc identity() { return -9223372036854775807LL - 1; }
+    __device__ static Acc combine(Acc a, Acc b) { return a > b ? a : b; }
+};
+
+struct ReduceMinI64 {
+    typedef long long Acc;
+    __device__ static Acc identity() { return 9223372036854775807LL; }
+    __device__ static Acc combine(Acc a, Acc b) { return a < b ? a : b; }
 };
 
 template <typename Op, typename In, typename Out, typename I>
@@ -148,3 +170,6 @@ REDUCE_KERNELS(max, f32, ReduceMax<float>, float, float)
 REDUCE_KERNELS(max, f64, ReduceMax<double>, double, double)
 REDUCE_KERNELS(min, f32, ReduceMin<float>, float, float)
 REDUCE_KERNELS(min, f64, ReduceMin<double>, double, double)
+REDUCE_KERNELS(sum, i64, ReduceSumI64, long long, long long)
+REDUCE_KERNELS(max, i64, ReduceMaxI64, long long, long long)
+REDUCE_KERNELS(min, i64, ReduceMinI64, long long, long long)

@@ -149,15 +149,26 @@ pub(super) fn pass<In: CudaElement, Out: CudaElement>(
     let partial = match compile::partial_dtype(op, Out::DTYPE) {
         DType::F32 => launch_pass::<In, f32>(x, &plan, op, lc)?,
         DType::F64 => launch_pass::<In, f64>(x, &plan, op, lc)?,
-        other => return Err(super::not_on_cuda(other)),
+        DType::I64 => launch_pass::<In, i64>(x, &plan, op, lc)?,
+        other => return Err(no_partials(other)),
     };
     // The chunks' results, [splits, out_n], reduced over the first axis.
     let pl = Layout::contiguous(Shape::from([lc.splits, plan.out_n]));
     match partial.dtype() {
         DType::F32 => pass::<f32, Out>(&partial, &pl, op, &[0]),
         DType::F64 => pass::<f64, Out>(&partial, &pl, op, &[0]),
-        other => Err(super::not_on_cuda(other)),
+        DType::I64 => pass::<i64, Out>(&partial, &pl, op, &[0]),
+        other => Err(no_partials(other)),
     }
+}
+
+/// The error for partial results of a dtype the reductions do not write (the
+/// backend reduces f32, f64 and i64 only).
+fn no_partials(dtype: DType) -> crate::KernelError {
+    crate::KernelError::Internal(format!(
+        "a CUDA reduction's partial results in {dtype}: the reductions compute in f32, f64 \
+         and i64"
+    ))
 }
 
 /// Launches one pass: `lc.splits * out_n` results of type `P`.

@@ -40,7 +40,8 @@
 //!   warp runs ahead of the others to the next `__syncthreads`), and with the
 //!   grid cut to one block and to three (the grid-stride loops do the rest).
 //!   Their outputs must agree (to 1e-5 relative in f32, 1e-12 in f64, for the
-//!   order of atomic additions): a race between blocks, a missing barrier or a
+//!   order of atomic additions; bit for bit for integers, bytes and the 16-bit
+//!   patterns of f16 and bf16): a race between blocks, a missing barrier or a
 //!   loop that is not grid-stride makes the launch fail.
 //! - **Launch limits.** Grid and block sizes are checked as `cuLaunchKernel`
 //!   checks them (grid y and z at most 65535, at most 1024 threads per block).
@@ -96,8 +97,22 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Nothing more is needed of an element type on the emulated device.
 pub(crate) trait DriverElement {}
+impl DriverElement for u8 {}
+impl DriverElement for u16 {}
+impl DriverElement for i32 {}
+impl DriverElement for i64 {}
 impl DriverElement for f32 {}
 impl DriverElement for f64 {}
+
+/// What the emulated cuBLAS needs of an element type: nothing more either.
+pub(crate) trait BlasElement {}
+impl BlasElement for f32 {}
+impl BlasElement for f64 {}
+
+/// Marks a buffer argument's element size (`EmuArg::elem`) as integer bits (or
+/// 16-bit float patterns), compared exactly between schedules rather than as
+/// floats within a tolerance.
+const EXACT: u32 = 0x100;
 
 const LIBRARY: &str = concat!(env!("OUT_DIR"), "/libautograd_cuda_emu.so");
 
@@ -832,8 +847,16 @@ impl Driver for Emulator {
         let addrs: Vec<u64> = args
             .iter()
             .map(|a| match a {
+                KernelArg::InU8(b) => b.addr,
+                KernelArg::InU16(b) => b.addr,
+                KernelArg::InI32(b) => b.addr,
+                KernelArg::InI64(b) => b.addr,
                 KernelArg::InF32(b) => b.addr,
                 KernelArg::InF64(b) => b.addr,
+                KernelArg::OutU8(b) => b.addr,
+                KernelArg::OutU16(b) => b.addr,
+                KernelArg::OutI32(b) => b.addr,
+                KernelArg::OutI64(b) => b.addr,
                 KernelArg::OutF32(b) => b.addr,
                 KernelArg::OutF64(b) => b.addr,
                 _ => 0,
@@ -856,8 +879,16 @@ impl Driver for Emulator {
                     KernelArg::Index2(v) => p(*v as *const _ as *const c_void, 3, 0),
                     KernelArg::Reduce(v) => p(*v as *const _ as *const c_void, 4, 0),
                     KernelArg::Raw(v) => p(*v as *const _ as *const c_void, 7, 0),
+                    KernelArg::InU8(_) => p(addr, 5, 1 | EXACT),
+                    KernelArg::InU16(_) => p(addr, 5, 2 | EXACT),
+                    KernelArg::InI32(_) => p(addr, 5, 4 | EXACT),
+                    KernelArg::InI64(_) => p(addr, 5, 8 | EXACT),
                     KernelArg::InF32(_) => p(addr, 5, 4),
                     KernelArg::InF64(_) => p(addr, 5, 8),
+                    KernelArg::OutU8(_) => p(addr, 6, 1 | EXACT),
+                    KernelArg::OutU16(_) => p(addr, 6, 2 | EXACT),
+                    KernelArg::OutI32(_) => p(addr, 6, 4 | EXACT),
+                    KernelArg::OutI64(_) => p(addr, 6, 8 | EXACT),
                     KernelArg::OutF32(_) => p(addr, 6, 4),
                     KernelArg::OutF64(_) => p(addr, 6, 8),
                 }
@@ -891,7 +922,7 @@ impl Driver for Emulator {
         Ok(())
     }
 
-    unsafe fn gemm<T: CudaElement>(
+    unsafe fn gemm<T: super::CudaFloat>(
         &self,
         g: &GemmArgs,
         a: &EmuBuf<T>,

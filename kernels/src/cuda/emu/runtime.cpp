@@ -498,7 +498,7 @@ enum ArgKind : uint32_t { U64 = 0, F64 = 1, IX1 = 2, IX2 = 3, IXR = 4, IN = 5, O
 
 struct EmuArg {
     uint32_t kind;
-    uint32_t elem;      // element size of a buffer (4 or 8)
+    uint32_t elem;      // element size of a buffer (1, 2, 4 or 8), | EXACT_ELEM for integer bits
     const void* value;  // the value; for a buffer, its u64 device address
 };
 
@@ -591,11 +591,25 @@ struct Buffer {
     Allocation a;
     uint32_t elem;
     bool out;
+    bool exact;
 };
 
-bool close_enough(const unsigned char* x, const unsigned char* y, uint32_t elem, size_t i,
-                  std::string* msg) {
+// Set in an argument's `elem` (mod.rs's EXACT) for integer elements and 16-bit
+// float patterns: compared bit for bit between schedules.
+const uint32_t EXACT_ELEM = 0x100;
+
+bool close_enough(const unsigned char* x, const unsigned char* y, uint32_t elem, bool exact,
+                  size_t i, std::string* msg) {
     double a, b, rtol, atol;
+    if (exact || (elem != 4 && elem != 8)) {
+        if (memcmp(x + i * elem, y + i * elem, elem) == 0) return true;
+        unsigned long long va = 0, vb = 0;
+        memcpy(&va, x + i * elem, elem);
+        memcpy(&vb, y + i * elem, elem);
+        *msg = format("element %zu has the bits 0x%llx, under the first schedule 0x%llx", i, vb,
+                      va);
+        return false;
+    }
     if (elem == 4) {
         float fa, fb;
         memcpy(&fa, x + i * 4, 4);
@@ -871,7 +885,8 @@ int emu_launch(const char* name, void* fn, const EmuArg* args, uint32_t nargs,
             if (it == live.end()) {
                 return fail(format("argument %u is not a live device buffer", i));
             }
-            bufs.push_back({it->second, a.elem, a.kind == OUT});
+            bufs.push_back({it->second, a.elem & ~EXACT_ELEM, a.kind == OUT,
+                            (a.elem & EXACT_ELEM) != 0});
             break;
         }
         default: return fail(format("argument %u has an unknown kind", i));
@@ -982,7 +997,7 @@ int emu_launch(const char* name, void* fn, const EmuArg* args, uint32_t nargs,
             const size_t n = b.a.bytes / b.elem;
             std::string m;
             for (size_t i = 0; i < n; ++i) {
-                if (!close_enough(want, (const unsigned char*)b.a.data, b.elem, i, &m)) {
+                if (!close_enough(want, (const unsigned char*)b.a.data, b.elem, b.exact, i, &m)) {
                     error = format("the result depends on the schedule (a race between blocks "
                                    "or threads, or a missing barrier): output %u under '%s': %s "
                                    "'%s'",

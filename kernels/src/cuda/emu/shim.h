@@ -77,6 +77,21 @@ inline double __longlong_as_double(long long i) {
     memcpy(&d, &i, sizeof d);
     return d;
 }
+inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+inline float __uint_as_float(unsigned u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+inline long long __double_as_longlong(double d) {
+    long long i;
+    memcpy(&i, &d, sizeof i);
+    return i;
+}
 
 // The round-to-nearest arithmetic intrinsics (__fadd_rn, __dmul_rn, ..): each
 // operation rounded on its own, never contracted with another into a fused
