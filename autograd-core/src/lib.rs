@@ -9,6 +9,7 @@
 mod accounting;
 pub mod anomaly;
 mod assign;
+pub mod autocast;
 mod backward;
 mod caches;
 pub mod cases;
@@ -81,6 +82,7 @@ pub mod parallel {
     }
 }
 
+pub use autocast::{AutocastGuard, CastPolicy, autocast, autocast_dtype, is_autocast_enabled};
 /// Element types a tensor can hold: `bool`, `u8`, `i32`, `i64`, `f16`, `bf16`, `f32`, `f64`.
 pub use autograd_kernels::cpu::CpuElement as Element;
 pub use autograd_kernels::{

@@ -274,6 +274,18 @@ pub fn cpu<K: CpuKernel + ?Sized>(
     match dtype {
         DType::F32 => run_cpu::<f32, K>(op, kernel, inputs, &storages, outputs),
         DType::F64 => run_cpu::<f64, K>(op, kernel, inputs, &storages, outputs),
+        DType::F16 | DType::BF16 => {
+            // As the built-in kernels: computed in f32, each result rounded once.
+            let wide = inputs
+                .iter()
+                .map(|t| crate::compute::cast(t, DType::F32))
+                .collect::<Result<Vec<_>>>()?;
+            let wide: Vec<&Tensor> = wide.iter().collect();
+            cpu(op, kernel, &wide, outputs)?
+                .iter()
+                .map(|t| crate::compute::cast(t, dtype))
+                .collect()
+        }
         other => Err(Error::InvalidArgument {
             op,
             msg: format!(

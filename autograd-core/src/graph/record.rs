@@ -205,11 +205,15 @@ pub fn apply<O: Differentiable>(op: O, inputs: &[&Tensor]) -> crate::Result<Tens
     let entry = O::ENTRY;
     check_arity(entry, inputs)?;
     check_float_grads(entry, inputs)?;
-    let output = {
-        let _off = crate::grad_mode::ForwardGuard::new();
-        op.forward(inputs).map_err(|e| e.in_op(entry.name))?
-    };
-    Ok(ComputationGraph::record_at(op, inputs, output, location))
+    // Autocast: the inputs converted as the op's policy says (recorded), the forward
+    // run with autocast suspended; outside any scope, one thread-local read.
+    crate::autocast::dispatch(entry.name, inputs, |inputs| {
+        let output = {
+            let _off = crate::grad_mode::ForwardGuard::new();
+            op.forward(inputs).map_err(|e| e.in_op(entry.name))?
+        };
+        Ok(ComputationGraph::record_at(op, inputs, output, location))
+    })
 }
 
 impl ComputationGraph {
