@@ -5,7 +5,7 @@
 //! `f16`/`bf16` inputs to `f32`. Everything else runs in its inputs' dtypes (mixed
 //! dtypes promote as usual).
 //!
-//! The conversions are recorded ([`to_dtype`](crate::primitives::to_dtype)), so the
+//! The conversions are recorded ([`to_dtype`](fn@crate::primitives::to_dtype)), so the
 //! gradients flow back in each input's own dtype: a parameter kept in `f32` gets an
 //! `f32` gradient, while the product itself ran on `bf16` copies. Outside any scope
 //! nothing changes, and the cost of an op call is one thread-local read.

@@ -49,7 +49,11 @@ pub fn run<K: ElementwiseKernel + Clone + 'static>(
     let common = inputs
         .iter()
         .fold(first.dtype(), |d, t| DType::promote(d, t.dtype()));
-    let common = if common.is_float() { common } else { DType::F32 };
+    let common = if common.is_float() {
+        common
+    } else {
+        DType::F32
+    };
     if inputs.iter().any(|t| t.dtype() != common) {
         let cast = inputs
             .iter()

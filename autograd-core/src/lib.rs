@@ -85,11 +85,11 @@ pub mod parallel {
 pub use autocast::{AutocastGuard, CastPolicy, autocast, autocast_dtype, is_autocast_enabled};
 /// Element types a tensor can hold: `bool`, `u8`, `i32`, `i64`, `f16`, `bf16`, `f32`, `f64`.
 pub use autograd_kernels::cpu::CpuElement as Element;
+#[doc(hidden)]
+pub use autograd_kernels::with_dtype;
 pub use autograd_kernels::{
     BinaryOp, DType, HostElement, Layout, ReduceOp, Shape, UnaryOp, bf16, f16,
 };
-#[doc(hidden)]
-pub use autograd_kernels::with_dtype;
 pub use backward::{BackwardOptions, backward, backward_many, grad, grad_many, zero_grad};
 pub use checkpoint::{CheckpointOptions, MAX_CHECKPOINT_INPUTS, checkpoint, checkpoint_with};
 pub use device::Device;

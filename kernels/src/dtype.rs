@@ -287,17 +287,34 @@ mod tests {
         let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
         assert_eq!(<f16 as HostElement>::from_f64(v).to_bits(), 0x3c01);
         // Exact ties still go to even.
-        assert_eq!(<bf16 as HostElement>::from_f64(1.0 + 2f64.powi(-8)).to_bits(), 0x3f80);
-        assert_eq!(<f16 as HostElement>::from_f64(1.0 + 2f64.powi(-11)).to_bits(), 0x3c00);
+        assert_eq!(
+            <bf16 as HostElement>::from_f64(1.0 + 2f64.powi(-8)).to_bits(),
+            0x3f80
+        );
+        assert_eq!(
+            <f16 as HostElement>::from_f64(1.0 + 2f64.powi(-11)).to_bits(),
+            0x3c00
+        );
         // From i64: 2^40 + 2^32 + 1 is above the bf16 tie between 2^40 and 2^40 + 2^33.
         let i = (1i64 << 40) + (1 << 32) + 1;
         let want = bf16::from_f32(2f32.powi(40) + 2f32.powi(33));
         assert_eq!(<bf16 as HostElement>::from_i64(i), want);
         assert_eq!(<bf16 as HostElement>::from_i64(-i), -want);
-        assert_eq!(<bf16 as HostElement>::from_i64(1 << 40), bf16::from_f32(2f32.powi(40)));
+        assert_eq!(
+            <bf16 as HostElement>::from_i64(1 << 40),
+            bf16::from_f32(2f32.powi(40))
+        );
         assert!(<f16 as HostElement>::from_i64(1 << 40).is_infinite());
         // Values an f32 holds convert as `from_f32` does.
-        for x in [0.1f32, -3.75, 65504.0, 65520.0, 1e-7, f32::MAX, f32::INFINITY] {
+        for x in [
+            0.1f32,
+            -3.75,
+            65504.0,
+            65520.0,
+            1e-7,
+            f32::MAX,
+            f32::INFINITY,
+        ] {
             assert_eq!(<f16 as HostElement>::from_f64(x as f64), f16::from_f32(x));
             assert_eq!(<bf16 as HostElement>::from_f64(x as f64), bf16::from_f32(x));
         }

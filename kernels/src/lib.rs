@@ -31,8 +31,8 @@ mod walk;
 
 pub use backend::BackendStorage;
 pub use dtype::{DType, Element, HostElement};
-pub use half::{bf16, f16};
 pub use error::{KernelError, Result};
+pub use half::{bf16, f16};
 pub use layout::Layout;
 pub use op::{BinaryOp, ReduceOp, UnaryOp};
 pub use shape::{Shape, broadcast_shapes};

@@ -122,7 +122,11 @@ fn small2<T: Element>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> Result<Vec<T>>
 /// `op(a)` over the view `l` of `a` (within it), written contiguously: a program
 /// of one step, except `Fill`, which reads nothing (a direct fill), and a few
 /// dense elements ([`small`], [`small2`]).
-pub(crate) fn unary<T: CpuElement + crate::Element>(a: &[T], l: &Layout, op: UnaryOp) -> Result<Vec<T>> {
+pub(crate) fn unary<T: CpuElement + crate::Element>(
+    a: &[T],
+    l: &Layout,
+    op: UnaryOp,
+) -> Result<Vec<T>> {
     match op {
         UnaryOp::Fill(v) => pool::filled(l.numel(), T::from_f64(v)),
         _ if l.numel() <= SMALL && l.is_contiguous() => {

@@ -351,7 +351,15 @@ fn run_program<T: CpuElement + crate::Element>(
     if in_pieces(n, leaves.len() + outputs.len()) {
         return run_pieces(steps, leaves, n, outputs, &read, kernel, pair, half);
     }
-    let plan = Plan::new(steps, n, outputs, &read, stored_size::<T>(half), false, half);
+    let plan = Plan::new(
+        steps,
+        n,
+        outputs,
+        &read,
+        stored_size::<T>(half),
+        false,
+        half,
+    );
     let mut sources: Sources<T> = Source::plan(leaves, n, plan.block)?;
     let mut bufs = plan.buffers::<T>();
     let mut outs = outputs

@@ -80,7 +80,10 @@ pub(super) fn binary(
         BinaryOp::Div => return Err(needs_float(op.name(), dtype)),
     };
     let (x, y) = (values(a, la)?, values(b, lb)?);
-    Ok(back(x.into_iter().zip(y).map(|(x, y)| f(x, y)).collect(), dtype))
+    Ok(back(
+        x.into_iter().zip(y).map(|(x, y)| f(x, y)).collect(),
+        dtype,
+    ))
 }
 
 /// Sums give `i64` (as PyTorch sums integers and booleans); max and min keep the
@@ -181,14 +184,23 @@ mod tests {
     fn casts_between_every_pair_follow_rust_as() {
         let x = CpuStorage::F32(vec![-1.5, 0.0, 2.7, 300.0]);
         let all = l(&[4]);
-        assert_eq!(x.cast(&all, DType::I64).unwrap(), CpuStorage::I64(vec![-1, 0, 2, 300]));
-        assert_eq!(x.cast(&all, DType::U8).unwrap(), CpuStorage::U8(vec![0, 0, 2, 255]));
+        assert_eq!(
+            x.cast(&all, DType::I64).unwrap(),
+            CpuStorage::I64(vec![-1, 0, 2, 300])
+        );
+        assert_eq!(
+            x.cast(&all, DType::U8).unwrap(),
+            CpuStorage::U8(vec![0, 0, 2, 255])
+        );
         assert_eq!(
             x.cast(&all, DType::Bool).unwrap(),
             CpuStorage::Bool(vec![true, false, true, true])
         );
         let i = CpuStorage::I64(vec![(1 << 24) + 1]);
-        assert_eq!(i.cast(&l(&[1]), DType::F32).unwrap(), CpuStorage::F32(vec![16777216.0]));
+        assert_eq!(
+            i.cast(&l(&[1]), DType::F32).unwrap(),
+            CpuStorage::F32(vec![16777216.0])
+        );
         for from in DType::ALL {
             for to in DType::ALL {
                 let s = CpuStorage::filled(3, from, 1.0).unwrap();
@@ -206,7 +218,11 @@ mod tests {
         let r = a.binary(&l(&[3]), &b, &l(&[3]), BinaryOp::Add).unwrap();
         // 1 + 2^-8 is a tie between bf16 neighbours: rounds to even (1.0).
         assert_eq!(r, CpuStorage::BF16(vec![bf16::from_f32(1.0); 3]));
-        let h = CpuStorage::F16(vec![f16::from_f32(2048.0), f16::from_f32(1.0), f16::from_f32(1.0)]);
+        let h = CpuStorage::F16(vec![
+            f16::from_f32(2048.0),
+            f16::from_f32(1.0),
+            f16::from_f32(1.0),
+        ]);
         // Summed in f32 (2050), one rounding: f16 holds 2050 exactly.
         let s = h.reduce(&l(&[3]), ReduceOp::Sum, &[0]).unwrap();
         assert_eq!(s, CpuStorage::F16(vec![f16::from_f32(2050.0)]));

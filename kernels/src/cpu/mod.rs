@@ -142,8 +142,10 @@ impl BackendStorage for CpuStorage {
             }
             _ if self.dtype() != rhs.dtype() => return Err(mismatch(self, rhs)),
             (CpuStorage::F16(_) | CpuStorage::BF16(_), _) => {
-                in_f32(&[(self, l), (rhs, rl)], |w| w[0].0.binary(l, w[1].0, rl, op))?
-                    .expect("a half storage widens")
+                in_f32(&[(self, l), (rhs, rl)], |w| {
+                    w[0].0.binary(l, w[1].0, rl, op)
+                })?
+                .expect("a half storage widens")
             }
             _ => integer::binary(self, l, rhs, rl, op)?,
         })
@@ -280,13 +282,7 @@ impl CpuStorage {
 /// copy into a contiguous view (making a view contiguous) runs in pieces of
 /// [`program::PIECE`] on the pool, each gathering its part of the source from
 /// its first element on.
-fn copy_into<T: HostElement>(
-    src: &[T],
-    sl: &Layout,
-    dst: &mut [T],
-    dl: &Layout,
-    accumulate: bool,
-) {
+fn copy_into<T: HostElement>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout, accumulate: bool) {
     let n = dl.numel();
     if !accumulate && dl.is_contiguous() && program::in_pieces(n, 2) {
         let cursor = crate::walk::Cursor::new(sl);

@@ -46,7 +46,10 @@ pub(super) fn piece_range(p: usize, n: usize) -> std::ops::Range<usize> {
 
 /// The elements of `s` as `T`, checked to hold the view `l` (an error naming the
 /// dtypes when `s` holds another type).
-pub(crate) fn operand<'a, T: CpuElement + crate::Element>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+pub(crate) fn operand<'a, T: CpuElement + crate::Element>(
+    s: &'a CpuStorage,
+    l: &Layout,
+) -> Result<&'a [T]> {
     let data = T::slice(s).ok_or(KernelError::DTypeMismatch {
         lhs: T::DTYPE,
         rhs: s.dtype(),
@@ -237,7 +240,8 @@ mod f16_loops {
     }
 
     fn tail_narrow(src: &[f32], out: &mut [u16]) {
-        out.reinterpret_cast_mut::<f16>().convert_from_f32_slice(src);
+        out.reinterpret_cast_mut::<f16>()
+            .convert_from_f32_slice(src);
     }
 
     /// f16 `bits` widened into `out` (exact).
@@ -344,12 +348,24 @@ mod bf16_loops {
 
     /// bf16 `bits` widened into `out` (exact).
     pub(super) fn widen(bits: &[u16], out: &mut [f32]) {
-        by_simd!(active(), widen_avx512, widen_avx2, widen_body(bits, out), (bits, out))
+        by_simd!(
+            active(),
+            widen_avx512,
+            widen_avx2,
+            widen_body(bits, out),
+            (bits, out)
+        )
     }
 
     /// `src` rounded to nearest even bf16, as bits, into `out`.
     pub(super) fn narrow(src: &[f32], out: &mut [u16]) {
-        by_simd!(active(), narrow_avx512, narrow_avx2, narrow_body(src, out), (src, out))
+        by_simd!(
+            active(),
+            narrow_avx512,
+            narrow_avx2,
+            narrow_body(src, out),
+            (src, out)
+        )
     }
 
     /// Every value of `v` rounded to nearest even bf16, kept as `f32`.
@@ -367,7 +383,11 @@ impl Widen<'_> {
         };
         match &mut self.cursor {
             None => {
-                widen(self.kind, &self.bits[self.pos..self.pos + len], &mut out[..len]);
+                widen(
+                    self.kind,
+                    &self.bits[self.pos..self.pos + len],
+                    &mut out[..len],
+                );
                 self.pos += len;
             }
             Some(cursor) => {
