@@ -202,8 +202,10 @@ fn main() -> Result<()> {
     let (train_x, train_labels) = dataset(TRAIN, &mut rng)?;
     let (test_x, test_labels) = dataset(TEST, &mut rng)?;
     let (train_x, test_x) = (train_x.to(device)?, test_x.to(device)?);
-    let targets: Vec<f32> = train_labels.iter().map(|&c| c as f32).collect();
-    let targets = Tensor::from_vec(targets, [TRAIN])?.to(device)?;
+    // Class targets and batch indices are i64 tensors on the host: the ops read
+    // them there whatever the images' device.
+    let targets: Vec<i64> = train_labels.iter().map(|&c| c as i64).collect();
+    let targets = Tensor::from_vec(targets, [TRAIN])?;
     let mut model = Cnn::new(&mut rng, device)?;
     let mut opt = Adam::new(LEARNING_RATE);
     println!(
@@ -220,8 +222,8 @@ fn main() -> Result<()> {
         let mut loss_sum = 0.0;
         let mut batches = 0;
         for chunk in order.chunks(BATCH) {
-            let index: Vec<f32> = chunk.iter().map(|&i| i as f32).collect();
-            let index = Tensor::from_vec(index, [chunk.len()])?.to(device)?;
+            let index: Vec<i64> = chunk.iter().map(|&i| i as i64).collect();
+            let index = Tensor::from_vec(index, [chunk.len()])?;
             let xb = train_x.index_select(&index, 0)?;
             let yb = targets.index_select(&index, 0)?;
             let loss = model.forward(&xb)?.cross_entropy(&yb)?;

@@ -26,7 +26,7 @@ impl Problem {
     fn new(rng: &mut Rng) -> Result<Problem> {
         let n = 16;
         let x = rng.normal([n, 2], 0.0, 1.0, DType::F64)?;
-        let classes: Vec<f64> = (0..n).map(|i| (i % 3) as f64).collect();
+        let classes: Vec<i64> = (0..n).map(|i| (i % 3) as i64).collect();
         Ok(Problem {
             x,
             targets: Tensor::from_vec(classes, [n])?,

@@ -136,7 +136,7 @@ fn main() -> Result<()> {
 
     // The example's own op, used once.
     let x = Tensor::from_vec(vec![1.0f64, 2.0, 3.0], [3, 1])?.with_requires_grad(true);
-    let index = Tensor::from_vec(vec![2.0f64, 2.0], [2])?;
+    let index = Tensor::from_vec(vec![2i64, 2], [2])?;
     scaled_gather(&x, &index, 10.0)?.sum_all()?.backward()?;
     println!(
         "d/dx sum(scaled_gather(x, [2, 2], 10)) = {:?}",

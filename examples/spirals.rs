@@ -29,7 +29,7 @@ const BATCH: usize = 50;
 const LEARNING_RATE: f64 = 0.01;
 const TARGET_ACCURACY: f64 = 0.95;
 
-/// Points `[n, 2]` on two spirals, one per class, and their labels `[n]` (0.0 or 1.0).
+/// Points `[n, 2]` on two spirals, one per class, and their labels `[n]` (`i64`, 0 or 1).
 fn two_spirals(rng: &mut Rng) -> Result<(Tensor, Tensor)> {
     let mut points = Vec::with_capacity(4 * POINTS_PER_CLASS);
     let mut labels = Vec::with_capacity(2 * POINTS_PER_CLASS);
@@ -40,7 +40,7 @@ fn two_spirals(rng: &mut Rng) -> Result<(Tensor, Tensor)> {
             let angle = 2.0 * PI * TURNS * t + PI * class as f64;
             points.push((radius * angle.cos() + NOISE * rng.normal_f64()) as f32);
             points.push((radius * angle.sin() + NOISE * rng.normal_f64()) as f32);
-            labels.push(class as f32);
+            labels.push(class as i64);
         }
     }
     let n = labels.len();
@@ -130,12 +130,12 @@ impl Mlp {
     }
 }
 
-fn accuracy(model: &Mlp, x: &Tensor, labels: &[f32]) -> Result<f64> {
+fn accuracy(model: &Mlp, x: &Tensor, labels: &[i64]) -> Result<f64> {
     let predicted = model.predict(x)?;
     let correct = predicted
         .iter()
         .zip(labels)
-        .filter(|(p, l)| **p as f32 == **l)
+        .filter(|(p, l)| **p as i64 == **l)
         .count();
     Ok(correct as f64 / labels.len() as f64)
 }
@@ -169,7 +169,7 @@ fn main() -> Result<()> {
     let start = Instant::now();
     let mut rng = Rng::new(2024);
     let (x, y) = two_spirals(&mut rng)?;
-    let labels = y.to_vec::<f32>()?;
+    let labels = y.to_vec::<i64>()?;
     let n = labels.len();
     let mut model = Mlp::new(&mut rng)?;
     let mut opt = Adam::new(LEARNING_RATE);
@@ -186,7 +186,7 @@ fn main() -> Result<()> {
         let mut loss_sum = 0.0;
         let mut batches = 0;
         for chunk in order.chunks(BATCH) {
-            let index: Vec<f32> = chunk.iter().map(|&i| i as f32).collect();
+            let index: Vec<i64> = chunk.iter().map(|&i| i as i64).collect();
             let index = Tensor::from_vec(index, [chunk.len()])?;
             let xb = x.index_select(&index, 0)?;
             let yb = y.index_select(&index, 0)?;
@@ -412,7 +412,7 @@ fn loss_svg(history: &[(f64, f64)]) -> String {
 }
 
 /// The data points over the classes the model predicts on a grid.
-fn regions_svg(model: &Mlp, x: &Tensor, labels: &[f32]) -> Result<String> {
+fn regions_svg(model: &Mlp, x: &Tensor, labels: &[i64]) -> Result<String> {
     const GRID: usize = 80;
     const SIZE: f64 = 480.0;
     const EXTENT: f64 = 1.15;
@@ -461,7 +461,7 @@ fn regions_svg(model: &Mlp, x: &Tensor, labels: &[f32]) -> Result<String> {
             r#"<circle cx="{:.1}" cy="{:.1}" r="2.2" fill="{}"/>"#,
             to_px(p[0] as f64),
             SIZE - to_px(p[1] as f64),
-            POINT[usize::from(*label > 0.5)]
+            POINT[usize::from(*label > 0)]
         );
     }
     s.push_str("</svg>\n");

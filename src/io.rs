@@ -306,7 +306,7 @@ pub struct LoadOptions {
 
 /// [`load_into`], with a tensor of another dtype than its target's converted to
 /// the target's when `options.convert_dtypes` says so (as
-/// [`Tensor::to_dtype`] converts). Every check is made, and every value read and
+/// `to_dtype` converts). Every check is made, and every value read and
 /// converted, before any target is written: on an error no target has changed.
 pub fn load_into_with(
     path: impl AsRef<Path>,

@@ -578,16 +578,16 @@ fn scaled(seed: u64, fan_in: usize, shape: &[usize]) -> Result<Tensor> {
     Ok(Tensor::from_vec(v, shape.to_vec())?.with_requires_grad(true))
 }
 
-/// `n` class indices in `0..k` (stored as floats, as `cross_entropy` and `embedding`
-/// take them): `floor((v + 1) / 2 * k)` of the shared generator's values (`seed`),
-/// as the peers' `classes`.
-fn class_indices(n: usize, seed: u64, k: usize) -> Vec<f32> {
+/// `n` class indices in `0..k` (`i64`, as `cross_entropy` and `embedding` take
+/// them): `floor((v + 1) / 2 * k)` of the shared generator's values (`seed`), as
+/// the peers' `classes`.
+fn class_indices(n: usize, seed: u64, k: usize) -> Vec<i64> {
     shared_values(n, seed)
         .into_iter()
         .map(|v| {
             ((v as f64 + 1.0) / 2.0 * k as f64)
                 .floor()
-                .min(k as f64 - 1.0) as f32
+                .min(k as f64 - 1.0) as i64
         })
         .collect()
 }
@@ -666,7 +666,7 @@ fn named_outputs(
 pub struct W7 {
     /// Images `[32, 3, 32, 32]`, constant.
     pub x: Tensor,
-    /// Class indices `[32]` in `0..10`, stored as floats.
+    /// Class indices `[32]` in `0..10` (`i64`).
     pub t: Tensor,
     pub conv1: Tensor,
     pub b1: Tensor,
@@ -758,7 +758,7 @@ impl W7 {
 /// 4 heads, a gelu MLP), a final layer norm and tied output, mean cross-entropy of
 /// the next token.
 pub struct W8 {
-    /// Tokens `[8, 128]` in `0..256`, stored as floats.
+    /// Tokens `[8, 128]` in `0..256` (`i64`).
     pub tokens: Tensor,
     /// The next token of each position `[1024]` (a row's last position predicts the
     /// row's first token).
@@ -795,7 +795,7 @@ impl W8 {
     pub fn new() -> Result<W8> {
         let (b, s, d, f, v) = (W8_BATCH, W8_SEQ, W8_DIM, W8_FF, W8_VOCAB);
         let tok = class_indices(b * s, 81, v);
-        let targets: Vec<f32> = (0..b * s)
+        let targets: Vec<i64> = (0..b * s)
             .map(|i| tok[i - i % s + (i % s + 1) % s])
             .collect();
         let mask: Vec<f32> = (0..s * s)

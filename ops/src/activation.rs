@@ -2,7 +2,7 @@
 //! the kernels and every derivative are generated from it.
 
 use autograd_core::cases;
-use autograd_core::{CheckCase, Tensor};
+use autograd_core::{BinaryOp, CheckCase, DType, Error, Result, Tensor, compute};
 use autograd_macros::differentiable;
 
 /// Values away from the kinks at 0 (and at ±1 for the clamps), both signs.
@@ -267,9 +267,11 @@ pub mod hardtanh {
     }
 }
 
-/// `a` where `mask` is nonzero, else `b` (NumPy's and PyTorch's `where`).
-#[differentiable(crate = ::autograd_core)]
-pub mod r#where {
+/// `a` where `mask` is nonzero, else `b`, over values of one floating dtype: the
+/// recorded op of `r#where` (the function, which checks the condition is `bool`
+/// and converts it to the values' dtype), registered as `where`.
+#[differentiable(crate = ::autograd_core, name = "where")]
+pub mod where_op {
     use super::*;
 
     /// `a` where `mask ≠ 0`, else `b`, all three broadcast to one shape; the mask
@@ -287,14 +289,94 @@ pub mod r#where {
         (if set { grad } else { 0.0 }, if set { 0.0 } else { grad })
     }
 
-    /// Gradcheck input: a `[2, 3]` mask of both values, `a` and `b` broadcast.
+    /// Gradcheck input: a `[2, 3]` `bool` mask of both values, `a` and `b`
+    /// broadcast.
     pub fn check_cases() -> Vec<CheckCase> {
-        let mask = cases::values(&[1.0, 0.0, 0.0, 1.0, 1.0, 0.0], &[2, 3]);
+        let mask = Tensor::from_slice(&[true, false, false, true, true, false], [2, 3])
+            .unwrap_or_else(|_| cases::fallback(&[2, 3], 0.0));
         let a = cases::uniform(35, &[2, 3], -1.0, 1.0);
         let b = cases::uniform(36, &[3], -1.0, 1.0);
         vec![
-            CheckCase::new("where", vec![mask, a, b], |v| r#where(&v[0], &v[1], &v[2]))
-                .differentiable(vec![false, true, true]),
+            CheckCase::new("where", vec![mask, a, b], |v| {
+                super::r#where(&v[0], &v[1], &v[2])
+            })
+            .differentiable(vec![false, true, true]),
         ]
     }
+}
+
+/// `a` where `condition` is `true`, else `b` (NumPy's and PyTorch's `where`), all
+/// three broadcast to one shape.
+///
+/// `condition` is a `bool` tensor (the comparisons give one: `where(&gt(&x,
+/// &zero)?, &x, &y)`); it gets no gradient. `a` and `b` meet in their common dtype
+/// (PyTorch's `result_type`). Floating values are recorded ([`where_op`](mod@where_op),
+/// registered as `where`: the gradient goes to `a` where the condition holds, to
+/// `b` elsewhere); integer and boolean values are selected exactly, unrecorded. The
+/// condition is converted to the values' dtype on their device, so a `bool`
+/// condition on the host selects among values on a GPU too.
+///
+/// Errors name `where`: a condition that is not `bool` (convert a 0/1 mask with
+/// `.to_dtype(DType::Bool)`, "not zero"), shapes that do not broadcast, values on
+/// different devices.
+///
+/// ```
+/// use autograd_core::{DType, Tensor};
+/// use autograd_ops::{gt, r#where};
+/// # fn main() -> autograd_core::Result<()> {
+/// autograd_ops::init()?;
+/// let x = Tensor::from_slice(&[-1.0f32, 2.0], [2])?;
+/// let y = r#where(&gt(&x, &x.zeros_like()?)?, &x, &x.zeros_like()?)?; // relu
+/// assert_eq!(y.to_vec::<f32>()?, [0.0, 2.0]);
+/// let i = Tensor::from_slice(&[7i64, 8], [2])?;
+/// let picked = r#where(&gt(&x, &x.zeros_like()?)?, &i, &Tensor::zeros([2], DType::I64)?)?;
+/// assert_eq!((picked.dtype(), picked.to_vec::<i64>()?), (DType::I64, vec![0, 8]));
+/// # Ok(())
+/// # }
+/// ```
+#[track_caller]
+pub fn r#where(condition: &Tensor, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    const OP: &str = "where";
+    if condition.dtype() != DType::Bool {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: format!(
+                "the condition (shape {}) is {}, and `where` takes a bool condition (as \
+                 PyTorch's); make one with a comparison (`gt`, `ne`, ..) or convert a 0/1 \
+                 mask with `.to_dtype(DType::Bool)`",
+                condition.shape(),
+                condition.dtype()
+            ),
+        });
+    }
+    let common = DType::promote(a.dtype(), b.dtype());
+    if a.device() != b.device() {
+        return Err(Error::DeviceMismatch {
+            op: OP,
+            lhs: a.device(),
+            rhs: b.device(),
+        });
+    }
+    let device = a.device();
+    if common.is_float() {
+        let mask = (|| compute::to_device(&compute::cast(condition, common)?, device))()
+            .map_err(|e| e.in_op(OP))?;
+        return where_op(&mask, a, b);
+    }
+    // Integers (booleans as u8): `b + mask · (a - b)` in wrapping arithmetic, which
+    // is `a` exactly where the mask is 1 (the differences wrap back) and `b` where
+    // it is 0.
+    let run = || {
+        let d = if common == DType::Bool {
+            DType::U8
+        } else {
+            common
+        };
+        let mask = compute::to_device(&compute::cast(condition, d)?, device)?;
+        let (a, b) = (compute::cast(a, d)?, compute::cast(b, d)?);
+        let diff = compute::binary(&a, &b, BinaryOp::Sub)?;
+        let picked = compute::binary(&mask, &diff, BinaryOp::Mul)?;
+        compute::cast(&compute::binary(&b, &picked, BinaryOp::Add)?, common)
+    };
+    run().map_err(|e| e.in_op(OP))
 }

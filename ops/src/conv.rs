@@ -793,8 +793,12 @@ pub fn conv2d(
     dilation: (usize, usize),
     groups: usize,
 ) -> Result<Tensor> {
+    // Autocast: the image, the weight and the bias in the scope's dtype (recorded).
+    use autograd_core::autocast::{CastPolicy::Lower, cast};
+    let (x, w) = (&cast(x, Lower)?, &cast(w, Lower)?);
+    let bias = bias.map(|b| cast(b, Lower)).transpose()?;
     let y = conv2d_op(x, w, stride, padding, dilation, groups)?;
-    let Some(b) = bias else { return Ok(y) };
+    let Some(b) = bias.as_ref() else { return Ok(y) };
     let o = w.dims()[0];
     if b.dims() != [o] {
         return Err(Error::Shape {

@@ -82,4 +82,3 @@ pub fn to_device(x: &Tensor, device: Device) -> Result<Tensor> {
         _ => e,
     })
 }
-

@@ -59,21 +59,23 @@ pub trait TensorExt {
     fn flatten(&self, start_axis: isize, end_axis: isize) -> Result<Tensor>;
     /// The dot product with another vector: [`dot`].
     fn dot(&self, other: &Tensor) -> Result<Tensor>;
-    /// Positions of the largest elements along `axis` (a constant): [`argmax`].
+    /// Positions of the largest elements along `axis` (a constant `i64` tensor):
+    /// [`argmax`].
     fn argmax(&self, axis: isize, keepdim: bool) -> Result<Tensor>;
-    /// Positions of the smallest elements along `axis` (a constant): [`argmin`].
+    /// Positions of the smallest elements along `axis` (a constant `i64` tensor):
+    /// [`argmin`].
     fn argmin(&self, axis: isize, keepdim: bool) -> Result<Tensor>;
-    /// The mask `self == other` (a constant): [`eq`].
+    /// The `bool` mask `self == other` (a constant): [`eq`].
     fn eq(&self, other: &Tensor) -> Result<Tensor>;
-    /// The mask `self != other` (a constant): [`ne`].
+    /// The `bool` mask `self != other` (a constant): [`ne`].
     fn ne(&self, other: &Tensor) -> Result<Tensor>;
-    /// The mask `self < other` (a constant): [`lt`].
+    /// The `bool` mask `self < other` (a constant): [`lt`].
     fn lt(&self, other: &Tensor) -> Result<Tensor>;
-    /// The mask `self <= other` (a constant): [`le`].
+    /// The `bool` mask `self <= other` (a constant): [`le`].
     fn le(&self, other: &Tensor) -> Result<Tensor>;
-    /// The mask `self > other` (a constant): [`gt`].
+    /// The `bool` mask `self > other` (a constant): [`gt`].
     fn gt(&self, other: &Tensor) -> Result<Tensor>;
-    /// The mask `self >= other` (a constant): [`ge`].
+    /// The `bool` mask `self >= other` (a constant): [`ge`].
     fn ge(&self, other: &Tensor) -> Result<Tensor>;
     /// Dropout with probability `p` in training, the identity otherwise: [`dropout`].
     fn dropout(&self, p: f64, train: bool, rng: &mut Rng) -> Result<Tensor>;

@@ -2,8 +2,10 @@
 // (`autograd_core::raw::CUDA_PRELUDE`). Both work on rank-3 views
 // [outer, size, inner] of the op's tensors: the indexed axis in the middle, the
 // axes before it merged into `outer`, those after it into `inner`. Index values
-// (integral, of the data's dtype) were checked on the host against the axis'
-// size; the kernels check again and never read or write outside the views.
+// were read on the host from the integer index tensor, checked against the axis'
+// size, and uploaded as integral values of the data's dtype (exact below 2^24 in
+// f32, which the host checks, and 2^53 in f64); the kernels check again and never
+// read or write outside the views.
 //
 // gather: x [outer, S, inner], index [outer, L, inner] -> out [outer, L, inner],
 // out[o, k, n] = x[o, index[o, k, n], n]. One thread per output element.

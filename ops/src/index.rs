@@ -6,13 +6,17 @@
 //! Both run their own kernels (a CPU kernel and a CUDA program, `index.cu`,
 //! through `autograd_core::raw`) over rank-3 views `[outer, size, inner]` of their
 //! tensors (the indexed axis in the middle), reading the inputs in place where
-//! their layout allows it.
+//! their layout allows it. The index is an integer tensor, read on the host: the
+//! CPU kernels take its positions as integers (exact at any size); the CUDA
+//! kernels, which compute in f32 and f64, take them uploaded as a tensor of the
+//! data's dtype (exact below 2^24 in f32, 2^53 in f64; a longer f32 axis on a GPU
+//! is refused).
 
 use crate::pad;
 use autograd_core::cases;
 use autograd_core::parallel::{self, SharedMut};
 use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
-use autograd_core::{CheckCase, DType, Error, Result, Shape, Tensor, compute};
+use autograd_core::{CheckCase, DType, Device, Error, Result, Shape, Tensor, compute};
 use autograd_macros::differentiable;
 
 /// The CUDA program of `gather` and `scatter_add`: entry points
@@ -26,8 +30,8 @@ pub const INDEX_PROGRAM: CudaProgram = CudaProgram {
 /// Threads per block of the CUDA kernels.
 const BLOCK: u32 = 256;
 
-/// The checked arguments of an indexing op: the axis, and the index as the rank-3
-/// view `[outer, L, inner]` of the data's dtype.
+/// The checked arguments of an indexing op: the axis, and the index's positions
+/// in the row-major order of its rank-3 view `[outer, L, inner]`.
 struct Indexing {
     axis: usize,
     /// The size of the indexed axis of the data.
@@ -37,7 +41,9 @@ struct Indexing {
     reach: Shape,
     /// `[outer, L, inner]`.
     dims3: [usize; 3],
-    index3: Tensor,
+    /// The index's values, each checked to be in `0..size`, read on the host in
+    /// row-major order (the order of `[outer, L, inner]`).
+    positions: Vec<usize>,
 }
 
 /// `[outer, middle, inner]` of `dims` around `axis`.
@@ -47,16 +53,11 @@ fn three(dims: &[usize], axis: usize, middle: usize) -> [usize; 3] {
     [outer, middle, inner]
 }
 
-/// Checks `index` against data of shape `data` (the op's `x`): the same rank, at
-/// most `data`'s sizes off `axis`, integral values in `0..data[axis]`. Errors
-/// name `op`, the shapes, and the offending value.
-fn indexing(
-    op: &'static str,
-    data: &Shape,
-    dtype: DType,
-    index: &Tensor,
-    axis: isize,
-) -> Result<Indexing> {
+/// Checks `index` against data of shape `data` (the op's `x`): an integer tensor
+/// (`i64`, `i32` or `u8`, on any device: it is read on the host) of the same
+/// rank, at most `data`'s sizes off `axis`, values in `0..data[axis]`. Errors name
+/// `op`, the shapes, and the offending value.
+fn indexing(op: &'static str, data: &Shape, index: &Tensor, axis: isize) -> Result<Indexing> {
     let axis = compute::normalize_axis_of(op, axis, data)?;
     if index.rank() != data.rank() {
         return Err(Error::Shape {
@@ -85,38 +86,63 @@ fn indexing(
         });
     }
     let size = data[axis];
-    if dtype == DType::F32 && size > 1 << 24 {
-        return Err(Error::InvalidArgument {
-            op,
-            msg: format!(
-                "axis {axis} of the f32 tensor {data} has {size} entries, more than f32 holds \
-                 exactly as positions (2^24); compute in f64"
-            ),
-        });
-    }
-    for (i, v) in index.to_vec::<f64>()?.into_iter().enumerate() {
-        if !(v.fract() == 0.0 && v >= 0.0 && v < size as f64) {
-            return Err(Error::InvalidArgument {
+    let positions = compute::indices(op, index, size).map_err(|e| match e {
+        Error::InvalidArgument { op, msg } if index.dtype().is_integer() => {
+            Error::InvalidArgument {
                 op,
                 msg: format!(
-                    "index {v} (element {i} of the index {}) is not an integer in 0..{size}, \
-                     the range of axis {axis} of shape {data}",
+                    "{msg} (the index {}, along axis {axis} of shape {data})",
                     index.shape()
                 ),
-            });
+            }
         }
-    }
+        e => e,
+    })?;
     let mut reach = index.shape().clone();
     reach.dims_mut()[axis] = size;
     let dims3 = three(index.dims(), axis, index.dims()[axis]);
-    let index3 = compute::reshape(&compute::cast(index, dtype)?, dims3)?;
     Ok(Indexing {
         axis,
         size,
         reach,
         dims3,
-        index3,
+        positions,
     })
+}
+
+/// The positions of `ix` as a tensor of `dtype` on `device`, shape `[outer, L,
+/// inner]`: the index the CUDA kernels read (the CUDA backend computes in f32 and
+/// f64). Positions are exact in f32 below 2^24 and in f64 below 2^53, so an f32
+/// axis longer than 2^24 is refused here; the CPU kernels read the integer
+/// positions themselves and have no such limit.
+fn device_positions(
+    op: &'static str,
+    ix: &Indexing,
+    data: &Shape,
+    dtype: DType,
+    device: Device,
+) -> Result<Tensor> {
+    let exact: usize = if dtype == DType::F32 {
+        1 << 24
+    } else {
+        1 << 53
+    };
+    if ix.size > exact {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "axis {} of the {dtype} tensor {data} on {device} has {} entries, more than the \
+                 CUDA kernel's {dtype} positions hold exactly (2^24 in f32); compute in f64 \
+                 there (`.to_dtype(DType::F64)`), or on the CPU, which reads integer positions",
+                ix.axis, ix.size
+            ),
+        });
+    }
+    let host = Tensor::from_vec(
+        ix.positions.iter().map(|&p| p as f64).collect::<Vec<f64>>(),
+        ix.dims3,
+    )?;
+    compute::to_device(&compute::cast(&host, dtype)?, device)
 }
 
 /// `t` narrowed to the first `to[d]` entries of every axis (a view).
@@ -135,16 +161,16 @@ fn kernel_error(op: &'static str, msg: String) -> Error {
     Error::Shape { op, msg }
 }
 
-/// An index value as a position below `size`, or a kernel error.
-fn position<T: Float>(op: &'static str, v: T, size: usize) -> Result<usize> {
-    let v = v.to_f64();
-    if v >= 0.0 && v < size as f64 {
-        Ok(v as usize)
-    } else {
-        Err(kernel_error(
+/// Position `k` of `positions` (row-major over `[outer, L, inner]`), checked below
+/// `size` (the host checked them all already; the kernels never read or write
+/// outside their buffers even so).
+fn position(op: &'static str, positions: &[usize], k: usize, size: usize) -> Result<usize> {
+    match positions.get(k) {
+        Some(&p) if p < size => Ok(p),
+        other => Err(kernel_error(
             op,
-            format!("index {v} out of 0..{size} reached the kernel"),
-        ))
+            format!("index {other:?} (element {k}) out of 0..{size} reached the kernel"),
+        )),
     }
 }
 
@@ -154,33 +180,39 @@ fn at3<T: Float>(v: &raw::View<'_, T>, a: usize, b: usize, c: usize) -> T {
     v.data()[v.offset() + a * s[0] + b * s[1] + c * s[2]]
 }
 
-/// The CPU kernel of `gather`: `x [outer, S, inner]`, `index [outer, L, inner]` to
+/// The CPU kernel of `gather`: `x [outer, S, inner]` and the positions of an index
+/// `[outer, L, inner]` (integers, read on the host, so exact at any size) to
 /// `[outer, L, inner]`.
-struct GatherKernel {
+struct GatherKernel<'a> {
     op: &'static str,
+    /// The index's positions, row-major over `[outer, L, inner]`.
+    positions: &'a [usize],
+    /// `L`, the index's length along the indexed axis.
+    l: usize,
 }
 
-impl CpuKernel for GatherKernel {
+impl CpuKernel for GatherKernel<'_> {
     fn run<T: Float>(&self, inputs: &[raw::View<'_, T>], outputs: &mut [&mut [T]]) -> Result<()> {
-        let ([x, index], [out]) = (inputs, outputs) else {
+        let ([x], [out]) = (inputs, outputs) else {
             return Err(kernel_error(
                 self.op,
-                "the gather kernel takes 2 inputs and 1 output".into(),
+                "the gather kernel takes 1 input and 1 output".into(),
             ));
         };
-        let (&[outer, size, inner], &[o2, l, i2]) = (x.dims(), index.dims()) else {
+        let &[outer, size, inner] = x.dims() else {
             return Err(kernel_error(
                 self.op,
-                "the gather kernel takes rank-3 views".into(),
+                "the gather kernel takes a rank-3 view".into(),
             ));
         };
-        if (o2, i2) != (outer, inner) || out.len() != outer * l * inner {
+        let l = self.l;
+        if out.len() != outer * l * inner || self.positions.len() != out.len() {
             return Err(kernel_error(
                 self.op,
                 format!(
-                    "the gather kernel was given x {} and index {}",
+                    "the gather kernel was given x {} and {} positions for [{outer}, {l}, {inner}]",
                     x.shape(),
-                    index.shape()
+                    self.positions.len()
                 ),
             ));
         }
@@ -192,7 +224,8 @@ impl CpuKernel for GatherKernel {
             for (r, line) in piece.chunks_mut(row).enumerate() {
                 let (o, j) = ((i * rows + r) / l, (i * rows + r) % l);
                 for (n, v) in line.iter_mut().enumerate() {
-                    let p = position(self.op, at3(index, o, j, n), size)?;
+                    let k = (o * l + j) * inner + n;
+                    let p = position(self.op, self.positions, k, size)?;
                     *v = at3(x, o, p, n);
                 }
             }
@@ -201,45 +234,47 @@ impl CpuKernel for GatherKernel {
     }
 }
 
-/// The CPU kernel of `scatter_add`'s scatter: `index` and `src` `[outer, L,
-/// inner]` to `[outer, S, inner]`, each output the sum of the sources sent to it
-/// (in ascending `L` order, as the CUDA kernel).
-struct ScatterKernel {
+/// The CPU kernel of `scatter_add`'s scatter: the positions of an index `[outer,
+/// L, inner]` and `src [outer, L, inner]` to `[outer, S, inner]`, each output the
+/// sum of the sources sent to it (in ascending `L` order, as the CUDA kernel).
+struct ScatterKernel<'a> {
     op: &'static str,
     size: usize,
+    /// The index's positions, row-major over `[outer, L, inner]`.
+    positions: &'a [usize],
 }
 
-impl CpuKernel for ScatterKernel {
+impl CpuKernel for ScatterKernel<'_> {
     fn run<T: Float>(&self, inputs: &[raw::View<'_, T>], outputs: &mut [&mut [T]]) -> Result<()> {
-        let ([index, src], [out]) = (inputs, outputs) else {
+        let ([src], [out]) = (inputs, outputs) else {
             return Err(kernel_error(
                 self.op,
-                "the scatter kernel takes 2 inputs and 1 output".into(),
+                "the scatter kernel takes 1 input and 1 output".into(),
             ));
         };
-        let &[outer, l, inner] = index.dims() else {
+        let &[outer, l, inner] = src.dims() else {
             return Err(kernel_error(
                 self.op,
-                "the scatter kernel takes rank-3 views".into(),
+                "the scatter kernel takes a rank-3 view".into(),
             ));
         };
-        if src.dims() != index.dims() || out.len() != outer * self.size * inner {
+        if self.positions.len() != outer * l * inner || out.len() != outer * self.size * inner {
             return Err(kernel_error(
                 self.op,
                 format!(
-                    "the scatter kernel was given index {} and src {}",
-                    index.shape(),
+                    "the scatter kernel was given {} positions and src {}",
+                    self.positions.len(),
                     src.shape()
                 ),
             ));
         }
-        let size = self.size;
+        let (size, positions) = (self.size, self.positions);
         let work = 2 * outer * l * inner + out.len();
         if !parallel::is_parallel(2, work) {
             for o in 0..outer {
                 for j in 0..l {
                     for n in 0..inner {
-                        let p = position(self.op, at3(index, o, j, n), size)?;
+                        let p = position(self.op, positions, (o * l + j) * inner + n, size)?;
                         out[(o * size + p) * inner + n] += at3(src, o, j, n);
                     }
                 }
@@ -259,7 +294,7 @@ impl CpuKernel for ScatterKernel {
                 let (o, n0) = (i / per_o, i % per_o * chunk);
                 for j in 0..l {
                     for n in n0..(n0 + chunk).min(inner) {
-                        let p = position(self.op, at3(index, o, j, n), size)?;
+                        let p = position(self.op, positions, (o * l + j) * inner + n, size)?;
                         // SAFETY: element (o, p, n) is in the output (p < size,
                         // n < inner, o < outer), and only the piece holding line
                         // (o, n) writes it.
@@ -277,7 +312,7 @@ impl CpuKernel for ScatterKernel {
             parallel::map(pieces, work, |i| {
                 let range = i * size / pieces..(i + 1) * size / pieces;
                 for j in 0..l {
-                    let p = position(self.op, at3(index, 0, j, 0), size)?;
+                    let p = position(self.op, positions, j, size)?;
                     if range.contains(&p) {
                         // SAFETY: p < size = the output's length; only the piece
                         // whose range holds p writes it.
@@ -321,30 +356,61 @@ fn pieces_mut<T: Float>(
     results.into_iter().collect()
 }
 
-/// Runs one of the two kernels on the inputs' device: the CPU kernel, or the CUDA
-/// entry point `entry` of [`INDEX_PROGRAM`] over `threads` threads.
+/// Runs one of the two kernels on the data's device (f16 and bf16 data widened
+/// to f32, the result rounded back): on the CPU, `cpu` over `data` alone (the kernel holds the integer positions); on a CUDA device, the
+/// entry point `entry` of [`INDEX_PROGRAM`] over `threads` threads, with the
+/// positions uploaded as a tensor of the data's dtype ([`device_positions`]),
+/// `index_first` saying whether they come before `data` among its inputs.
+#[allow(clippy::too_many_arguments)]
 fn launch(
     op: &'static str,
     cpu: &impl CpuKernel,
-    entry: &str,
-    scalars: &[Scalar],
-    inputs: &[&Tensor],
+    (entry, scalars, index_first): (&str, &[Scalar], bool),
+    ix: &Indexing,
+    data: &Tensor,
+    data_shape: &Shape,
     threads: usize,
     out: Shape,
 ) -> Result<Tensor> {
-    let blocks = threads.div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
-    let kernel = CudaKernel {
-        program: INDEX_PROGRAM,
-        entry,
-        config: LaunchConfig::linear(blocks, BLOCK),
-        scalars,
+    if data.dtype().compute() != data.dtype() {
+        // f16 and bf16 compute in f32 and round once, as the other kernels do.
+        let wide = compute::cast(data, data.dtype().compute())?;
+        let result = launch(
+            op,
+            cpu,
+            (entry, scalars, index_first),
+            ix,
+            &wide,
+            data_shape,
+            threads,
+            out,
+        )?;
+        return compute::cast(&result, data.dtype());
+    }
+    let mut outs = if let Device::Cuda(_) = data.device() {
+        let index3 = device_positions(op, ix, data_shape, data.dtype(), data.device())?;
+        let inputs = if index_first {
+            [&index3, data]
+        } else {
+            [data, &index3]
+        };
+        let blocks = threads.div_ceil(BLOCK as usize).clamp(1, 65535) as u32;
+        let kernel = CudaKernel {
+            program: INDEX_PROGRAM,
+            entry,
+            config: LaunchConfig::linear(blocks, BLOCK),
+            scalars,
+        };
+        // SAFETY: index.cu's entry points take RAW_PARAMS; they read their two
+        // rank-3 inputs through their views in `p.in` at indices inside their dims
+        // (index values outside the axis are skipped, and were refused on the
+        // host), write each element of their one output (a grid-stride loop over
+        // its elements, or over lines each owning its elements) and nothing else,
+        // and take any grid.
+        unsafe { raw::cuda(op, &kernel, &inputs, &[out])? }
+    } else {
+        raw::cpu(op, cpu, &[data], &[out])?
     };
-    // SAFETY: index.cu's entry points take RAW_PARAMS; they read their two rank-3
-    // inputs through their views in `p.in` at indices inside their dims (index
-    // values outside the axis are skipped, and were refused on the host), write
-    // each element of their one output (a grid-stride loop over its elements, or
-    // over lines each owning its elements) and nothing else, and take any grid.
-    let mut outs = unsafe { raw::run(op, cpu, &kernel, inputs, &[out])? };
     Ok(outs.remove(0))
 }
 
@@ -353,8 +419,9 @@ fn launch(
 /// result has the index's shape.
 ///
 /// `index` has `x`'s rank and at most its sizes off `axis` (any size along it),
-/// and holds integral positions in `0..x.dims()[axis]` stored as floats (any
-/// float dtype); it gets no gradient. The gradient of `x` adds the output's
+/// and holds positions in `0..x.dims()[axis]`: an integer tensor (`i64`, as
+/// PyTorch's; `i32` and `u8` too), read on the host, so exact at any size; it
+/// gets no gradient. The gradient of `x` adds the output's
 /// gradient back where each entry came from ([`scatter_add`](mod@scatter_add)
 /// into zeros), repeats adding up.
 #[differentiable(crate = ::autograd_core, method)]
@@ -373,15 +440,21 @@ pub mod gather {
     /// not an integer in the axis' range.
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor) -> Result<Tensor> {
         const OP: &str = "gather";
-        let ix = indexing(OP, x.shape(), x.dtype(), index, self.axis)?;
-        let [outer, _, inner] = ix.dims3;
+        let ix = indexing(OP, x.shape(), index, self.axis)?;
+        let [outer, l, inner] = ix.dims3;
         let x3 = compute::reshape(&narrow_to(x, ix.reach.dims())?, [outer, ix.size, inner])?;
+        let kernel = super::GatherKernel {
+            op: OP,
+            positions: &ix.positions,
+            l,
+        };
         let out = launch(
             OP,
-            &super::GatherKernel { op: OP },
-            "index_gather",
-            &[],
-            &[&x3, &ix.index3],
+            &kernel,
+            ("index_gather", &[], false),
+            &ix,
+            &x3,
+            x.shape(),
             ix.dims3.iter().product(),
             Shape::from(ix.dims3),
         )?;
@@ -403,7 +476,7 @@ pub mod gather {
                 "gather axis -1 (repeats)",
                 vec![
                     cases::uniform(71, &[2, 4], -1.0, 1.0),
-                    cases::values(&[3.0, 0.0, 3.0, 1.0, 1.0, 2.0], &[2, 3]),
+                    crate::index_values(&[3, 0, 3, 1, 1, 2], &[2, 3]),
                 ],
                 |x| gather(&x[0], &x[1], -1),
             )
@@ -412,7 +485,7 @@ pub mod gather {
                 "gather axis 0 (index [3,2] into [2,3])",
                 vec![
                     cases::uniform(72, &[2, 3], -1.0, 1.0),
-                    cases::values(&[1.0, 0.0, 0.0, 0.0, 1.0, 1.0], &[3, 2]),
+                    crate::index_values(&[1, 0, 0, 0, 1, 1], &[3, 2]),
                 ],
                 |x| gather(&x[0], &x[1], 0),
             )
@@ -427,7 +500,8 @@ pub mod gather {
 ///
 /// `index` has `x`'s rank, at most `x`'s sizes off `axis`, and at most `src`'s
 /// sizes on every axis (only that part of `src` is read); it holds integral
-/// positions in `0..x.dims()[axis]` stored as floats and gets no gradient. The
+/// positions in `0..x.dims()[axis]` (an integer tensor, as `gather`'s) and gets no
+/// gradient. The
 /// gradient of `x` is the output's; of `src`, the output's gradient at the
 /// positions each entry went to ([`gather`](mod@gather)), zero where `src` was not
 /// read.
@@ -448,7 +522,7 @@ pub mod scatter_add {
     /// or the dtypes or devices differ.
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor, src: &Tensor) -> Result<Tensor> {
         const OP: &str = "scatter_add";
-        let ix = indexing(OP, x.shape(), x.dtype(), index, self.axis)?;
+        let ix = indexing(OP, x.shape(), index, self.axis)?;
         if src.rank() != index.rank() || src.dims().iter().zip(index.dims()).any(|(s, i)| i > s) {
             return Err(Error::Shape {
                 op: OP,
@@ -465,13 +539,15 @@ pub mod scatter_add {
         let kernel = super::ScatterKernel {
             op: OP,
             size: ix.size,
+            positions: &ix.positions,
         };
         let scattered = launch(
             OP,
             &kernel,
-            "index_scatter",
-            &[Scalar::U64(ix.size as u64)],
-            &[&ix.index3, &src3],
+            ("index_scatter", &[Scalar::U64(ix.size as u64)], true),
+            &ix,
+            &src3,
+            x.shape(),
             outer * inner,
             Shape::from([outer, ix.size, inner]),
         )?;
@@ -518,7 +594,7 @@ pub mod scatter_add {
                 "scatter_add axis 0 (repeats)",
                 vec![
                     cases::uniform(73, &[3, 2], -1.0, 1.0),
-                    cases::values(&[2.0, 0.0, 2.0, 2.0], &[2, 2]),
+                    crate::index_values(&[2, 0, 2, 2], &[2, 2]),
                     cases::uniform(74, &[2, 2], -1.0, 1.0),
                 ],
                 |x| scatter_add(&x[0], &x[1], &x[2], 0),
@@ -528,7 +604,7 @@ pub mod scatter_add {
                 "scatter_add axis -1 (src [2,3] larger than index [1,2])",
                 vec![
                     cases::uniform(75, &[2, 4], -1.0, 1.0),
-                    cases::values(&[3.0, 1.0], &[1, 2]),
+                    crate::index_values(&[3, 1], &[1, 2]),
                     cases::uniform(76, &[2, 3], -1.0, 1.0),
                 ],
                 |x| scatter_add(&x[0], &x[1], &x[2], -1),

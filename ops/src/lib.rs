@@ -16,11 +16,11 @@
 //! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
-//! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`] |
-//! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (0/1 masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] |
+//! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
+//! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (`bool` masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] (`i64` positions) |
 //! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics) | [`conv2d`] (the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`max_pool2d`](mod@max_pool2d), [`avg_pool2d`](mod@avg_pool2d), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
-//! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where`](where/index.html) |
+//! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where_op`](mod@where_op) (behind [`r#where`](fn.where.html), registered as `where`) |
 //!
 //! Conventions worth knowing:
 //! - Ties: [`max`](mod@max)/[`min`](mod@min) (and [`max_all`](mod@max_all)/[`min_all`](mod@min_all))
@@ -31,17 +31,23 @@
 //!   divides every window by `kh·kw`, padding included (`count_include_pad = True`).
 //!   Pools take padding of at most half the kernel, as PyTorch does.
 //! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default.
-//! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` targets holding class indices
-//!   as floats (no gradient); it returns the mean over the batch.
-//! - Index inputs ([`index_select`](mod@index_select), [`index_add`](mod@index_add)) are vectors of integral floats;
-//!   [`gather`](mod@gather) and [`scatter_add`](mod@scatter_add) take an index of the data's rank,
-//!   [`embedding`] one of any shape. Index inputs get no gradient, and a value that
-//!   is not an integer in range is an error. [`argmax`]/[`argmin`] return positions
-//!   the same way: integral values of the input's dtype.
+//! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` integer class targets
+//!   (`i64`, no gradient); it returns the mean over the batch.
+//! - Index inputs are integer tensors (`i64`, as PyTorch's; `i32` and `u8` are
+//!   taken too), read on the host: [`index_select`](mod@index_select) and
+//!   [`index_add`](mod@index_add) take vectors; [`gather`](mod@gather) and
+//!   [`scatter_add`](mod@scatter_add) take an index of the data's rank,
+//!   [`embedding`] and [`one_hot`] one of any shape. Index inputs get no gradient;
+//!   a floating index is an error that says to convert it
+//!   (`.to_dtype(DType::I64)`), and so is a value out of range.
+//!   [`argmax`]/[`argmin`] return `i64` positions.
+//! - Comparisons return `bool` masks; [`r#where`](fn.where.html) takes a `bool`
+//!   condition and promotes its two values to their common dtype.
 //! - Functions listed without `mod@` are not one registered op: they check their
 //!   arguments (errors name them) and record the ops they are made of, or (the
 //!   constants) nothing.
-//! - Every op works in f32 and f64, and its output has its inputs' dtype.
+//! - Every differentiable op works in f32 and f64, and its output has its inputs'
+//!   dtype (operands of several dtypes meet in their common one, as PyTorch's).
 
 #![warn(missing_docs)]
 
@@ -74,7 +80,14 @@ pub use shape::*;
 pub use standard::STANDARD_OPS;
 pub use unary::*;
 
-use autograd_core::{Error, OpRegistry, Result, registry};
+use autograd_core::{Error, OpRegistry, Result, Tensor, registry};
+
+/// An `i64` tensor of `values` (an index or class targets of a check case); the
+/// f64 fallback of `autograd_core::cases` if it cannot be built (out of memory
+/// only), which the op then refuses: an error, never a panic.
+pub(crate) fn index_values(values: &[i64], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(values, shape).unwrap_or_else(|_| autograd_core::cases::fallback(shape, 0.0))
+}
 
 /// Links the standard op library into the program and checks that every one of its
 /// ops is registered. Call it once at start-up (tests, benches and examples do):
@@ -90,4 +103,18 @@ pub fn init() -> Result<&'static OpRegistry> {
         return Err(Error::MissingStandardOps { missing });
     }
     Ok(reg)
+}
+
+/// The dtype of an f16 or bf16 tensor, `None` for any other: the ops that keep
+/// f32 internally (softmax, log_softmax, cross_entropy, layer_norm, logsumexp,
+/// var, std_dev, cumsum) compute such a tensor in f32, forward and backward, and
+/// round each result once, as PyTorch does.
+pub(crate) fn half(x: &autograd_core::Tensor) -> Option<autograd_core::DType> {
+    let d = x.dtype();
+    (d.compute() != d).then_some(d)
+}
+
+/// `x` in f32, recorded (a backward computing in f32 stays differentiable).
+pub(crate) fn wide(x: &autograd_core::Tensor) -> autograd_core::Result<autograd_core::Tensor> {
+    to_dtype(x, autograd_core::DType::F32)
 }

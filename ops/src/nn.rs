@@ -6,7 +6,7 @@ use crate::{add, add_scalar, exp, log, mul, mul_scalar, neg, square, sub, sum};
 use autograd_core::cases;
 use autograd_core::random::Rng;
 use autograd_core::{
-    BinaryOp, CheckCase, Error, ReduceOp, Result, Tensor, UnaryOp, compute, grad_if,
+    BinaryOp, CheckCase, DType, Error, ReduceOp, Result, Tensor, UnaryOp, compute, grad_if,
 };
 use autograd_macros::differentiable;
 
@@ -35,6 +35,9 @@ pub mod softmax {
     /// The softmax along `axis`, shifted by the max. An error when `axis` is out of
     /// range or has length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            return compute::cast(&self.forward(&compute::cast(x, DType::F32)?)?, d);
+        }
         let axis = compute::normalize_axis("softmax", self.axis, x)?;
         let m = stable_max("softmax", x, axis)?;
         let e = exp(&compute::binary(x, &m, BinaryOp::Sub)?)?;
@@ -44,6 +47,10 @@ pub mod softmax {
 
     /// `y ⊙ (g - Σ g ⊙ y)` from the saved output `y`.
     pub fn backward(&self, grad: &Tensor, output: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(grad) {
+            let g = self.backward(&crate::wide(grad)?, &crate::wide(output)?)?;
+            return crate::to_dtype(&g, d);
+        }
         let dot = sum(&mul(grad, output)?, self.axis, true)?;
         mul(output, &sub(grad, &dot)?)
     }
@@ -75,12 +82,19 @@ pub mod log_softmax {
     /// The log-softmax along `axis`. An error when `axis` is out of range or has
     /// length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            return compute::cast(&self.forward(&compute::cast(x, DType::F32)?)?, d);
+        }
         let axis = compute::normalize_axis("log_softmax", self.axis, x)?;
         log_softmax_forward("log_softmax", x, axis)
     }
 
     /// `g - exp(y) Σ g` from the saved output `y`.
     pub fn backward(&self, grad: &Tensor, output: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(grad) {
+            let g = self.backward(&crate::wide(grad)?, &crate::wide(output)?)?;
+            return crate::to_dtype(&g, d);
+        }
         sub(grad, &mul(&exp(output)?, &sum(grad, self.axis, true)?)?)
     }
 
@@ -95,7 +109,8 @@ pub mod log_softmax {
     }
 }
 
-/// Reads and checks cross_entropy's targets: one integral class index per row.
+/// Reads and checks cross_entropy's targets: one integer class index per row (an
+/// integer tensor, read on the host).
 fn class_targets(logits: &Tensor, targets: &Tensor) -> Result<Vec<usize>> {
     if logits.rank() != 2 {
         return Err(Error::Shape {
@@ -126,24 +141,35 @@ fn class_targets(logits: &Tensor, targets: &Tensor) -> Result<Vec<usize>> {
             ),
         });
     }
+    if !targets.dtype().is_integer() {
+        return Err(Error::InvalidArgument {
+            op: "cross_entropy",
+            msg: format!(
+                "the targets (shape {}) are {}, and cross_entropy takes integer class indices \
+                 (i64, as PyTorch's); convert them with `.to_dtype(DType::I64)`, or build them \
+                 with `Tensor::from_vec(vec![..i64 classes..], [{n}])`",
+                targets.shape(),
+                targets.dtype()
+            ),
+        });
+    }
     targets
-        .to_vec::<f64>()?
+        .to_vec::<i64>()?
         .into_iter()
         .enumerate()
         .map(|(i, t)| {
-            if t.fract() == 0.0 && t >= 0.0 && t < c as f64 {
-                Ok(t as usize)
-            } else {
-                Err(Error::InvalidArgument {
+            usize::try_from(t)
+                .ok()
+                .filter(|&k| k < c)
+                .ok_or_else(|| Error::InvalidArgument {
                     op: "cross_entropy",
                     msg: format!(
-                        "target {t} (row {i}) is not an integer class index in 0..{c} \
-                         (logits {}, targets {}); targets hold class indices stored as floats",
+                        "target {t} (row {i}) is not a class index in 0..{c} (logits {}, \
+                         targets {})",
                         logits.shape(),
                         targets.shape()
                     ),
                 })
-            }
         })
         .collect()
 }
@@ -152,17 +178,20 @@ fn class_targets(logits: &Tensor, targets: &Tensor) -> Result<Vec<usize>> {
 /// integer class `targets` (`[N]`): `-(1/N) Σ_i log_softmax(logits)[i, targets[i]]`,
 /// a scalar.
 ///
-/// `targets` holds class indices stored as floats (any float dtype, on the logits'
-/// device) and gets no gradient; a value that is not an integer in `0..C` is an
-/// error naming the op. The log-softmax is computed stably (max subtracted first).
+/// `targets` holds class indices as integers (`i64`, as PyTorch's; `i32` and `u8`
+/// too; read on the host) and gets no gradient; a floating `targets` or a value
+/// outside `0..C` is an error naming the op. The log-softmax is computed stably (max subtracted first).
 #[differentiable(crate = ::autograd_core, method)]
 pub mod cross_entropy {
     use super::*;
 
     /// The mean loss over the batch, a rank-0 tensor. An error when `logits` is not
-    /// `[N, C]` with `N, C > 0`, when `targets` is not `[N]`, or when a target is not
-    /// an integer class index in `0..C`.
+    /// `[N, C]` with `N, C > 0`, when `targets` is not `[N]` integers, or when a
+    /// target is not a class index in `0..C`.
     pub fn forward(logits: &Tensor, #[no_grad] targets: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(logits) {
+            return compute::cast(&forward(&compute::cast(logits, DType::F32)?, targets)?, d);
+        }
         let classes = class_targets(logits, targets)?;
         let (n, c) = (logits.dims()[0], logits.dims()[1]);
         let log_p = log_softmax_forward("cross_entropy", logits, 1)?;
@@ -179,6 +208,10 @@ pub mod cross_entropy {
     /// `g (softmax(logits) - onehot(targets)) / N`; softmax is the recorded op, so the
     /// gradient can be differentiated again; the one-hot matrix is a constant.
     pub fn backward(grad: &Tensor, logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(logits) {
+            let g = backward(&crate::wide(grad)?, &crate::wide(logits)?, targets)?;
+            return crate::to_dtype(&g, d);
+        }
         let classes = class_targets(logits, targets)?;
         let (n, c) = (logits.dims()[0], logits.dims()[1]);
         let hot = compute::one_hot(logits, &classes, c)?;
@@ -194,7 +227,7 @@ pub mod cross_entropy {
                 "cross_entropy [3,4]",
                 vec![
                     cases::uniform(53, &[3, 4], -2.0, 2.0),
-                    cases::values(&[0.0, 3.0, 1.0], &[3]),
+                    crate::index_values(&[0, 3, 1], &[3]),
                 ],
                 |x| cross_entropy(&x[0], &x[1]),
             )
@@ -360,6 +393,9 @@ pub mod layer_norm_op {
     /// naming `layer_norm` for a rank-0 `x`, an empty last axis, or `eps` negative
     /// or NaN.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            return compute::cast(&self.forward(&compute::cast(x, DType::F32)?)?, d);
+        }
         let a = check_layer_norm(x, self.eps)?;
         let (d, ss) = crate::reduce::deviations(x, a)?;
         let var = compute::unary(&ss, UnaryOp::DivScalar(x.dims()[a] as f64))?;
@@ -371,6 +407,10 @@ pub mod layer_norm_op {
     /// `r = 1/√(var(x) + eps)`, every mean over the last axis; recorded (the
     /// variance as a [`var`](mod@crate::var) of `x`), so twice differentiable.
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            let (g, x, y) = (crate::wide(grad)?, crate::wide(x)?, crate::wide(output)?);
+            return crate::to_dtype(&self.backward(&g, &x, &y)?, d);
+        }
         let r = crate::pow_scalar(&add_scalar(&crate::var(x, -1, 0, true)?, self.eps)?, -0.5)?;
         let g_mean = crate::mean(grad, -1, true)?;
         let gy_mean = crate::mean(&mul(grad, output)?, -1, true)?;
@@ -454,6 +494,16 @@ pub fn layer_norm(
             });
         }
     }
+    if let Some(h) = crate::half(x) {
+        // Halves: the norm and its affine part in f32 (recorded conversions), the
+        // result rounded once, as PyTorch's fused kernel.
+        let (w, b) = (
+            weight.map(crate::wide).transpose()?,
+            bias.map(crate::wide).transpose()?,
+        );
+        let y = layer_norm(&crate::wide(x)?, w.as_ref(), b.as_ref(), eps)?;
+        return crate::to_dtype(&y, h);
+    }
     let mut y = layer_norm_op(x, eps)?;
     if let Some(w) = weight {
         y = mul(&y, w).map_err(|e| e.in_op("layer_norm"))?;
@@ -465,14 +515,14 @@ pub fn layer_norm(
 }
 
 /// Rows of `weight` (`[V, D]`, one row per entry of a vocabulary) picked by
-/// `indices` (any shape, integral values in `0..V` stored as floats): the result
+/// `indices` (any shape, integers in `0..V`: `i64`, as PyTorch's): the result
 /// has shape `[..indices, D]` (`torch.nn.functional.embedding`).
 ///
 /// Recorded as an [`index_select`](mod@crate::index_select) of the rows and a
 /// [`reshape`](mod@crate::reshape): the gradient of `weight` adds each output
 /// row's gradient into the row it came from (repeated indices add up); `indices`
-/// gets none. Errors name `embedding`: `weight` not of rank 2, an index that is
-/// not an integer in `0..V`.
+/// gets none. Errors name `embedding`: `weight` not of rank 2, a floating
+/// `indices` (convert it with `.to_dtype(DType::I64)`), an index out of `0..V`.
 pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
     const OP: &str = "embedding";
     if weight.rank() != 2 {
@@ -490,6 +540,39 @@ pub fn embedding(weight: &Tensor, indices: &Tensor) -> Result<Tensor> {
         let mut shape = indices.shape().clone();
         shape.push(weight.dims()[1]);
         crate::reshape(&rows, shape)
+    };
+    run().map_err(|e| e.in_op(OP))
+}
+
+/// The classes of `indices` as one-hot rows (`torch.nn.functional.one_hot(indices,
+/// num_classes)`): an `i64` tensor of shape `[..indices, num_classes]` on
+/// `indices`' device, 1 at each index's class and 0 elsewhere.
+///
+/// `indices` is an integer tensor (`i64`, as PyTorch's; `i32` and `u8` too; read
+/// on the host) of any shape; the result is a constant (not recorded; convert it
+/// with `.to_dtype(DType::F32)` to weigh or mix it with floats). Errors name
+/// `one_hot`: a floating `indices` (convert it with `.to_dtype(DType::I64)`), a
+/// value outside `0..num_classes`.
+///
+/// ```
+/// use autograd_core::{DType, Tensor};
+/// # fn main() -> autograd_core::Result<()> {
+/// autograd_ops::init()?;
+/// let hot = autograd_ops::one_hot(&Tensor::from_slice(&[2i64, 0], [2])?, 3)?;
+/// assert_eq!((hot.dims(), hot.dtype()), ([2, 3].as_slice(), DType::I64));
+/// assert_eq!(hot.to_vec::<i64>()?, [0, 0, 1, 1, 0, 0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn one_hot(indices: &Tensor, num_classes: usize) -> Result<Tensor> {
+    const OP: &str = "one_hot";
+    let run = || {
+        let classes = compute::indices(OP, indices, num_classes)?;
+        let like = compute::to_device(&Tensor::zeros([], DType::I64)?, indices.device())?;
+        let hot = compute::one_hot(&like, &classes, num_classes)?;
+        let mut shape = indices.shape().clone();
+        shape.push(num_classes);
+        compute::reshape(&hot, shape)
     };
     run().map_err(|e| e.in_op(OP))
 }

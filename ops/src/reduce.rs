@@ -4,7 +4,7 @@
 use crate::{add, broadcast_to, exp, mul, mul_scalar, reshape, sub};
 use autograd_core::cases;
 use autograd_core::{
-    BinaryOp, CheckCase, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
+    BinaryOp, CheckCase, DType, Device, Error, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
 };
 use autograd_macros::differentiable;
 
@@ -19,6 +19,24 @@ pub(crate) fn kept_shape(shape: &Shape, axis: usize) -> Shape {
 /// over `x_shape`: a view, recorded, so the backward stays differentiable.
 pub(crate) fn spread(grad: &Tensor, x_shape: &Shape, axis: usize) -> Result<Tensor> {
     broadcast_to(&reshape(grad, kept_shape(x_shape, axis))?, x_shape.clone())
+}
+
+/// An error naming `op` when `x` is not floating: a mean or a variance of
+/// integers or booleans has no dtype to be computed in (PyTorch refuses it too).
+fn float_only(op: &'static str, x: &Tensor) -> Result<()> {
+    if x.dtype().is_float() {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument {
+        op,
+        msg: format!(
+            "the tensor (shape {}) is {}, and {op} takes a floating tensor (as PyTorch's); \
+             convert it first with `.to_dtype(DType::F32)`, or sum it (`sum` of integers and \
+             booleans gives i64)",
+            x.shape(),
+            x.dtype()
+        ),
+    })
 }
 
 /// The reduced size of a reduction along `axis` (as f64, for a mean).
@@ -40,7 +58,8 @@ pub(crate) fn stable_max(op: &'static str, x: &Tensor, axis: usize) -> Result<Te
 pub mod sum_all {
     use super::*;
 
-    /// The sum of every element, as a rank-0 tensor (0 for an empty tensor).
+    /// The sum of every element, as a rank-0 tensor (0 for an empty tensor; `i64`
+    /// for an integer or boolean `x`, as PyTorch's).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
         let axes: Vec<usize> = (0..x.rank()).collect();
         compute::reduce(x, ReduceOp::Sum, &axes, false)
@@ -76,7 +95,8 @@ pub mod sum {
         pub keepdim: bool,
     }
 
-    /// The sum along `axis`. An error when `axis` is out of range.
+    /// The sum along `axis` (`i64` for an integer or boolean `x`, as PyTorch's). An
+    /// error when `axis` is out of range.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("sum", self.axis, x)?;
         compute::reduce(x, ReduceOp::Sum, &[axis], self.keepdim)
@@ -104,8 +124,10 @@ pub mod sum {
 pub mod mean_all {
     use super::*;
 
-    /// The mean of every element, as a rank-0 tensor (NaN for an empty tensor).
+    /// The mean of every element, as a rank-0 tensor (NaN for an empty tensor). An
+    /// error for an integer or boolean tensor (convert it to a float first).
     pub fn forward(x: &Tensor) -> Result<Tensor> {
+        float_only("mean_all", x)?;
         let axes: Vec<usize> = (0..x.rank()).collect();
         let total = compute::reduce(x, ReduceOp::Sum, &axes, false)?;
         compute::unary(&total, UnaryOp::MulScalar(1.0 / x.numel() as f64))
@@ -144,8 +166,10 @@ pub mod mean {
         pub keepdim: bool,
     }
 
-    /// The mean along `axis`. An error when `axis` is out of range.
+    /// The mean along `axis`. An error when `axis` is out of range, or `x` is an
+    /// integer or boolean tensor (convert it to a float first).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        float_only("mean", x)?;
         let axis = compute::normalize_axis("mean", self.axis, x)?;
         let total = compute::reduce(x, ReduceOp::Sum, &[axis], self.keepdim)?;
         compute::unary(&total, UnaryOp::MulScalar(1.0 / axis_len(x.shape(), axis)))
@@ -322,6 +346,9 @@ pub mod logsumexp {
     /// `log Σ exp(x)` along `axis`, shifted by the max. An error when `axis` is out of
     /// range or has length 0.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            return compute::cast(&self.forward(&compute::cast(x, DType::F32)?)?, d);
+        }
         let axis = compute::normalize_axis("logsumexp", self.axis, x)?;
         let m = stable_max("logsumexp", x, axis)?;
         let e = crate::exp(&compute::binary(x, &m, BinaryOp::Sub)?)?;
@@ -336,6 +363,10 @@ pub mod logsumexp {
 
     /// d/dx = softmax(x) = exp(x - logsumexp(x)), from `x` and the saved output.
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            let (g, x, y) = (crate::wide(grad)?, crate::wide(x)?, crate::wide(output)?);
+            return crate::to_dtype(&self.backward(&g, &x, &y)?, d);
+        }
         let axis = compute::normalize_axis("logsumexp", self.axis, x)?;
         let kept = kept_shape(x.shape(), axis);
         let p = exp(&sub(x, &reshape(output, kept)?)?)?;
@@ -448,7 +479,7 @@ pub mod min_all {
 }
 
 /// The first position of the extreme along `axis` (NaN counting as the extreme, as
-/// in PyTorch), as a constant tensor of `x`'s dtype.
+/// in PyTorch), as a constant `i64` tensor on `x`'s device.
 fn arg_extreme(
     op: &'static str,
     x: &Tensor,
@@ -467,19 +498,31 @@ fn arg_extreme(
             ),
         });
     }
+    // The positions are computed in i64 on the CPU (exact at any size); on a GPU
+    // in f64 (exact below 2^53, where the CUDA backend's arithmetic is), and
+    // converted to i64 at the end.
+    let work = if x.device() == Device::Cpu {
+        DType::I64
+    } else {
+        DType::F64
+    };
     let run = || -> Result<Tensor> {
         let m = compute::reduce(x, reduce, &[axis], true)?;
         // Where x equals the extreme; where the extreme is NaN, where x is NaN (the
-        // two cases exclude each other: NaN equals nothing).
-        let hit = compute::binary(x, &m, BinaryOp::Eq)?;
-        let not_nan = compute::binary(x, x, BinaryOp::Eq)?;
-        let nan = crate::compare::complement(&not_nan)?;
-        let hit = compute::binary(&hit, &nan, BinaryOp::Add)?;
+        // two cases exclude each other: NaN equals nothing). An integer x has no
+        // NaN.
+        let mut hit = compute::binary(x, &m, BinaryOp::Eq)?;
+        if x.dtype().is_float() {
+            let not_nan = compute::binary(x, x, BinaryOp::Eq)?;
+            let nan = crate::compare::complement(&not_nan)?;
+            hit = compute::binary(&hit, &nan, BinaryOp::Add)?;
+        }
+        let hit = compute::cast(&hit, work)?;
         // Position where hit, `size` elsewhere; the min is the first hit.
         let mut at = Shape::from(vec![1; x.rank()]);
         at.dims_mut()[axis] = size;
         let positions = compute::to_device(
-            &compute::reshape(&Tensor::arange(size, x.dtype())?, at)?,
+            &compute::reshape(&Tensor::arange(size, work)?, at)?,
             x.device(),
         )?;
         let shifted = compute::unary(&positions, UnaryOp::AddScalar(-(size as f64)))?;
@@ -487,7 +530,8 @@ fn arg_extreme(
             &compute::binary(&hit, &shifted, BinaryOp::Mul)?,
             UnaryOp::AddScalar(size as f64),
         )?;
-        compute::reduce(&candidates, ReduceOp::Min, &[axis], keepdim)
+        let first = compute::reduce(&candidates, ReduceOp::Min, &[axis], keepdim)?;
+        compute::cast(&first, DType::I64)
     };
     run().map_err(|e| e.in_op(op))
 }
@@ -496,17 +540,17 @@ fn arg_extreme(
 /// end), the first one among ties; NaN counts as the largest (as in PyTorch).
 /// `keepdim` keeps the axis with size 1.
 ///
-/// The positions are integral values of `x`'s dtype (the convention of
-/// [`index_select`](mod@crate::index_select)'s indices: exact up to 2²⁴ in f32), on
-/// `x`'s device, in a constant: not recorded, no gradient. Errors name `argmax`:
-/// the axis out of range or empty.
+/// The positions are an `i64` tensor (as PyTorch's, and what
+/// [`gather`](mod@crate::gather) and [`index_select`](mod@crate::index_select)
+/// take), on `x`'s device, a constant: not recorded, no gradient. Errors name
+/// `argmax`: the axis out of range or empty.
 pub fn argmax(x: &Tensor, axis: isize, keepdim: bool) -> Result<Tensor> {
     arg_extreme("argmax", x, axis, keepdim, ReduceOp::Max)
 }
 
 /// The position of the smallest element along `axis`, the first one among ties;
 /// NaN counts as the smallest (as in PyTorch). As [`argmax`] otherwise: a
-/// constant of `x`'s dtype, errors naming `argmin`.
+/// constant `i64` tensor, errors naming `argmin`.
 pub fn argmin(x: &Tensor, axis: isize, keepdim: bool) -> Result<Tensor> {
     arg_extreme("argmin", x, axis, keepdim, ReduceOp::Min)
 }
@@ -536,6 +580,7 @@ fn variance(
     correction: usize,
     keepdim: bool,
 ) -> Result<Tensor> {
+    float_only(op, x)?;
     let axis = compute::normalize_axis(op, axis, x)?;
     let (_, ss) = deviations(x, axis)?;
     let ss = if keepdim {
@@ -573,14 +618,22 @@ pub mod var {
         pub keepdim: bool,
     }
 
-    /// The variance along `axis`. An error when `axis` is out of range.
+    /// The variance along `axis`. An error when `axis` is out of range, or `x` is
+    /// not floating.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            return compute::cast(&self.forward(&compute::cast(x, DType::F32)?)?, d);
+        }
         variance("var", x, self.axis, self.correction, self.keepdim)
     }
 
     /// `2 (x - x̄) / (n - correction)` times the spread gradient; recorded (the mean
     /// too), so twice differentiable.
     pub fn backward(&self, grad: &Tensor, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            let g = self.backward(&crate::wide(grad)?, &crate::wide(x)?)?;
+            return crate::to_dtype(&g, d);
+        }
         let (axis, d) = centered("var", x, self.axis)?;
         let scale = 2.0 / divisor(x.dims()[axis], self.correction);
         mul_scalar(&mul(&spread(grad, x.shape(), axis)?, &d)?, scale)
@@ -620,8 +673,12 @@ pub mod std_dev {
         pub keepdim: bool,
     }
 
-    /// `√var` along `axis`. An error when `axis` is out of range.
+    /// `√var` along `axis`. An error when `axis` is out of range, or `x` is not
+    /// floating.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            return compute::cast(&self.forward(&compute::cast(x, DType::F32)?)?, d);
+        }
         let v = variance("std_dev", x, self.axis, self.correction, self.keepdim)?;
         crate::sqrt(&v)
     }
@@ -631,6 +688,10 @@ pub mod std_dev {
     /// a rounding error, and the quotient would be NaN or huge); recorded, so twice
     /// differentiable (the mask of zeros is a constant).
     pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            let (g, x, y) = (crate::wide(grad)?, crate::wide(x)?, crate::wide(output)?);
+            return crate::to_dtype(&self.backward(&g, &x, &y)?, d);
+        }
         let (axis, d) = centered("std_dev", x, self.axis)?;
         let n = divisor(x.dims()[axis], self.correction);
         // Constants: 1 where σ is 0, and 1 where it is not.
@@ -679,6 +740,9 @@ pub mod cumsum {
 
     /// The running sums. An error when `axis` is out of range.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if let Some(d) = crate::half(x) {
+            return compute::cast(&self.forward(&compute::cast(x, DType::F32)?)?, d);
+        }
         let axis = compute::normalize_axis("cumsum", self.axis, x)?;
         let n = x.dims()[axis];
         let mut y = x.clone();

@@ -359,8 +359,9 @@ pub fn concat_all(xs: &[&Tensor], axis: isize) -> Result<Tensor> {
     }
 }
 
-/// Index tensor check shared by `index_select` and `index_add`: a vector of integral
-/// values (stored as floats), each a valid position along `axis` of `x`.
+/// Index tensor check shared by `index_select` and `index_add`: a vector of
+/// integers (`i64`, `i32` or `u8`, read on the host), each a valid position along
+/// `axis` of `x`.
 fn read_indices(op: &'static str, index: &Tensor, x: &Tensor, axis: usize) -> Result<Vec<usize>> {
     if index.rank() != 1 {
         return Err(Error::Shape {
@@ -372,29 +373,20 @@ fn read_indices(op: &'static str, index: &Tensor, x: &Tensor, axis: usize) -> Re
         });
     }
     let size = x.dims()[axis];
-    index
-        .to_vec::<f64>()?
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| {
-            if v.fract() == 0.0 && v >= 0.0 && v < size as f64 {
-                Ok(v as usize)
-            } else {
-                Err(Error::InvalidArgument {
-                    op,
-                    msg: format!(
-                        "index {v} (entry {i}) is not an integer in 0..{size}, the range of axis \
-                         {axis} of shape {}",
-                        x.shape()
-                    ),
-                })
+    compute::indices(op, index, size).map_err(|e| match e {
+        Error::InvalidArgument { op, msg } if index.dtype().is_integer() => {
+            Error::InvalidArgument {
+                op,
+                msg: format!("{msg}, the range of axis {axis} of shape {}", x.shape()),
             }
-        })
-        .collect()
+        }
+        e => e,
+    })
 }
 
 /// The entries `index` of `axis`, in that order (repeats allowed). `index` is a
-/// vector of integral values stored as floats; it gets no gradient.
+/// vector of integers (`i64`, as PyTorch's; `i32` and `u8` too); it gets no
+/// gradient.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod index_select {
     use super::*;
@@ -407,7 +399,7 @@ pub mod index_select {
     }
 
     /// The entries `index` of `axis`, gathered into a new tensor. An error when `index`
-    /// is not a vector or holds a value that is not an integer in the axis' range.
+    /// is not a vector of integers, or holds a value out of the axis' range.
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("index_select", self.axis, x)?;
         let idx = read_indices("index_select", index, x, axis)?;
@@ -427,13 +419,13 @@ pub mod index_select {
         vec![
             CheckCase::new(
                 "index_select axis 0 (repeats)",
-                vec![input(34, &[4, 3]), cases::values(&[2.0, 0.0, 2.0], &[3])],
+                vec![input(34, &[4, 3]), crate::index_values(&[2, 0, 2], &[3])],
                 |x| index_select(&x[0], &x[1], 0),
             )
             .differentiable(vec![true, false]),
             CheckCase::new(
                 "index_select axis -1",
-                vec![input(35, &[2, 4]), cases::values(&[3.0, 1.0], &[2])],
+                vec![input(35, &[2, 4]), crate::index_values(&[3, 1], &[2])],
                 |x| index_select(&x[0], &x[1], -1),
             )
             .differentiable(vec![true, false]),
@@ -443,7 +435,8 @@ pub mod index_select {
 
 /// `x` with entry `i` of `src` (along `axis`) added at entry `index[i]`, repeats
 /// adding up. `src` has `x`'s shape except along `axis`, where it has
-/// `index.len()` entries. `index` gets no gradient.
+/// `index.len()` entries. `index` is a vector of integers (as `index_select`'s)
+/// and gets no gradient.
 #[differentiable(crate = ::autograd_core)]
 pub mod index_add {
     use super::*;
@@ -456,7 +449,7 @@ pub mod index_add {
     }
 
     /// `x` plus `src` scattered along `axis` at `index`. An error when `index` is not a
-    /// vector, holds a value that is not an integer in the axis' range, or when `src`
+    /// vector of integers, holds a value out of the axis' range, or when `src`
     /// does not have `x`'s shape with `index.len()` entries along `axis`.
     pub fn forward(&self, x: &Tensor, #[no_grad] index: &Tensor, src: &Tensor) -> Result<Tensor> {
         let axis = compute::normalize_axis("index_add", self.axis, x)?;
@@ -487,7 +480,7 @@ pub mod index_add {
                 "index_add axis 0 (repeats)",
                 vec![
                     input(36, &[3, 2]),
-                    cases::values(&[1.0, 1.0, 0.0, 2.0], &[4]),
+                    crate::index_values(&[1, 1, 0, 2], &[4]),
                     input(37, &[4, 2]),
                 ],
                 |x| index_add(&x[0], &x[1], &x[2], 0),

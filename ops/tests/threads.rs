@@ -51,14 +51,14 @@ fn leaf(seed: u64, shape: &[usize], dtype: DType) -> Result<Tensor> {
     Ok(uniform(seed, shape, dtype)?.with_requires_grad(true))
 }
 
-/// Whole numbers in 0..n (as floats) with repeats, of shape `shape`.
-fn values(seed: u64, shape: &[usize], n: usize, dtype: DType) -> Result<Tensor> {
+/// Positions in 0..n (`i64`) with repeats, of shape `shape`.
+fn values(seed: u64, shape: &[usize], n: usize) -> Result<Tensor> {
     let mut rng = Rng::new(seed);
     let len = shape.iter().product();
-    let v: Vec<f64> = (0..len)
-        .map(|_| (rng.uniform_f64(0.0, n as f64) as usize).min(n - 1) as f64)
+    let v: Vec<i64> = (0..len)
+        .map(|_| (rng.uniform_f64(0.0, n as f64) as usize).min(n - 1) as i64)
         .collect();
-    compute::cast(&Tensor::from_vec(v, shape.to_vec())?, dtype)
+    Tensor::from_vec(v, shape.to_vec())
 }
 
 /// `y`, then the gradients of `sum(y * r)` (r a fixed random tensor of `y`'s shape)
@@ -138,7 +138,7 @@ fn pooling_forward_and_backward() {
         {
             let s = 10 * i as u64;
             // Values on a grid of 1/4: windows hold ties.
-            let x = values(s + 1, &[2, 5, 40, 44], 8, dt)?;
+            let x = compute::cast(&values(s + 1, &[2, 5, 40, 44], 8)?, dt)?;
             let x = ops::mul_scalar(&x, 0.25)?.detach().with_requires_grad(true);
             out.extend(with_grads(
                 ops::max_pool2d(&x, kernel, stride, padding)?,
@@ -177,7 +177,7 @@ fn gather_scatter_add_and_embedding_with_repeated_indices() {
             } else {
                 axis as usize
             };
-            let index = values(s + 1, &ix_shape, x_shape[ax], dt)?;
+            let index = values(s + 1, &ix_shape, x_shape[ax])?;
             let x = leaf(s + 2, &x_shape, dt)?;
             out.extend(with_grads(
                 ops::gather(&x, &index, axis as isize)?,
@@ -193,7 +193,7 @@ fn gather_scatter_add_and_embedding_with_repeated_indices() {
             )?);
         }
         let w = leaf(50, &[100, 64], dt)?;
-        let idx = values(51, &[30, 20], 100, dt)?;
+        let idx = values(51, &[30, 20], 100)?;
         out.extend(with_grads(ops::embedding(&w, &idx)?, &[&w], 52)?);
         Ok(out)
     });

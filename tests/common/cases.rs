@@ -12,8 +12,10 @@ pub const FUSE_ALL: FusionConfig = FusionConfig {
     min_elements: 1,
 };
 
-/// `case`'s inputs cast to `dtype` and moved to `device`; those the case
-/// differentiates require grad.
+/// `case`'s floating inputs cast to `dtype` and moved to `device`; those the case
+/// differentiates require grad. Integer and boolean inputs (indices, class
+/// targets, masks) keep their dtype and stay on the host, where the ops read
+/// them whatever the data's device.
 pub fn case_inputs(case: &CheckCase, dtype: DType, device: Device) -> Result<Vec<Tensor>> {
     let mask = case
         .differentiable
@@ -23,6 +25,9 @@ pub fn case_inputs(case: &CheckCase, dtype: DType, device: Device) -> Result<Vec
         .iter()
         .zip(&mask)
         .map(|(x, &d)| {
+            if !x.dtype().is_float() {
+                return Ok(x.clone());
+            }
             let x = compute::to_device(&compute::cast(x, dtype)?, device)?;
             Ok(x.with_requires_grad(d))
         })

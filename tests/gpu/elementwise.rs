@@ -62,15 +62,15 @@ fn generated_ops_and_their_derivatives_match_the_cpu() {
                 crate::compare(&what, c, g, (tol, tol)).unwrap_or_else(|e| panic!("{e}"));
             }
         }
-        // Three inputs broadcast to one shape, one of them a mask.
-        let mask = Tensor::from_vec(vec![1.0f64, 0.0, 1.0, 0.0], [4]).unwrap();
-        let mask = compute::cast(&mask, dtype).unwrap();
+        // Three inputs broadcast to one shape, one of them a bool mask (on the
+        // host: `where` converts it to the values' dtype on their device).
+        let mask = Tensor::from_vec(vec![true, false, true, false], [4]).unwrap();
         let b = Rng::new(8).uniform([3, 1], -1.0, 1.0, dtype).unwrap();
         let on = |t: &Tensor, d: Device| t.to(d).unwrap();
         let run = |d: Device| -> Vec<f64> {
             let a = on(&base, d).detach().with_requires_grad(true);
             let bb = on(&b, d).detach().with_requires_grad(true);
-            let y = ops::r#where(&on(&mask, d), &a, &bb).unwrap();
+            let y = ops::r#where(&mask, &a, &bb).unwrap();
             let w = on(&base, d);
             (y * &w).unwrap().sum_all().unwrap().backward().unwrap();
             let mut v = compute::to_device(&grad_of(&a), Device::Cpu)

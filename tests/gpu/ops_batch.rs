@@ -30,14 +30,12 @@ fn run(f: &Op, inputs: &[Tensor], grads: &[bool], device: Device) -> Vec<Vec<f64
     crate::output_and_grads(&y, &refs)
 }
 
-/// Index values: `n` positions below `size`, a fixed scramble with repeats.
-fn positions(shape: &[usize], size: usize, dtype: DType) -> Tensor {
+/// Index values (`i64`, moved to the device with the data, as PyTorch's):
+/// `n` positions below `size`, a fixed scramble with repeats.
+fn positions(shape: &[usize], size: usize) -> Tensor {
     let n: usize = shape.iter().product();
-    let v: Vec<f64> = (0..n).map(|i| ((i * 7919 + 13) % size) as f64).collect();
-    Tensor::from_slice(&v, shape)
-        .unwrap()
-        .to_dtype(dtype)
-        .unwrap()
+    let v: Vec<i64> = (0..n).map(|i| ((i * 7919 + 13) % size) as i64).collect();
+    Tensor::from_slice(&v, shape).unwrap()
 }
 
 #[test]
@@ -51,25 +49,25 @@ fn new_ops_on_the_gpu_match_the_cpu() {
         let cases: Vec<(&str, Vec<Tensor>, Vec<bool>, Op)> = vec![
             (
                 "gather axis 1 of a transposed x",
-                vec![u(&[40, 300]), positions(&[300, 30], 40, dtype)],
+                vec![u(&[40, 300]), positions(&[300, 30], 40)],
                 vec![true, false],
                 Box::new(|v| ops::gather(&v[0].t()?, &v[1], 1)),
             ),
             (
                 "gather axis 0, index smaller off the axis",
-                vec![u(&[7, 5, 90]), positions(&[20, 4, 90], 7, dtype)],
+                vec![u(&[7, 5, 90]), positions(&[20, 4, 90], 7)],
                 vec![true, false],
                 Box::new(|v| ops::gather(&v[0], &v[1], 0)),
             ),
             (
                 "scatter_add axis 1, src larger than the index",
-                vec![u(&[300, 6]), positions(&[300, 9], 6, dtype), u(&[301, 10])],
+                vec![u(&[300, 6]), positions(&[300, 9], 6), u(&[301, 10])],
                 vec![true, false, true],
                 Box::new(|v| ops::scatter_add(&v[0], &v[1], &v[2], 1)),
             ),
             (
                 "scatter_add axis 0 of a strided index",
-                vec![u(&[5, 600]), positions(&[600, 8], 5, dtype), u(&[8, 600])],
+                vec![u(&[5, 600]), positions(&[600, 8], 5), u(&[8, 600])],
                 vec![true, false, true],
                 Box::new(|v| ops::scatter_add(&v[0], &v[1].t()?, &v[2], 0)),
             ),
@@ -96,11 +94,14 @@ fn new_ops_on_the_gpu_match_the_cpu() {
                 vec![u(&[30, 20]), u(&[20])],
                 vec![false, false],
                 Box::new(|v| {
+                    // bool masks on the device, as numbers of the operands' dtype.
                     let (a, b) = (&v[0], &v[1]);
-                    let s = (ops::eq(a, a)? + ops::ne(a, b)?.mul_scalar(2.0)?)?;
-                    let s = (s + ops::lt(a, b)?.mul_scalar(4.0)?)?;
-                    let s = (s + ops::le(a, b)?.mul_scalar(8.0)?)?;
-                    (s + ops::gt(a, b)?.mul_scalar(16.0)?)? + ops::ge(a, b)?.mul_scalar(32.0)?
+                    let n = |m: Tensor| m.to_dtype(a.dtype());
+                    let s = (n(ops::eq(a, a)?)? + n(ops::ne(a, b)?)?.mul_scalar(2.0)?)?;
+                    let s = (s + n(ops::lt(a, b)?)?.mul_scalar(4.0)?)?;
+                    let s = (s + n(ops::le(a, b)?)?.mul_scalar(8.0)?)?;
+                    (s + n(ops::gt(a, b)?)?.mul_scalar(16.0)?)?
+                        + n(ops::ge(a, b)?)?.mul_scalar(32.0)?
                 }),
             ),
             (
@@ -127,7 +128,7 @@ fn new_ops_on_the_gpu_match_the_cpu() {
             ),
             (
                 "embedding",
-                vec![u(&[50, 8]), positions(&[6, 70], 50, dtype)],
+                vec![u(&[50, 8]), positions(&[6, 70], 50)],
                 vec![true, false],
                 Box::new(|v| ops::embedding(&v[0], &v[1])),
             ),

@@ -15,6 +15,11 @@ fn run(case: &CheckCase, inputs: &[Tensor], mask: &[bool], device: Device) -> Re
         .iter()
         .zip(mask)
         .map(|(x, &m)| {
+            // Indices, targets and masks stay on the host, where the ops read them
+            // whatever the data's device.
+            if !x.dtype().is_float() {
+                return Ok(x.clone());
+            }
             let x = compute::to_device(x, device)?;
             Ok(if m {
                 x.detach().with_requires_grad(true)
@@ -85,7 +90,15 @@ fn every_registered_op_matches_the_cpu_forward_and_backward() {
                 let inputs = match case
                     .inputs
                     .iter()
-                    .map(|x| compute::cast(x, dtype))
+                    // Floating inputs in the dtype; integer and boolean ones
+                    // (indices, targets, masks) in their own.
+                    .map(|x| {
+                        if x.dtype().is_float() {
+                            compute::cast(x, dtype)
+                        } else {
+                            Ok(x.clone())
+                        }
+                    })
                     .collect::<Result<Vec<_>>>()
                 {
                     Ok(v) => v,

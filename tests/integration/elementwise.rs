@@ -442,11 +442,31 @@ fn bad_inputs_are_errors_naming_the_op() {
     let b = Tensor::from_vec(vec![1.0f64, 2.0], [2]).unwrap();
     let err = blend(&a, &b).unwrap_err();
     assert!(matches!(err, Error::Broadcast { op: "blend", .. }), "{err}");
+    // Mixed dtypes meet in the wider one (promotion, as PyTorch's), and each
+    // gradient comes back in its input's dtype.
     let f = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], [3]).unwrap();
-    let err = blend(&a, &f).unwrap_err();
-    assert!(
-        matches!(err, Error::DTypeMismatch { op: "blend", .. }),
-        "{err}"
+    let (ag, fg) = (
+        a.detach().with_requires_grad(true),
+        f.detach().with_requires_grad(true),
+    );
+    let mixed = blend(&ag, &fg).unwrap();
+    assert_eq!(mixed.dtype(), DType::F64);
+    let same = blend(&a, &compute::cast(&f, DType::F64).unwrap()).unwrap();
+    assert_eq!(
+        mixed.to_vec::<f64>().unwrap(),
+        same.to_vec::<f64>().unwrap()
+    );
+    mixed.sum_all().unwrap().backward().unwrap();
+    assert_eq!(ag.grad().unwrap().dtype(), DType::F64);
+    assert_eq!(fg.grad().unwrap().dtype(), DType::F32);
+    // An integer operand computes in the float one's dtype.
+    let i = Tensor::from_vec(vec![1i64, 2, 3], [3]).unwrap();
+    assert_eq!(
+        blend(&a, &i).unwrap().to_vec::<f64>().unwrap(),
+        blend(&a, &compute::cast(&i, DType::F64).unwrap())
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
     );
     // Empty tensors and scalars work.
     let e = Tensor::from_vec(Vec::<f64>::new(), [0, 3]).unwrap();
@@ -724,11 +744,7 @@ fn every_standard_generated_op_matches_its_scalar_reference_over_views() {
             }
         }
         // where: three operands broadcast to one shape.
-        let mask = compute::cast(
-            &Tensor::from_vec(vec![1.0f64, 0.0, 0.0, 1.0, 1.0, 0.0], [6]).unwrap(),
-            dtype,
-        )
-        .unwrap();
+        let mask = Tensor::from_vec(vec![true, false, false, true, true, false], [6]).unwrap();
         let b = base.narrow(1, 0, 1).unwrap();
         let got = ops::r#where(&mask, &base, &b).unwrap();
         let (m, x, bv) = (

@@ -15,7 +15,7 @@ struct Mlp {
 fn mlp_loss() -> Result<Mlp> {
     let mut rng = Rng::new(7);
     let x = rng.normal([5, 2], 0.0, 1.0, DType::F64)?;
-    let targets = Tensor::from_slice(&[0.0f64, 1.0, 2.0, 1.0, 0.0], [5])?;
+    let targets = Tensor::from_slice(&[0i64, 1, 2, 1, 0], [5])?;
     let w1 = rng
         .normal([2, 4], 0.0, 1.0, DType::F64)?
         .with_requires_grad(true);
@@ -107,7 +107,7 @@ fn parameters_appear_once_constants_once_per_use_with_an_edge_per_input() -> Res
     let constants = lines_starting(&dot, "const");
     assert_eq!(constants.len(), 2, "{dot}");
     assert!(constants.iter().all(|l| l.contains("dashed")));
-    assert!(constants.iter().any(|l| l.contains("targets\\n[5] f64")));
+    assert!(constants.iter().any(|l| l.contains("targets\\n[5] i64")));
     assert!(constants.iter().any(|l| l.contains("[5, 2] f64")));
 
     let total_inputs: usize = graph.nodes().iter().map(|n| n.inputs().len()).sum();

@@ -24,6 +24,11 @@ fn values(v: &[f64], shape: &[usize]) -> Tensor {
     Tensor::from_slice(v, shape).unwrap()
 }
 
+/// An `i64` index tensor.
+fn ints(v: &[i64], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(v, shape).unwrap()
+}
+
 /// The output and the gradients of `Σ y · sin(0.5 j + 0.3)` of `f` at `inputs`, in
 /// `dtype`, as f64 values.
 fn run(
@@ -174,8 +179,18 @@ fn stack_places_the_new_axis_and_checks_its_inputs() -> Result<()> {
     let b = Tensor::zeros([3, 2], DType::F32)?;
     expect_error(ops::stack(&[&a, &b], 0), "stack", &["[3, 2]", "[2, 3]"]);
     expect_error(ops::stack(&[&a, &a], 3), "stack", &["axis 3"]);
-    let c = Tensor::zeros([2, 3], DType::F64)?;
-    expect_error(ops::stack(&[&a, &c], 0), "stack", &["dtype"]);
+    // Tensors of several dtypes join in their common one (as PyTorch's `stack`),
+    // and each gradient comes back in its input's dtype.
+    let (a, c) = (
+        Tensor::ones([2, 3], DType::F32)?.with_requires_grad(true),
+        Tensor::zeros([2, 3], DType::F64)?.with_requires_grad(true),
+    );
+    let s = ops::stack(&[&a, &c], 0)?;
+    assert_eq!((s.dims(), s.dtype()), ([2, 2, 3].as_slice(), DType::F64));
+    assert_eq!(s.sum_all()?.to_scalar::<f64>()?, 6.0);
+    s.sum_all()?.backward()?;
+    assert_eq!(a.grad().unwrap().dtype(), DType::F32);
+    assert_eq!(c.grad().unwrap().dtype(), DType::F64);
     Ok(())
 }
 
@@ -315,19 +330,26 @@ fn argmax_and_argmin_give_first_positions_as_constants() -> Result<()> {
     )
     .with_requires_grad(true);
     let am = ops::argmax(&x, 1, false)?;
-    assert_eq!(am.to_vec::<f64>()?, [1.0, 1.0, 0.0]); // ties: the first; NaN is the max
-    assert_eq!(am.dtype(), DType::F64);
+    assert_eq!(am.to_vec::<i64>()?, [1, 1, 0]); // ties: the first; NaN is the max
+    assert_eq!(am.dtype(), DType::I64);
     assert!(!am.requires_grad(), "positions are constants");
     assert!(
         ComputationGraph::of(&[&am]).nodes().is_empty(),
         "not recorded"
     );
-    assert_eq!(ops::argmin(&x, 1, true)?.to_vec::<f64>()?, [3.0, 0.0, 0.0]);
+    assert_eq!(ops::argmin(&x, 1, true)?.to_vec::<i64>()?, [3, 0, 0]);
     assert_eq!(ops::argmin(&x, 1, true)?.dims(), [3, 1]);
-    assert_eq!(x.argmax(0, false)?.to_vec::<f64>()?, [2.0, 1.0, 2.0, 2.0]);
-    assert_eq!(x.argmin(-2, false)?.to_vec::<f64>()?, [2.0, 2.0, 1.0, 2.0]);
+    assert_eq!(x.argmax(0, false)?.to_vec::<i64>()?, [2, 1, 2, 2]);
+    assert_eq!(x.argmin(-2, false)?.to_vec::<i64>()?, [2, 2, 1, 2]);
     let f = x.to_dtype(DType::F32)?;
-    assert_eq!(f.argmax(1, false)?.dtype(), DType::F32);
+    assert_eq!(f.argmax(1, false)?.dtype(), DType::I64);
+    assert_eq!(f.argmax(1, false)?.to_vec::<i64>()?, [1, 1, 0]);
+    // Of integers too, and the positions index what they came from.
+    let i = ints(&[4, 9, 9, -3, 0, 2], &[2, 3]);
+    assert_eq!(i.argmax(1, true)?.to_vec::<i64>()?, [1, 2]);
+    assert_eq!(i.argmin(1, false)?.to_vec::<i64>()?, [0, 0]);
+    let top = ops::gather(&x, &x.argmax(1, true)?, 1)?;
+    assert_eq!(top.to_vec::<f64>()?[..2], [3.0, 5.0]);
     expect_error(ops::argmax(&x, 2, false), "argmax", &["axis 2"]);
     expect_error(
         ops::argmin(&Tensor::zeros([2, 0], DType::F64)?, 1, false),
@@ -433,14 +455,14 @@ fn cumsum_of_long_axes_and_special_values() -> Result<()> {
 
 #[test]
 fn gather_matches_pytorch() {
-    let i1 = values(&[3.0, 0.0, 3.0, 1.0, 1.0, 2.0, 0.0, 2.0, 3.0], &[3, 3]);
+    let i1 = ints(&[3, 0, 3, 1, 1, 2, 0, 2, 3], &[3, 3]);
     check(
         "gather axis 1",
         &move |v| ops::gather(&v[0], &i1, 1),
         &[wave(&[3, 4], 0.61, 0.2, f64::sin)],
         &[GATHER1_Y, GATHER1_D0],
     );
-    let i0 = values(&[1.0, 0.0, 2.0, 2.0, 0.0, 1.0, 1.0, 1.0], &[4, 2]);
+    let i0 = ints(&[1, 0, 2, 2, 0, 1, 1, 1], &[4, 2]);
     check(
         "gather axis 0, index smaller off the axis",
         &move |v| v[0].gather(&i0, 0),
@@ -451,7 +473,7 @@ fn gather_matches_pytorch() {
 
 #[test]
 fn scatter_add_matches_pytorch() {
-    let index = values(&[2.0, 0.0, 2.0, 1.0, 2.0, 2.0, 0.0, 1.0], &[2, 4]);
+    let index = ints(&[2, 0, 2, 1, 2, 2, 0, 1], &[2, 4]);
     check(
         "scatter_add axis 0, src larger than the index",
         &move |v| ops::scatter_add(&v[0], &index, &v[1], 0),
@@ -468,26 +490,33 @@ fn gather_and_scatter_add_read_views_and_refuse_bad_indices() -> Result<()> {
     crate::init();
     let base = wave(&[4, 3], 0.2, 0.1, f64::sin);
     let xt = base.t()?; // [3, 4], strided
-    let index = values(&[3.0, 0.0, 1.0, 1.0, 2.0, 3.0], &[3, 2]);
+    let index = ints(&[3, 0, 1, 1, 2, 3], &[3, 2]);
     let got = ops::gather(&xt, &index, 1)?.to_vec::<f64>()?;
     let b = base.to_vec::<f64>()?;
     assert_eq!(got, [b[9], b[0], b[4], b[4], b[8], b[11]]);
-    // An index of another float dtype is read as positions all the same.
-    let i32s = index.to_dtype(DType::F32)?;
-    assert_eq!(ops::gather(&xt, &i32s, 1)?.to_vec::<f64>()?, got);
+    // An index of another integer dtype is read as positions all the same.
+    for d in [DType::I32, DType::U8] {
+        assert_eq!(
+            ops::gather(&xt, &index.to_dtype(d)?, 1)?.to_vec::<f64>()?,
+            got
+        );
+    }
+    // A float index is refused, with the conversion to write.
+    let floats = index.to_dtype(DType::F64)?;
+    expect_error(
+        ops::gather(&xt, &floats, 1),
+        "gather",
+        &["integer", "f64", ".to_dtype(DType::I64)"],
+    );
     // The index gets no gradient and is not saved as a differentiable input.
     assert!(!ops::gather(&xt, &index, 1)?.requires_grad());
 
-    let bad = values(&[4.0, 0.0, 1.0, 1.0, 2.0, 3.0], &[3, 2]);
+    let bad = ints(&[4, 0, 1, 1, 2, 3], &[3, 2]);
     expect_error(ops::gather(&xt, &bad, 1), "gather", &["index 4", "0..4"]);
-    let frac = values(&[0.5, 0.0, 1.0, 1.0, 2.0, 3.0], &[3, 2]);
-    expect_error(ops::gather(&xt, &frac, 1), "gather", &["0.5"]);
-    expect_error(
-        ops::gather(&xt, &values(&[0.0], &[1]), 1),
-        "gather",
-        &["rank"],
-    );
-    let big = Tensor::zeros([4, 1], DType::F64)?;
+    let negative = ints(&[-1, 0, 1, 1, 2, 3], &[3, 2]);
+    expect_error(ops::gather(&xt, &negative, 1), "gather", &["-1"]);
+    expect_error(ops::gather(&xt, &ints(&[0], &[1]), 1), "gather", &["rank"]);
+    let big = Tensor::zeros([4, 1], DType::I64)?;
     expect_error(ops::gather(&xt, &big, 1), "gather", &["axis 0", "[4, 1]"]);
     expect_error(ops::gather(&xt, &index, 2), "gather", &["axis 2"]);
 
@@ -509,18 +538,77 @@ fn gather_and_scatter_add_read_views_and_refuse_bad_indices() -> Result<()> {
         "scatter_add",
         &["src", "[3, 1]"],
     );
-    let f32src = src.to_dtype(DType::F32)?;
+    // An f32 src meets the f64 x in f64 (promotion, as PyTorch's), and each
+    // gradient comes back in its input's dtype.
+    let f32src = src.to_dtype(DType::F32)?.with_requires_grad(true);
+    let xg = x.detach().with_requires_grad(true);
+    let mixed = ops::scatter_add(&xg, &index, &f32src, 1)?;
+    assert_eq!(mixed.dtype(), DType::F64);
+    assert_eq!(mixed.to_vec::<f64>()?, s.to_vec::<f64>()?);
+    mixed.sum_all()?.backward()?;
+    assert_eq!(f32src.grad().unwrap().dtype(), DType::F32);
+    assert_eq!(xg.grad().unwrap().dtype(), DType::F64);
+    Ok(())
+}
+
+#[test]
+fn gather_reads_positions_past_what_f32_holds_exactly() -> Result<()> {
+    crate::init();
+    // 2^25 f32 elements: positions above 2^24 are not all f32 numbers (2^24 + 1
+    // rounds to 2^24, 2^25 - 1 to 2^25), so an index read through f32 would pick
+    // the wrong elements or refuse; the i64 positions pick exactly.
+    let n = 1usize << 25;
+    let x = Tensor::from_vec((0..n).map(|i| (i % 4096) as f32).collect::<Vec<f32>>(), [n])?
+        .with_requires_grad(true);
+    let at = [n - 1, n - 2, (1 << 24) + 1, 1 << 24, (1 << 24) + 3, 5];
+    let index = Tensor::from_vec(at.iter().map(|&i| i as i64).collect::<Vec<i64>>(), [6])?;
+    let y = ops::gather(&x, &index, 0)?;
+    let want: Vec<f32> = at.iter().map(|&i| (i % 4096) as f32).collect();
+    assert_eq!(y.to_vec::<f32>()?, want);
+    assert_eq!(want[..4], [4095.0, 4094.0, 1.0, 0.0]);
+    // The gradient goes back to exactly those positions.
+    let seed = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [6])?;
+    let g = grad(&y, &[&x], BackwardOptions::default().seed(seed))?;
+    let g = g[0].as_ref().unwrap().to_vec::<f32>()?;
+    for (k, &i) in at.iter().enumerate() {
+        assert_eq!(g[i], (k + 1) as f32, "position {i}");
+    }
+    assert_eq!(g.iter().sum::<f32>(), 21.0, "nothing anywhere else");
+    // index_select reads the same positions.
+    let rows = ops::index_select(&x.detach(), &index, 0)?;
+    assert_eq!(rows.to_vec::<f32>()?, want);
+    Ok(())
+}
+
+#[test]
+fn one_hot_gives_i64_rows_of_the_indices_shape() -> Result<()> {
+    crate::init();
+    let idx = ints(&[1, 0, 2, 2], &[2, 2]);
+    let hot = ops::one_hot(&idx, 3)?;
+    assert_eq!(
+        (hot.dims(), hot.dtype()),
+        ([2, 2, 3].as_slice(), DType::I64)
+    );
+    assert_eq!(hot.to_vec::<i64>()?, [0, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 1]);
+    assert!(!hot.requires_grad());
+    let u8s = ops::one_hot(&idx.to_dtype(DType::U8)?, 4)?;
+    assert_eq!(u8s.sum(-1, false)?.to_vec::<i64>()?, [1; 4]);
+    assert_eq!(
+        ops::one_hot(&Tensor::scalar(1i64), 2)?.to_vec::<i64>()?,
+        [0, 1]
+    );
+    expect_error(ops::one_hot(&idx, 2), "one_hot", &["index 2", "0..2"]);
     expect_error(
-        ops::scatter_add(&x, &index, &f32src, 1),
-        "scatter_add",
-        &["dtype"],
+        ops::one_hot(&values(&[1.0], &[1]), 2),
+        "one_hot",
+        &["integer", "f64", ".to_dtype(DType::I64)"],
     );
     Ok(())
 }
 
 #[test]
 fn embedding_matches_pytorch_and_adds_repeated_rows() -> Result<()> {
-    let idx = values(&[1.0, 4.0, 1.0, 0.0], &[2, 2]);
+    let idx = ints(&[1, 4, 1, 0], &[2, 2]);
     let i = idx.clone();
     check(
         "embedding",
@@ -539,12 +627,17 @@ fn embedding_matches_pytorch_and_adds_repeated_rows() -> Result<()> {
             1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0
         ]
     );
-    let scalar_index = ops::embedding(&w, &Tensor::scalar(2.0f32))?;
+    let scalar_index = ops::embedding(&w, &Tensor::scalar(2i64))?;
     assert_eq!(scalar_index.dims(), [3]);
     expect_error(
-        ops::embedding(&w, &values(&[5.0], &[1])),
+        ops::embedding(&w, &ints(&[5], &[1])),
         "embedding",
         &["index 5", "0..5"],
+    );
+    expect_error(
+        ops::embedding(&w, &values(&[1.0], &[1])),
+        "embedding",
+        &["integer", ".to_dtype(DType::I64)"],
     );
     expect_error(
         ops::embedding(&values(&[1.0; 3], &[3]), &idx),
@@ -562,22 +655,26 @@ fn comparisons_are_constant_masks_that_broadcast() -> Result<()> {
     let a = values(&[1.0, 2.0, f64::NAN, 4.0, -1.0, 2.0], &[2, 3]).with_requires_grad(true);
     let b = values(&[2.0, 2.0, 0.0], &[3]);
     type Compare = fn(&Tensor, &Tensor) -> Result<Tensor>;
-    let want: [(&str, Compare, [f64; 6]); 6] = [
-        ("eq", ops::eq, [0.0, 1.0, 0.0, 0.0, 0.0, 0.0]),
-        ("ne", ops::ne, [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]),
-        ("lt", ops::lt, [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]),
-        ("le", ops::le, [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]),
-        ("gt", ops::gt, [0.0, 0.0, 0.0, 1.0, 0.0, 1.0]),
-        ("ge", ops::ge, [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]),
+    let (t, f) = (true, false);
+    let want: [(&str, Compare, [bool; 6]); 6] = [
+        ("eq", ops::eq, [f, t, f, f, f, f]),
+        ("ne", ops::ne, [t, f, t, t, t, t]),
+        ("lt", ops::lt, [t, f, f, f, t, f]),
+        ("le", ops::le, [t, t, f, f, t, f]),
+        ("gt", ops::gt, [f, f, f, t, f, t]),
+        ("ge", ops::ge, [f, t, f, t, f, t]),
     ];
     for (name, f, w) in want {
         let m = f(&a, &b)?;
-        assert_eq!(m.to_vec::<f64>()?, w, "{name}");
+        assert_eq!(m.to_vec::<bool>()?, w, "{name}");
         assert_eq!(
             (m.dims(), m.dtype()),
-            ([2, 3].as_slice(), DType::F64),
+            ([2, 3].as_slice(), DType::Bool),
             "{name}"
         );
+        // Against an integer tensor: compared in the common dtype (f64 here).
+        let bi = ints(&[2, 2, 0], &[3]);
+        assert_eq!(f(&a, &bi)?.to_vec::<bool>()?, w, "{name} against i64");
         assert!(!m.requires_grad(), "{name}: a constant");
         assert!(
             ComputationGraph::of(&[&m]).nodes().is_empty(),
@@ -588,16 +685,26 @@ fn comparisons_are_constant_masks_that_broadcast() -> Result<()> {
     }
     // The methods are the functions.
     assert_eq!(
-        a.gt(&b)?.to_vec::<f64>()?,
-        ops::gt(&a, &b)?.to_vec::<f64>()?
+        a.gt(&b)?.to_vec::<bool>()?,
+        ops::gt(&a, &b)?.to_vec::<bool>()?
     );
     assert_eq!(
-        a.ne(&b)?.to_vec::<f64>()?,
-        ops::ne(&a, &b)?.to_vec::<f64>()?
+        a.ne(&b)?.to_vec::<bool>()?,
+        ops::ne(&a, &b)?.to_vec::<bool>()?
     );
-    assert_eq!(a.le(&b)?.dtype(), DType::F64);
+    assert_eq!(a.le(&b)?.dtype(), DType::Bool);
+    // Mixed float dtypes compare in the wider one (promotion, as PyTorch's).
     let f32s = a.to_dtype(DType::F32)?;
-    expect_error(ops::lt(&f32s, &b), "lt", &["dtype"]);
+    assert_eq!(
+        ops::lt(&f32s, &b)?.to_vec::<bool>()?,
+        ops::lt(&a, &b)?.to_vec::<bool>()?
+    );
+    // Integers and booleans compare exactly.
+    let big = ints(&[(1 << 53) + 1, 5], &[2]);
+    let near = ints(&[1 << 53, 5], &[2]);
+    assert_eq!(ops::ne(&big, &near)?.to_vec::<bool>()?, [true, false]);
+    let m = ops::eq(&a, &a)?;
+    assert_eq!(ops::ne(&m, &m)?.to_vec::<bool>()?, [false; 6]);
     Ok(())
 }
 
@@ -627,6 +734,79 @@ fn where_of_a_comparison_is_a_leaky_relu() -> Result<()> {
             assert!((a - b).abs() < 1e-6, "{dtype}: {a} vs leaky_relu's {b}");
         }
     }
+    Ok(())
+}
+
+#[test]
+fn where_takes_a_bool_condition_and_promotes_its_values() -> Result<()> {
+    crate::init();
+    let cond = Tensor::from_slice(&[true, false, true], [3])?;
+    // f32 and f64 values meet in f64; each gradient comes back in its dtype.
+    let a = values(&[1.0, 2.0, 3.0], &[3])
+        .to_dtype(DType::F32)?
+        .with_requires_grad(true);
+    let b = values(&[-1.0, -2.0, -3.0], &[3]).with_requires_grad(true);
+    let y = ops::r#where(&cond, &a, &b)?;
+    assert_eq!(y.dtype(), DType::F64);
+    assert_eq!(y.to_vec::<f64>()?, [1.0, -2.0, 3.0]);
+    y.sum_all()?.backward()?;
+    let (ga, gb) = (a.grad().unwrap(), b.grad().unwrap());
+    assert_eq!(
+        (ga.dtype(), ga.to_vec::<f64>()?),
+        (DType::F32, vec![1.0, 0.0, 1.0])
+    );
+    assert_eq!(
+        (gb.dtype(), gb.to_vec::<f64>()?),
+        (DType::F64, vec![0.0, 1.0, 0.0])
+    );
+    // Integer values are selected exactly, in their common dtype.
+    let big = ints(&[i64::MAX, i64::MIN, 7], &[3]);
+    let small = Tensor::from_slice(&[1i32, 2, 3], [3])?;
+    let picked = ops::r#where(&cond, &big, &small)?;
+    assert_eq!(picked.dtype(), DType::I64);
+    assert_eq!(picked.to_vec::<i64>()?, [i64::MAX, 2, 7]);
+    let bools = ops::r#where(&cond, &cond, &ops::eq(&cond, &cond)?)?;
+    assert_eq!(bools.to_vec::<bool>()?, [true, true, true]);
+    // A float condition is refused, with the conversion to write.
+    let mask = values(&[1.0, 0.0, 1.0], &[3]);
+    expect_error(
+        ops::r#where(&mask, &a, &b),
+        "where",
+        &["bool", "f64", ".to_dtype(DType::Bool)"],
+    );
+    assert_eq!(
+        ops::r#where(&mask.to_dtype(DType::Bool)?, &a, &b)?.to_vec::<f64>()?,
+        [1.0, -2.0, 3.0]
+    );
+    Ok(())
+}
+
+#[test]
+fn sums_of_integers_are_i64_and_their_means_are_refused() -> Result<()> {
+    crate::init();
+    let i = Tensor::from_slice(&[1i32, 2, 3, 4, 5, i32::MAX], [2, 3])?;
+    let total = ops::sum_all(&i)?;
+    assert_eq!(total.dtype(), DType::I64);
+    assert_eq!(total.to_scalar::<i64>()?, 15 + i32::MAX as i64);
+    assert_eq!(
+        ops::sum(&i, 1, false)?.to_vec::<i64>()?,
+        [6, 9 + i32::MAX as i64]
+    );
+    let mask = Tensor::from_slice(&[true, false, true, true], [4])?;
+    assert_eq!(ops::sum_all(&mask)?.to_scalar::<i64>()?, 3);
+    assert_eq!(ops::sum(&mask, 0, true)?.dtype(), DType::I64);
+    expect_error(
+        ops::mean_all(&i),
+        "mean_all",
+        &["i32", ".to_dtype(DType::F32)"],
+    );
+    expect_error(ops::mean(&i, 0, false), "mean", &["i32", "floating"]);
+    expect_error(ops::var(&mask, 0, 1, false), "var", &["bool"]);
+    let mean = ops::mean_all(&i.to_dtype(DType::F64)?)?.to_scalar::<f64>()?;
+    assert!(
+        (mean - (15.0 + i32::MAX as f64) / 6.0).abs() < 1e-6,
+        "{mean}"
+    );
     Ok(())
 }
 

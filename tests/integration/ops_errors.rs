@@ -114,7 +114,7 @@ fn axes_out_of_range_name_the_op_the_axis_and_the_shape() {
         ("concat", ops::concat(&x, &x, 2)),
         (
             "index_select",
-            ops::index_select(&x, &Tensor::from_slice(&[0.0], [1]).unwrap(), 2),
+            ops::index_select(&x, &Tensor::from_slice(&[0i64], [1]).unwrap(), 2),
         ),
     ];
     for (op, r) in results {
@@ -137,28 +137,54 @@ fn reshape_to_another_element_count_names_both_shapes_and_counts() {
 }
 
 #[test]
-fn cross_entropy_rejects_non_integer_and_out_of_range_targets() {
+fn cross_entropy_rejects_float_and_out_of_range_targets() {
     crate::init();
     let logits = t(&[2, 3]);
-    let targets = |v: &[f64]| Tensor::from_slice(v, [v.len()]).unwrap();
-    for bad in [[0.0, 1.5], [0.0, 3.0], [-1.0, 0.0], [f64::NAN, 0.0]] {
+    let targets = |v: &[i64]| Tensor::from_slice(v, [v.len()]).unwrap();
+    for bad in [[0, 3], [-1, 0], [0, i64::MAX]] {
         let err = expect_error(
             ops::cross_entropy(&logits, &targets(&bad)),
             "cross_entropy",
-            &["[2, 3]", "[2]", "not an integer class index in 0..3"],
+            &["[2, 3]", "[2]", "not a class index in 0..3"],
         );
         assert!(
             matches!(err.root_cause(), Error::InvalidArgument { .. }),
             "{err}"
         );
     }
+    // Class indices stored as floats (even whole ones) are refused, with the
+    // conversion to write; converted, they are taken.
+    let floats = Tensor::from_slice(&[0.0, 2.0], [2]).unwrap();
+    let err = expect_error(
+        ops::cross_entropy(&logits, &floats),
+        "cross_entropy",
+        &["[2]", "f64", "integer", ".to_dtype(DType::I64)"],
+    );
+    assert!(
+        matches!(err.root_cause(), Error::InvalidArgument { .. }),
+        "{err}"
+    );
+    let converted = floats.to_dtype(DType::I64).unwrap();
+    assert_eq!(
+        ops::cross_entropy(&logits, &converted)
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap(),
+        ops::cross_entropy(&logits, &targets(&[0, 2]))
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap()
+    );
+    for d in [DType::I32, DType::U8] {
+        assert!(ops::cross_entropy(&logits, &converted.to_dtype(d).unwrap()).is_ok());
+    }
     expect_error(
-        ops::cross_entropy(&logits, &targets(&[0.0, 1.0, 2.0])),
+        ops::cross_entropy(&logits, &targets(&[0, 1, 2])),
         "cross_entropy",
         &["[2, 3]", "[3]"],
     );
     expect_error(
-        ops::cross_entropy(&t(&[2, 3, 4]), &targets(&[0.0, 1.0])),
+        ops::cross_entropy(&t(&[2, 3, 4]), &targets(&[0, 1])),
         "cross_entropy",
         &["[2, 3, 4]"],
     );
@@ -168,24 +194,39 @@ fn cross_entropy_rejects_non_integer_and_out_of_range_targets() {
 fn bad_indices_and_permutations_are_errors() {
     crate::init();
     let x = t(&[3, 2]);
-    let idx = |v: &[f64]| Tensor::from_slice(v, [v.len()]).unwrap();
+    let idx = |v: &[i64]| Tensor::from_slice(v, [v.len()]).unwrap();
     expect_error(
-        ops::index_select(&x, &idx(&[0.0, 3.0]), 0),
+        ops::index_select(&x, &idx(&[0, 3]), 0),
         "index_select",
         &["index 3 ", "0..3", "[3, 2]"],
     );
     expect_error(
-        ops::index_select(&x, &idx(&[0.5]), -1),
+        ops::index_select(&x, &idx(&[-1]), -1),
         "index_select",
-        &["index 0.5 ", "0..2", "[3, 2]"],
+        &["index -1 ", "0..2", "[3, 2]"],
     );
     expect_error(
-        ops::index_select(&x, &Tensor::zeros([1, 1], DType::F64).unwrap(), 0),
+        ops::index_select(&x, &Tensor::from_slice(&[0.0, 1.0], [2]).unwrap(), -1),
+        "index_select",
+        &["integer", "f64", ".to_dtype(DType::I64)"],
+    );
+    expect_error(
+        ops::index_add(
+            &x,
+            &Tensor::from_slice(&[1.0f32], [1]).unwrap(),
+            &t(&[1, 2]),
+            0,
+        ),
+        "index_add",
+        &["integer", "f32", ".to_dtype(DType::I64)"],
+    );
+    expect_error(
+        ops::index_select(&x, &Tensor::zeros([1, 1], DType::I64).unwrap(), 0),
         "index_select",
         &["[1, 1]", "vector"],
     );
     expect_error(
-        ops::index_add(&x, &idx(&[0.0]), &t(&[2, 2]), 0),
+        ops::index_add(&x, &idx(&[0]), &t(&[2, 2]), 0),
         "index_add",
         &["[2, 2]", "[3, 2]"],
     );

@@ -164,7 +164,9 @@ fn replay(dtype: DType, rtol: f64, atol: f64) {
         for input in p["inputs"].as_array().expect("inputs") {
             let n = input["name"].as_str().expect("input name").to_string();
             let d = input["differentiable"].as_bool().expect("flag");
-            let t = compute::cast(&tensor_of(input), dtype)
+            // The inputs that get no gradient are class targets and indices: whole
+            // numbers in the file, i64 here (as PyTorch's and JAX's int arrays).
+            let t = compute::cast(&tensor_of(input), if d { dtype } else { DType::I64 })
                 .unwrap()
                 .with_requires_grad(d);
             if d {

@@ -105,7 +105,7 @@ fn gelu_is_the_tanh_approximation() -> Result<()> {
 fn cross_entropy_matches_the_definition_and_its_gradient() -> Result<()> {
     crate::init();
     let logits = leaf(&[1.0, 2.0, 0.5, -1.0, 0.0, 3.0], &[2, 3]);
-    let targets = Tensor::from_slice(&[1.0f32, 2.0], [2])?;
+    let targets = Tensor::from_slice(&[1i64, 2], [2])?;
     let loss = logits.cross_entropy(&targets)?;
     let row = |r: [f64; 3], t: usize| {
         let lse = r.iter().map(|v| v.exp()).sum::<f64>().ln();
@@ -158,7 +158,7 @@ fn concat_all_joins_in_order_and_routes_each_gradient_back() -> Result<()> {
 fn index_select_repeats_add_up_in_the_gradient() -> Result<()> {
     crate::init();
     let x = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]);
-    let idx = Tensor::from_slice(&[2.0, 0.0, 2.0, 2.0], [4])?;
+    let idx = Tensor::from_slice(&[2i64, 0, 2, 2], [4])?;
     let y = x.index_select(&idx, 0)?;
     assert_eq!(
         y.to_vec::<f64>()?,
@@ -208,7 +208,7 @@ fn pow_differentiates_base_and_exponent() -> Result<()> {
 fn ops_keep_the_dtype_of_their_inputs() -> Result<()> {
     crate::init();
     let x = Tensor::from_slice(&[0.5f32, 1.5, -0.25, 2.0], [2, 2])?.with_requires_grad(true);
-    let t = Tensor::from_slice(&[1.0f32, 0.0], [2])?;
+    let t = Tensor::from_slice(&[1i64, 0], [2])?;
     let loss = (x.gelu()?.softmax(-1)?.cross_entropy(&t)? + x.mean_all()?)?;
     assert_eq!(loss.dtype(), DType::F32);
     loss.backward()?;

@@ -321,7 +321,7 @@ fn training_steps_update_parameters_in_their_own_buffers() -> Result<()> {
     // Once backward has released the graph, nothing else holds the parameters: every
     // step writes into the buffers they already have.
     let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?;
-    let targets = Tensor::from_slice(&[0.0f32, 1.0, 1.0], [3])?;
+    let targets = Tensor::from_slice(&[0i64, 1, 1], [3])?;
     let mut w = Tensor::from_slice(&[0.1f32, -0.2, 0.3, 0.4], [2, 2])?.with_requires_grad(true);
     let mut b = Tensor::zeros([2], DType::F32)?.with_requires_grad(true);
     let buffers = [buffer(&w), buffer(&b)];

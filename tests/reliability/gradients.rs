@@ -225,7 +225,7 @@ fn a_repeated_gather_index_feeding_std_leaves_the_parameters_finite() -> Result<
     crate::init();
     let w = Tensor::from_slice(&[0.5f64, -1.0, 2.0], [3])?.with_requires_grad(true);
     let h = (&w * 2.0)?;
-    let idx = Tensor::from_slice(&[1.0f64, 1.0], [2])?;
+    let idx = Tensor::from_slice(&[1i64, 1], [2])?;
     let picked = h.gather(&idx, 0)?;
     let s = std_dev(&picked, 0, 1, false)?;
     let loss = (&s + &(&w * &w)?.sum_all()?)?;

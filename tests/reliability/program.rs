@@ -20,6 +20,9 @@
 //!   can have (`usize::MAX`, `usize::MAX / 2 + 1`, `2^61`): never a valid but
 //!   enormous size, so the interpreter does not exhaust memory by design;
 //! - a *value* byte picks one of 16 values including 0, -0, NaN and ±inf.
+//! - an *index* operand (of `index_select`, `index_add`, and `cross_entropy`'s
+//!   targets) is a slot's tensor read as `i64` positions, or the float tensor
+//!   itself (refused) when its slot byte is a multiple of 8.
 //!
 //! # What is checked
 //!
@@ -126,6 +129,22 @@ impl Reader<'_> {
         let rank = self.byte() % 5;
         (0..rank).map(|_| self.size()).collect()
     }
+}
+
+/// An index operand: the slot's values as `i64` positions (truncated toward zero
+/// and saturated, as Rust's `as`; NaN is 0), or the float tensor itself when the
+/// slot byte is a multiple of 8 (the op must refuse it).
+fn as_positions(t: &Tensor, slot_byte: u8) -> Tensor {
+    if slot_byte.is_multiple_of(8) {
+        return t.clone();
+    }
+    autograd::compute::cast(t, DType::I64).expect("a cast to i64 of a pool tensor")
+}
+
+/// `cross_entropy` with the second operand's values as class indices (as
+/// [`as_positions`] reads them).
+fn cross_entropy_of_classes(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    ops::cross_entropy(logits, &as_positions(targets, 1))
 }
 
 struct Machine {
@@ -469,7 +488,7 @@ impl Machine {
                     ops::minimum,
                     ops::matmul,
                     ops::mse_loss,
-                    ops::cross_entropy,
+                    cross_entropy_of_classes,
                 ];
                 self.outcome("binary op", f[k as usize % 10](&a, &b));
             }
@@ -546,6 +565,7 @@ impl Machine {
                 let (Some(x), Some(index)) = (self.slot(a), self.slot(i)) else {
                     return;
                 };
+                let index = as_positions(&index, i);
                 self.outcome("index_select", ops::index_select(&x, &index, axis));
             }
             15 => {
@@ -554,6 +574,7 @@ impl Machine {
                 else {
                     return;
                 };
+                let index = as_positions(&index, i);
                 self.outcome("index_add", ops::index_add(&x, &index, &src, axis));
             }
             16..=18 => self.backward(r),

@@ -30,7 +30,7 @@ fn graph_gradients(seed: u64) -> Result<Vec<Vec<f64>>> {
     let b = rng
         .normal([3], 0.0, 1.0, DType::F64)?
         .with_requires_grad(true);
-    let targets = Tensor::from_slice(&[(seed % 3) as f64, 1.0, 0.0, 2.0], [4])?;
+    let targets = Tensor::from_slice(&[(seed % 3) as i64, 1, 0, 2], [4])?;
     let h = ops::tanh(&(x.matmul(&w)? + &b)?)?;
     let loss = (ops::cross_entropy(&h, &targets)? + ops::mean_all(&ops::square(&h)?)?)?;
     loss.backward()?;

@@ -1,8 +1,9 @@
 // Inputs marked #[no_grad] (an index tensor, a mask) get no gradient slot, and
-// never a gradient, even when they require grad.
+// never a gradient, even when they require grad (a float mask can; an integer
+// index cannot require grad at all).
 use autograd::prelude::*;
 
-/// Rows of `x` picked by `index` (integral values), repeats allowed.
+/// Rows of `x` picked by `index` (an integer tensor), repeats allowed.
 #[differentiable]
 mod gather_rows {
     use autograd::compute;
@@ -38,7 +39,7 @@ fn main() -> Result<()> {
     let reg = autograd::init()?;
     let x =
         Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?.with_requires_grad(true);
-    let index = Tensor::from_vec(vec![2.0f64, 0.0, 2.0], [3])?.with_requires_grad(true);
+    let index = Tensor::from_vec(vec![2i64, 0, 2], [3])?;
 
     let y = gather_rows(&x, &index)?;
     assert_eq!(y.to_vec::<f64>()?, vec![5.0, 6.0, 1.0, 2.0, 5.0, 6.0]);
