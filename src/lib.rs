@@ -323,8 +323,11 @@
 
 #![warn(missing_docs)]
 
+pub mod amp;
 pub mod functional;
 pub mod optim;
+
+pub use amp::{GradScaler, autocast};
 
 mod io;
 pub use io::{LoadOptions, load, load_into, load_into_with, save};

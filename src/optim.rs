@@ -14,6 +14,20 @@
 //! values in one pass), so it never holds the gradients it was computed from.
 //! A parameter listed more than once in one `step` is updated once.
 //!
+//! # Mixed precision
+//!
+//! A parameter held in `f16` or `bf16` is trained through an `f32` master copy
+//! that the optimizer keeps: each step converts the gradient to `f32`, updates the
+//! master (and the state, always `f32` for such a parameter) and writes the master
+//! back to the parameter rounded to its dtype. So an update smaller than half a
+//! unit in the last place of `bf16` is not lost: it accumulates in the master
+//! until it shows in the parameter. The master is made from the parameter's
+//! values at its first step; after changing a parameter's values by other means,
+//! call `remove` so that the next step starts again from them.
+//! [`Optimizer::step_unscaled`] is the step of a loss-scaled backward
+//! ([`GradScaler`](crate::amp::GradScaler)): every gradient is multiplied by the
+//! inverse scale in `f32` before use.
+//!
 //! One training step:
 //!
 //! ```
@@ -36,7 +50,9 @@
 //! # }
 //! ```
 
-use crate::{BinaryOp, Error, Result, Tensor, TensorId, UnaryOp, WeakTensor, compute, no_grad};
+use crate::{
+    BinaryOp, DType, Error, Result, Tensor, TensorId, UnaryOp, WeakTensor, compute, no_grad,
+};
 use std::collections::{HashMap, HashSet};
 
 /// Something that updates parameters from their gradients.
@@ -45,6 +61,23 @@ pub trait Optimizer {
     /// gradient accumulated since the last [`Optimizer::zero_grad`], or not requiring
     /// grad) are left as they are. Gradients are not cleared.
     fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()>;
+
+    /// [`Optimizer::step`] with every gradient multiplied by `inv_scale` first (in
+    /// `f32` for an `f16`/`bf16` gradient): the step after a backward pass of a
+    /// loss multiplied by `1 / inv_scale`, as [`GradScaler`](crate::amp::GradScaler)
+    /// takes it. The gradients themselves are left as they are. The default
+    /// handles `inv_scale == 1` only (it is `step`), and is an error otherwise: an
+    /// optimizer meant for loss scaling implements it ([`Sgd`] and [`Adam`] do).
+    fn step_unscaled(&mut self, params: &mut [&mut Tensor], inv_scale: f64) -> Result<()> {
+        if inv_scale == 1.0 {
+            return self.step(params);
+        }
+        Err(invalid(format!(
+            "this optimizer does not implement `step_unscaled`, so it cannot take gradients \
+             scaled by {}; implement `Optimizer::step_unscaled`, or train without a GradScaler",
+            1.0 / inv_scale
+        )))
+    }
 
     /// The learning rate the next step uses.
     fn learning_rate(&self) -> f64;
@@ -79,6 +112,7 @@ pub struct Sgd {
     nesterov: bool,
     weight_decay: f64,
     buffers: HashMap<TensorId, (WeakTensor, Tensor)>,
+    masters: Masters,
 }
 
 impl Sgd {
@@ -90,6 +124,7 @@ impl Sgd {
             nesterov: false,
             weight_decay: 0.0,
             buffers: HashMap::new(),
+            masters: Masters::default(),
         }
     }
 
@@ -125,10 +160,18 @@ impl Sgd {
 }
 
 impl Sgd {
-    /// Forgets the momentum kept for `param` (it is also forgotten once every handle
-    /// of the parameter is dropped).
+    /// Forgets the momentum (and the `f32` master copy of an `f16`/`bf16`
+    /// parameter) kept for `param`; they are also forgotten once every handle of
+    /// the parameter is dropped.
     pub fn remove(&mut self, param: &Tensor) {
         self.buffers.remove(&param.id());
+        self.masters.remove(param);
+    }
+
+    /// The `f32` master copy kept for `param` when it is `f16` or `bf16` (after
+    /// its first step), else `None`.
+    pub fn master(&self, param: &Tensor) -> Option<Tensor> {
+        self.masters.get(param)
     }
 
     /// Number of parameters with a momentum buffer.
@@ -139,16 +182,25 @@ impl Sgd {
 
 impl Optimizer for Sgd {
     fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
+        self.step_unscaled(params, 1.0)
+    }
+
+    fn step_unscaled(&mut self, params: &mut [&mut Tensor], inv_scale: f64) -> Result<()> {
         self.validate()?;
+        check_inv_scale(inv_scale)?;
         self.buffers.retain(|_, (p, _)| p.is_alive());
+        self.masters.retain_alive();
         let mut seen = HashSet::new();
         no_grad(|| {
             for p in params.iter_mut() {
                 if !seen.insert(p.id()) {
                     continue; // listed twice: updated once
                 }
-                let Some(g) = gradient_of(p)? else { continue };
-                let g = with_weight_decay(g, p, self.weight_decay)?;
+                let Some(g) = gradient_of(p, inv_scale)? else {
+                    continue;
+                };
+                let w = self.masters.working(p)?;
+                let g = with_weight_decay(g, &w, self.weight_decay)?;
                 let direction = if self.momentum == 0.0 {
                     g
                 } else {
@@ -164,13 +216,14 @@ impl Optimizer for Sgd {
                     self.buffers.insert(p.id(), (p.downgrade(), buf));
                     direction
                 };
-                let new = sub(p, &scale(&direction, self.lr)?)?;
+                let new = sub(&w, &scale(&direction, self.lr)?)?;
+                drop(w); // no second handle of the parameter when it is written
                 // Computed now, together (one pass when fused): a deferred buffer
                 // would hold the gradients and buffers it is computed from.
                 if let Some((_, buf)) = self.buffers.get(&p.id()) {
                     crate::fusion::realize_all(&[&new, buf])?;
                 }
-                p.set_data(&new)?;
+                self.masters.write(p, new)?;
             }
             Ok(())
         })
@@ -202,6 +255,7 @@ pub struct Adam {
     eps: f64,
     weight_decay: f64,
     moments: HashMap<TensorId, AdamState>,
+    masters: Masters,
 }
 
 #[derive(Debug, Clone)]
@@ -223,6 +277,7 @@ impl Adam {
             eps: 1e-8,
             weight_decay: 0.0,
             moments: HashMap::new(),
+            masters: Masters::default(),
         }
     }
 
@@ -255,10 +310,18 @@ impl Adam {
 }
 
 impl Adam {
-    /// Forgets the moments kept for `param` (they are also forgotten once every
-    /// handle of the parameter is dropped).
+    /// Forgets the moments (and the `f32` master copy of an `f16`/`bf16`
+    /// parameter) kept for `param`; they are also forgotten once every handle of
+    /// the parameter is dropped.
     pub fn remove(&mut self, param: &Tensor) {
         self.moments.remove(&param.id());
+        self.masters.remove(param);
+    }
+
+    /// The `f32` master copy kept for `param` when it is `f16` or `bf16` (after
+    /// its first step), else `None`.
+    pub fn master(&self, param: &Tensor) -> Option<Tensor> {
+        self.masters.get(param)
     }
 
     /// Number of parameters with moments.
@@ -269,8 +332,14 @@ impl Adam {
 
 impl Optimizer for Adam {
     fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
+        self.step_unscaled(params, 1.0)
+    }
+
+    fn step_unscaled(&mut self, params: &mut [&mut Tensor], inv_scale: f64) -> Result<()> {
         self.validate()?;
+        check_inv_scale(inv_scale)?;
         self.moments.retain(|_, s| s.param.is_alive());
+        self.masters.retain_alive();
         let (b1, b2) = (self.beta1, self.beta2);
         let mut seen = HashSet::new();
         no_grad(|| {
@@ -278,8 +347,11 @@ impl Optimizer for Adam {
                 if !seen.insert(p.id()) {
                     continue; // listed twice: updated once
                 }
-                let Some(g) = gradient_of(p)? else { continue };
-                let g = with_weight_decay(g, p, self.weight_decay)?;
+                let Some(g) = gradient_of(p, inv_scale)? else {
+                    continue;
+                };
+                let w = self.masters.working(p)?;
+                let g = with_weight_decay(g, &w, self.weight_decay)?;
                 let state = match self.moments.get(&p.id()) {
                     None => AdamState {
                         param: p.downgrade(),
@@ -308,11 +380,12 @@ impl Optimizer for Adam {
                     &denom,
                     BinaryOp::Div,
                 )?;
-                let new = sub(p, &update)?;
+                let new = sub(&w, &update)?;
+                drop(w); // no second handle of the parameter when it is written
                 // Computed now, together (one pass when fused): deferred moments
                 // would hold the gradients and moments they are computed from.
                 crate::fusion::realize_all(&[&new, &state.m, &state.v])?;
-                p.set_data(&new)?;
+                self.masters.write(p, new)?;
                 self.moments.insert(p.id(), state);
             }
             Ok(())
@@ -330,8 +403,9 @@ impl Optimizer for Adam {
 
 /// The parameter's gradient, if it has one that fits it, cut off from any graph (a
 /// `create_graph` backward leaves a recorded gradient, whose graph the optimizer's
-/// state must not keep alive).
-fn gradient_of(p: &Tensor) -> Result<Option<Tensor>> {
+/// state must not keep alive), in `f32` for an `f16`/`bf16` parameter, times
+/// `inv_scale` (unless 1).
+fn gradient_of(p: &Tensor, inv_scale: f64) -> Result<Option<Tensor>> {
     let Some(g) = p.grad() else { return Ok(None) };
     let g = if g.requires_grad() { g.detach() } else { g };
     if g.shape() != p.shape() {
@@ -342,7 +416,82 @@ fn gradient_of(p: &Tensor) -> Result<Option<Tensor>> {
             p.shape()
         )));
     }
-    Ok(Some(g))
+    let g = if is_half(p.dtype()) || is_half(g.dtype()) {
+        compute::cast(&g, DType::F32)?
+    } else {
+        g
+    };
+    if inv_scale == 1.0 {
+        Ok(Some(g))
+    } else {
+        scale(&g, inv_scale).map(Some)
+    }
+}
+
+/// True for the 16-bit floats, trained through an `f32` master copy.
+fn is_half(dtype: DType) -> bool {
+    matches!(dtype, DType::F16 | DType::BF16)
+}
+
+/// The `f32` master copies of the `f16`/`bf16` parameters an optimizer updates,
+/// keyed like its state, each with a weak handle of its parameter (freed with it).
+#[derive(Debug, Clone, Default)]
+struct Masters {
+    map: HashMap<TensorId, (WeakTensor, Tensor)>,
+}
+
+impl Masters {
+    /// The values a step updates: the master copy of an `f16`/`bf16` parameter
+    /// (made from its values at its first step), the parameter itself otherwise.
+    fn working(&self, p: &Tensor) -> Result<Tensor> {
+        if !is_half(p.dtype()) {
+            return Ok(p.clone());
+        }
+        match self.map.get(&p.id()) {
+            Some((_, m)) if m.shape() == p.shape() => Ok(m.clone()),
+            _ => compute::cast(&p.detach(), DType::F32),
+        }
+    }
+
+    /// Writes the step's result: into the master (then rounded into the
+    /// parameter) for an `f16`/`bf16` parameter, into the parameter otherwise.
+    fn write(&mut self, p: &mut Tensor, new: Tensor) -> Result<()> {
+        if !is_half(p.dtype()) {
+            return p.set_data(&new);
+        }
+        // Computed now: a deferred master would hold the one before it.
+        let new = compute::contiguous(&new)?;
+        crate::fusion::realize_all(&[&new])?;
+        p.set_data(&compute::cast(&new, p.dtype())?)?;
+        self.map.insert(p.id(), (p.downgrade(), new));
+        Ok(())
+    }
+
+    /// The master copy of `p`, if one is kept.
+    fn get(&self, p: &Tensor) -> Option<Tensor> {
+        self.map.get(&p.id()).map(|(_, m)| m.clone())
+    }
+
+    fn remove(&mut self, p: &Tensor) {
+        self.map.remove(&p.id());
+    }
+
+    /// Frees the copies of parameters whose last handle was dropped.
+    fn retain_alive(&mut self) {
+        self.map.retain(|_, (p, _)| p.is_alive());
+    }
+}
+
+/// An error unless `inv_scale` (the inverse of a loss scale) is finite and above 0.
+fn check_inv_scale(inv_scale: f64) -> Result<()> {
+    if inv_scale.is_finite() && inv_scale > 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "the inverse loss scale is {inv_scale}; it must be a finite number > 0 (a loss \
+             scale that is finite and above 0)"
+        )))
+    }
 }
 
 fn with_weight_decay(g: Tensor, p: &Tensor, weight_decay: f64) -> Result<Tensor> {

@@ -1,0 +1,334 @@
+//! The CNN of `examples/cnn.rs` (same generated images of squares, circles and
+//! crosses, same seed, network, optimizer and steps) trained three ways, with the
+//! test accuracy of each side by side:
+//!
+//! - `f32`: everything in f32 (the reference);
+//! - `autocast bf16`: f32 parameters, the convolutions and the product run in
+//!   bf16 inside [`autocast`] (softmax and the loss in f32), gradients back in f32;
+//! - `bf16 params`: the parameters themselves held in bf16 (half the memory),
+//!   under autocast, trained through Adam's f32 master copies.
+//!
+//! With `--f16`, a fourth run under f16 autocast with a [`GradScaler`] (f16's
+//! small range needs the loss scaled). Run with
+//! `cargo run --release --example cnn_bf16`; `--epochs N` trains fewer epochs
+//! (the same for every run).
+
+use autograd::amp::{GradScaler, autocast};
+use autograd::ops;
+use autograd::optim::{Adam, Optimizer};
+use autograd::prelude::*;
+use std::time::Instant;
+
+const SIZE: usize = 16;
+const CLASSES: usize = 3;
+const TRAIN: usize = 3000;
+const TEST: usize = 600;
+const NOISE: f64 = 0.3;
+const EPOCHS: usize = 12;
+const BATCH: usize = 50;
+const LEARNING_RATE: f64 = 0.01;
+
+/// One `SIZE x SIZE` image of `class` (0 square, 1 circle, 2 cross), row-major.
+fn draw(class: usize, rng: &mut Rng) -> Vec<f32> {
+    let mut img = vec![0.0f64; SIZE * SIZE];
+    let brightness = rng.uniform_f64(0.7, 1.3);
+    let pick =
+        |rng: &mut Rng, lo: usize, hi: usize| lo + (rng.next_u64() % (hi - lo + 1) as u64) as usize;
+    let mut set = |y: usize, x: usize| img[y * SIZE + x] = brightness;
+    match class {
+        0 => {
+            // The outline of a square of side 6..=11.
+            let side = pick(rng, 6, 11);
+            let (top, left) = (pick(rng, 0, SIZE - side), pick(rng, 0, SIZE - side));
+            for k in 0..side {
+                set(top, left + k);
+                set(top + side - 1, left + k);
+                set(top + k, left);
+                set(top + k, left + side - 1);
+            }
+        }
+        1 => {
+            // The outline of a circle of radius 3 to 5.5.
+            let r = rng.uniform_f64(3.0, 5.5);
+            let margin = r.ceil() as usize;
+            let cy = pick(rng, margin, SIZE - 1 - margin) as f64 + rng.uniform_f64(-0.5, 0.5);
+            let cx = pick(rng, margin, SIZE - 1 - margin) as f64 + rng.uniform_f64(-0.5, 0.5);
+            for y in 0..SIZE {
+                for x in 0..SIZE {
+                    let d = ((y as f64 - cy).powi(2) + (x as f64 - cx).powi(2)).sqrt();
+                    if (d - r).abs() < 0.6 {
+                        set(y, x);
+                    }
+                }
+            }
+        }
+        _ => {
+            // A plus sign with arms of 3..=5 pixels.
+            let arm = pick(rng, 3, 5);
+            let (cy, cx) = (
+                pick(rng, arm, SIZE - 1 - arm),
+                pick(rng, arm, SIZE - 1 - arm),
+            );
+            for k in 0..=2 * arm {
+                set(cy, cx + k - arm);
+                set(cy + k - arm, cx);
+            }
+        }
+    }
+    img.iter()
+        .map(|&v| (v + NOISE * rng.normal_f64()) as f32)
+        .collect()
+}
+
+/// `n` images `[n, 1, SIZE, SIZE]` of random classes, and their labels `[n]`.
+fn dataset(n: usize, rng: &mut Rng) -> Result<(Tensor, Vec<usize>)> {
+    let mut pixels = Vec::with_capacity(n * SIZE * SIZE);
+    let mut labels = Vec::with_capacity(n);
+    for _ in 0..n {
+        let class = (rng.next_u64() % CLASSES as u64) as usize;
+        pixels.extend(draw(class, rng));
+        labels.push(class);
+    }
+    Ok((Tensor::from_vec(pixels, [n, 1, SIZE, SIZE])?, labels))
+}
+
+/// How a run computes and keeps its parameters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Precision {
+    /// f32 everywhere.
+    F32,
+    /// f32 parameters, bf16 products under autocast.
+    AutocastBf16,
+    /// bf16 parameters (f32 master copies in Adam), bf16 products under autocast.
+    Bf16Params,
+    /// f32 parameters, f16 products under autocast, the loss scaled.
+    AutocastF16,
+}
+
+impl Precision {
+    fn label(self) -> &'static str {
+        match self {
+            Precision::F32 => "f32",
+            Precision::AutocastBf16 => "autocast bf16",
+            Precision::Bf16Params => "bf16 params",
+            Precision::AutocastF16 => "autocast f16 + GradScaler",
+        }
+    }
+
+    /// The autocast dtype of the run, if any.
+    fn autocast(self) -> Option<DType> {
+        match self {
+            Precision::F32 => None,
+            Precision::AutocastBf16 | Precision::Bf16Params => Some(DType::BF16),
+            Precision::AutocastF16 => Some(DType::F16),
+        }
+    }
+
+    /// Runs `f` under the run's autocast, if any.
+    fn run<R>(self, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        match self.autocast() {
+            Some(dtype) => autocast(dtype, f),
+            None => f(),
+        }
+    }
+}
+
+/// The network's parameters.
+struct Cnn {
+    conv1: Tensor,
+    b1: Tensor,
+    conv2: Tensor,
+    b2: Tensor,
+    fc: Tensor,
+    bfc: Tensor,
+}
+
+impl Cnn {
+    /// As `examples/cnn.rs` initialises it, in `dtype`.
+    fn new(rng: &mut Rng, dtype: DType) -> Result<Cnn> {
+        // He initialisation for the layers followed by relu, 1/fan_in for the last.
+        let mut normal = |shape: &[usize], var: f64| -> Result<Tensor> {
+            let t = rng.normal(shape, 0.0, var.sqrt(), DType::F32)?;
+            Ok(t.to_dtype(dtype)?.with_requires_grad(true))
+        };
+        let conv1 = normal(&[8, 1, 3, 3], 2.0 / 9.0)?;
+        let conv2 = normal(&[16, 8, 3, 3], 2.0 / 72.0)?;
+        let fc = normal(&[256, CLASSES], 1.0 / 256.0)?;
+        let zeros = |n: usize| -> Result<Tensor> {
+            Ok(Tensor::zeros([n], dtype)?.with_requires_grad(true))
+        };
+        Ok(Cnn {
+            conv1,
+            b1: zeros(8)?,
+            conv2,
+            b2: zeros(16)?,
+            fc,
+            bfc: zeros(CLASSES)?,
+        })
+    }
+
+    /// Class scores `[n, 3]` for images `[n, 1, 16, 16]`.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let same = ((1, 1), (1, 1), (1, 1));
+        let h = ops::conv2d(x, &self.conv1, Some(&self.b1), same.0, same.1, same.2, 1)?;
+        let h = h.relu()?.max_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 8, 8, 8]
+        let h = ops::conv2d(&h, &self.conv2, Some(&self.b2), same.0, same.1, same.2, 1)?;
+        let h = h.relu()?.avg_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 16, 4, 4]
+        let n = h.dims()[0];
+        let flat = ops::reshape(&h, Shape::from([n, 256]))?;
+        flat.matmul(&self.fc)? + &self.bfc
+    }
+
+    fn params_mut(&mut self) -> [&mut Tensor; 6] {
+        [
+            &mut self.conv1,
+            &mut self.b1,
+            &mut self.conv2,
+            &mut self.b2,
+            &mut self.fc,
+            &mut self.bfc,
+        ]
+    }
+
+    /// The predicted class of each image, without recording anything.
+    fn predict(&self, x: &Tensor, precision: Precision) -> Result<Vec<usize>> {
+        let scores = no_grad(|| precision.run(|| self.forward(x)))?
+            .to_dtype(DType::F32)?
+            .to_vec::<f32>()?;
+        Ok(scores
+            .chunks_exact(CLASSES)
+            .map(|s| {
+                (0..CLASSES)
+                    .max_by(|&a, &b| s[a].total_cmp(&s[b]))
+                    .unwrap_or(0)
+            })
+            .collect())
+    }
+}
+
+/// The fraction of `labels` that the model predicts, in batches.
+fn accuracy(model: &Cnn, x: &Tensor, labels: &[usize], precision: Precision) -> Result<f64> {
+    let mut right = 0;
+    for start in (0..labels.len()).step_by(200) {
+        let len = 200.min(labels.len() - start);
+        let predicted = model.predict(&x.narrow(0, start, len)?, precision)?;
+        right += predicted
+            .iter()
+            .zip(&labels[start..start + len])
+            .filter(|(p, l)| p == l)
+            .count();
+    }
+    Ok(right as f64 / labels.len() as f64)
+}
+
+/// A random permutation of `0..n` (Fisher-Yates).
+fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
+/// What a run ends with.
+struct Outcome {
+    test_accuracy: f64,
+    final_loss: f64,
+    seconds: f64,
+}
+
+/// One training run as `examples/cnn.rs` does it (seed 7, Adam with the learning
+/// rate decayed over the last third), for `epochs` epochs, in `precision`.
+fn train(precision: Precision, epochs: usize) -> Result<Outcome> {
+    let start = Instant::now();
+    let mut rng = Rng::new(7);
+    let (train_x, train_labels) = dataset(TRAIN, &mut rng)?;
+    let (test_x, test_labels) = dataset(TEST, &mut rng)?;
+    let targets: Vec<i64> = train_labels.iter().map(|&c| c as i64).collect();
+    let targets = Tensor::from_vec(targets, [TRAIN])?;
+    let param_dtype = match precision {
+        Precision::Bf16Params => DType::BF16,
+        _ => DType::F32,
+    };
+    let mut model = Cnn::new(&mut rng, param_dtype)?;
+    let mut opt = Adam::new(LEARNING_RATE);
+    // Loss scaling for f16 only: bf16 has f32's range.
+    let mut scaler = GradScaler::new().enabled(precision == Precision::AutocastF16);
+    let mut final_loss = f64::NAN;
+    for epoch in 1..=epochs {
+        let decay = (epoch as f64 - 2.0 * epochs as f64 / 3.0).max(0.0) / (epochs as f64 / 3.0);
+        opt.set_learning_rate(LEARNING_RATE * (1.0 - 0.9 * decay));
+        let order = shuffled(TRAIN, &mut rng);
+        let mut loss_sum = 0.0;
+        let mut batches = 0;
+        for chunk in order.chunks(BATCH) {
+            let index: Vec<i64> = chunk.iter().map(|&i| i as i64).collect();
+            let index = Tensor::from_vec(index, [chunk.len()])?;
+            let xb = train_x.index_select(&index, 0)?;
+            let yb = targets.index_select(&index, 0)?;
+            let loss = precision.run(|| model.forward(&xb)?.cross_entropy(&yb))?;
+            scaler.scale(&loss)?.backward()?;
+            scaler.step(&mut opt, &mut model.params_mut())?;
+            scaler.update()?;
+            opt.zero_grad(&mut model.params_mut());
+            loss_sum += loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+            batches += 1;
+        }
+        final_loss = loss_sum / batches as f64;
+        println!(
+            "  [{}] epoch {epoch} loss {final_loss:.4}",
+            precision.label()
+        );
+    }
+    let test_accuracy = accuracy(&model, &test_x, &test_labels, precision)?;
+    Ok(Outcome {
+        test_accuracy,
+        final_loss,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+fn main() -> Result<()> {
+    autograd::init()?;
+    let args: Vec<String> = std::env::args().collect();
+    let epochs = match args.iter().position(|a| a == "--epochs") {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .ok_or_else(|| Error::InvalidArgument {
+                op: "cnn_bf16",
+                msg: "--epochs takes a whole number above 0, as `--epochs 6`".into(),
+            })?,
+        None => EPOCHS,
+    };
+    let mut runs = vec![
+        Precision::F32,
+        Precision::AutocastBf16,
+        Precision::Bf16Params,
+    ];
+    if args.iter().any(|a| a == "--f16") {
+        runs.push(Precision::AutocastF16);
+    }
+    println!(
+        "{TRAIN} training and {TEST} test images of {SIZE}x{SIZE} (noise {NOISE}), {epochs} \
+         epochs of batches of {BATCH}, Adam lr {LEARNING_RATE}"
+    );
+    let mut results = Vec::new();
+    for precision in runs {
+        results.push((precision, train(precision, epochs)?));
+    }
+    println!("\nprecision                   test accuracy   final loss   time");
+    let reference = results[0].1.test_accuracy;
+    for (precision, r) in &results {
+        println!(
+            "{:<27} {:>6.2}% ({:+.2})   {:.4}       {:.1} s",
+            precision.label(),
+            100.0 * r.test_accuracy,
+            100.0 * (r.test_accuracy - reference),
+            r.final_loss,
+            r.seconds
+        );
+    }
+    Ok(())
+}
