@@ -1,6 +1,7 @@
 //! Integration tests of the whole stack: the worked examples of reverse-mode accumulation, the
 //! engine's semantics, pruning, gradient checks through the registry.
 
+mod amp;
 #[path = "../common/cases.rs"]
 mod cases;
 mod checkpoint;
@@ -11,6 +12,7 @@ mod engine;
 mod functional;
 mod fusion;
 mod graph_dot;
+mod half_reference;
 mod io;
 mod operators;
 mod ops_batch;
