@@ -55,6 +55,13 @@ thread_local! {
     static STATE: Cell<State> = const { Cell::new(OFF) };
 }
 
+/// Whether an op called now is converted: inside a scope, not suspended.
+#[inline]
+pub(crate) fn converts() -> bool {
+    let now = state();
+    now.dtype.is_some() && !now.suspended
+}
+
 /// The state now; off when the thread-local is gone (thread exit).
 #[inline]
 fn state() -> State {

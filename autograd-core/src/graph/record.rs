@@ -207,6 +207,25 @@ pub fn apply<O: Differentiable>(op: O, inputs: &[&Tensor]) -> crate::Result<Tens
     check_float_grads(entry, inputs)?;
     // Autocast: the inputs converted as the op's policy says (recorded), the forward
     // run with autocast suspended; outside any scope, one thread-local read.
+    if crate::autocast::converts() {
+        return apply_autocast(op, inputs, location);
+    }
+    let output = {
+        let _off = crate::grad_mode::ForwardGuard::new();
+        op.forward(inputs).map_err(|e| e.in_op(entry.name))?
+    };
+    Ok(ComputationGraph::record_at(op, inputs, output, location))
+}
+
+/// [`apply`] inside an autocast scope.
+#[cold]
+#[inline(never)]
+fn apply_autocast<O: Differentiable>(
+    op: O,
+    inputs: &[&Tensor],
+    location: &'static Location<'static>,
+) -> crate::Result<Tensor> {
+    let entry = O::ENTRY;
     crate::autocast::dispatch(entry.name, inputs, |inputs| {
         let output = {
             let _off = crate::grad_mode::ForwardGuard::new();

@@ -56,6 +56,62 @@ impl CpuStorage {
         Ok(Some(CpuStorage::F32(self.to_vec(&all)?)))
     }
 
+    /// [`BackendStorage::unary`] for the dtypes other than f32 and f64 (out of
+    /// line: the float ops' path stays small).
+    #[cold]
+    #[inline(never)]
+    fn unary_other(&self, l: &Layout, op: UnaryOp) -> Result<CpuStorage> {
+        match self {
+            CpuStorage::F16(_) | CpuStorage::BF16(_) => {
+                let wide = self.widened()?.ok_or_else(not_widened)?;
+                wide.unary(l, op)?.narrowed(self.dtype())
+            }
+            _ => integer::unary(self, l, op),
+        }
+    }
+
+    /// [`BackendStorage::binary`] for the dtypes other than f32 and f64, and
+    /// operands of two dtypes (an error).
+    #[cold]
+    #[inline(never)]
+    fn binary_other(
+        &self,
+        l: &Layout,
+        rhs: &CpuStorage,
+        rl: &Layout,
+        op: BinaryOp,
+    ) -> Result<CpuStorage> {
+        if self.dtype() != rhs.dtype() {
+            return Err(mismatch(self, rhs));
+        }
+        match self {
+            CpuStorage::F16(_) | CpuStorage::BF16(_) => {
+                in_f32(&[(self, l), (rhs, rl)], |w| w[0].0.binary(l, w[1].0, rl, op))?
+                    .ok_or_else(not_widened)
+            }
+            _ => integer::binary(self, l, rhs, rl, op),
+        }
+    }
+
+    /// [`BackendStorage::binary_assign`] for the dtypes other than f32 and f64:
+    /// computed into a new buffer and written back.
+    #[cold]
+    #[inline(never)]
+    fn binary_assign_other(
+        &mut self,
+        l: &Layout,
+        rhs: &CpuStorage,
+        rl: &Layout,
+        op: BinaryOp,
+    ) -> Result<()> {
+        if self.dtype() != rhs.dtype() {
+            return Err(mismatch(self, rhs));
+        }
+        let out = self.binary(l, rhs, rl, op)?;
+        let ol = Layout::contiguous(l.shape().clone());
+        out.copy_into(&ol, self, l, false)
+    }
+
     /// A contiguous `f32` result rounded once to `dtype`.
     fn narrowed(self, dtype: DType) -> Result<CpuStorage> {
         let all = Layout::contiguous(crate::Shape::from([self.len()]));
@@ -87,6 +143,12 @@ pub(crate) fn in_f32(
         .map(|(&(s, l), w)| (w.as_ref().unwrap_or(s), l))
         .collect();
     Ok(Some(f(&ins)?.narrowed(half)?))
+}
+
+/// A half storage that did not widen (not reached: `widened` widens every one).
+#[cold]
+fn not_widened() -> KernelError {
+    KernelError::Internal("an f16 or bf16 buffer did not widen to f32".into())
 }
 
 /// The error for a computation that needs a floating dtype.
@@ -121,11 +183,7 @@ impl BackendStorage for CpuStorage {
         Ok(match self {
             CpuStorage::F32(v) => CpuStorage::F32(elementwise::unary(v, l, op)?),
             CpuStorage::F64(v) => CpuStorage::F64(elementwise::unary(v, l, op)?),
-            CpuStorage::F16(_) | CpuStorage::BF16(_) => {
-                let wide = self.widened()?.expect("a half storage widens");
-                wide.unary(l, op)?.narrowed(self.dtype())?
-            }
-            _ => integer::unary(self, l, op)?,
+            _ => self.unary_other(l, op)?,
         })
     }
 
@@ -140,14 +198,7 @@ impl BackendStorage for CpuStorage {
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
                 CpuStorage::F64(elementwise::binary(a, l, b, rl, op)?)
             }
-            _ if self.dtype() != rhs.dtype() => return Err(mismatch(self, rhs)),
-            (CpuStorage::F16(_) | CpuStorage::BF16(_), _) => {
-                in_f32(&[(self, l), (rhs, rl)], |w| {
-                    w[0].0.binary(l, w[1].0, rl, op)
-                })?
-                .expect("a half storage widens")
-            }
-            _ => integer::binary(self, l, rhs, rl, op)?,
+            _ => self.binary_other(l, rhs, rl, op)?,
         })
     }
 
@@ -160,18 +211,10 @@ impl BackendStorage for CpuStorage {
                 "binary_assign needs a contiguous destination".into(),
             ));
         }
-        if self.dtype() != rhs.dtype() {
-            return Err(mismatch(self, rhs));
-        }
         match (&mut *self, rhs) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => elementwise::binary_assign(a, l, b, rl, op),
             (CpuStorage::F64(a), CpuStorage::F64(b)) => elementwise::binary_assign(a, l, b, rl, op),
-            _ => {
-                // Other dtypes: computed into a new buffer and written back.
-                let out = self.binary(l, rhs, rl, op)?;
-                let ol = Layout::contiguous(l.shape().clone());
-                out.copy_into(&ol, self, l, false)?;
-            }
+            _ => self.binary_assign_other(l, rhs, rl, op)?,
         }
         Ok(())
     }
@@ -185,7 +228,7 @@ impl BackendStorage for CpuStorage {
             CpuStorage::F64(v) => CpuStorage::F64(reduce::reduce(v, l, op, axes)?),
             CpuStorage::F16(_) | CpuStorage::BF16(_) => {
                 // Accumulated in f32, rounded once.
-                let wide = self.widened()?.expect("a half storage widens");
+                let wide = self.widened()?.ok_or_else(not_widened)?;
                 wide.reduce(l, op, axes)?.narrowed(self.dtype())?
             }
             _ => integer::reduce(self, l, op, axes)?,
@@ -207,7 +250,7 @@ impl BackendStorage for CpuStorage {
             (CpuStorage::F16(_) | CpuStorage::BF16(_), _) => {
                 // Products accumulated in f32, each result rounded once.
                 in_f32(&[(self, l), (rhs, rl)], |w| w[0].0.matmul(l, w[1].0, rl))?
-                    .expect("a half storage widens")
+                    .ok_or_else(not_widened)?
             }
             _ => return Err(needs_float("matmul", self.dtype())),
         })
