@@ -5,13 +5,19 @@
 //! W1 ns_per_node <median>
 //! W2 ms_per_step <median>
 //! W3 ms <median>
+//! W3-bf16 ms <median>
 //! W4 ms <median>
+//! W4-bf16 ms <median>
 //! W6 ms <median>
 //! W7 ms <median>
 //! W8 ms <median>
 //! W5 add_peak_bytes <n> mul_peak_bytes <n>
 //! W5-checkpointed segments <k> mul_peak_bytes <n>
+//! W5-bf16 mul_peak_bytes <n>
 //! ```
+//!
+//! The `-bf16` lines run W3, W4 and W5's mul chain on the same values rounded to
+//! bf16 (half the bytes; each step computes in f32 and rounds).
 //!
 //! Every workload's correctness check runs first; then 3 warm-ups and at least 10
 //! timed repetitions, of which the median is printed (the minimum and the number of
@@ -39,7 +45,7 @@
 #[path = "../benches/common/mod.rs"]
 mod common;
 
-use autograd::Result;
+use autograd::{DType, Result};
 use common::{Chain, W1, W1_NODES, W2, W3, W4, W5, W5_SEGMENTS, W6, W7, W8};
 use std::hint::black_box;
 use std::time::Instant;
@@ -142,7 +148,7 @@ fn main() -> Result<()> {
         autograd::num_threads()
     );
     let wanted: Vec<String> = std::env::args().skip(1).map(|a| a.to_uppercase()).collect();
-    let runs = |id: &str| wanted.is_empty() || wanted.iter().any(|w| w == id);
+    let runs = |id: &str| wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(id));
 
     if runs("W1") {
         let w = W1::new()?;
@@ -181,6 +187,14 @@ fn main() -> Result<()> {
         note("W3", reps, med * 1e3, min * 1e3, "ms");
         println!("W3 ms {:.3}", med * 1e3);
     }
+    if runs("W3-bf16") {
+        let w = W3::in_dtype(DType::BF16)?;
+        w.check()?;
+        let reps = reps(20);
+        let (med, min) = time(reps, || w.step())?;
+        note("W3-bf16", reps, med * 1e3, min * 1e3, "ms");
+        println!("W3-bf16 ms {:.3}", med * 1e3);
+    }
     if runs("W4") {
         let w = W4::new()?;
         w.check()?;
@@ -188,6 +202,14 @@ fn main() -> Result<()> {
         let (med, min) = time(reps, || w.step())?;
         note("W4", reps, med * 1e3, min * 1e3, "ms");
         println!("W4 ms {:.3}", med * 1e3);
+    }
+    if runs("W4-bf16") {
+        let w = W4::in_dtype(DType::BF16)?;
+        w.check()?;
+        let reps = reps(30);
+        let (med, min) = time(reps, || w.step())?;
+        note("W4-bf16", reps, med * 1e3, min * 1e3, "ms");
+        println!("W4-bf16 ms {:.3}", med * 1e3);
     }
     if runs("W6") {
         let w = W6::new()?;
@@ -257,6 +279,11 @@ fn main() -> Result<()> {
             ck as f64 / common::W5_TENSOR_BYTES as f64
         );
         println!("W5-checkpointed segments {W5_SEGMENTS} mul_peak_bytes {ck}");
+    }
+    if runs("W5-bf16") {
+        let w = W5::in_dtype(DType::BF16)?;
+        let mul = w.peak_bytes(Chain::Mul)?;
+        println!("W5-bf16 mul_peak_bytes {mul}");
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 #![allow(dead_code)] // each including target uses a different part
 
 use autograd::prelude::*;
-use autograd::{Device, Error, fusion, memory, ops};
+use autograd::{Device, Error, compute, fusion, memory, ops};
 use std::hint::black_box;
 
 /// Fixed seed of every generated input.
@@ -15,6 +15,33 @@ pub const SEED: u64 = 2026;
 
 fn uniform(rng: &mut Rng, shape: &[usize]) -> Result<Tensor> {
     rng.uniform(shape, -1.0, 1.0, DType::F32)
+}
+
+/// `x` rounded to `dtype` (a leaf: no graph).
+fn in_dtype(x: Tensor, dtype: DType) -> Result<Tensor> {
+    Ok(compute::cast(&x, dtype)?.detach())
+}
+
+/// A check's relative tolerance: `f32` in f32 and f64. In f16 and bf16, whose
+/// every step rounds to 11 or 8 bits (and W3's gradient sums two rounded terms
+/// that cancel where `a` is near -1, so a small element can be far from its
+/// value), the tolerance is relative to the largest reference value instead: a
+/// check that the step computes the right function, not of its precision.
+fn tolerance(dtype: DType, f32: f64) -> Tolerance {
+    match dtype {
+        DType::F16 => Tolerance::OfLargest(1.0 / 256.0),
+        DType::BF16 => Tolerance::OfLargest(1.0 / 32.0),
+        _ => Tolerance::Relative(f32),
+    }
+}
+
+/// How far a checked value may be from its reference.
+#[derive(Clone, Copy, Debug)]
+enum Tolerance {
+    /// This much relative to the value (or to a thousandth of the largest).
+    Relative(f64),
+    /// This much relative to the largest reference value.
+    OfLargest(f64),
 }
 
 fn fail(workload: &str, msg: String) -> Error {
@@ -25,26 +52,42 @@ fn fail(workload: &str, msg: String) -> Error {
 }
 
 /// `|got - want| <= tol * max(|want|, floor)` for every element.
-fn check_close(workload: &str, what: &str, got: &[f32], want: &[f64], tol: f64) -> Result<()> {
+fn check_close(
+    workload: &str,
+    what: &str,
+    got: &[f32],
+    want: &[f64],
+    tol: impl Into<Tolerance>,
+) -> Result<()> {
     if got.len() != want.len() {
         return Err(fail(
             workload,
             format!("{what}: {} values, expected {}", got.len(), want.len()),
         ));
     }
+    let tol = tol.into();
     let scale = want.iter().fold(0.0f64, |m, w| m.max(w.abs())).max(1e-30);
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
         let err = (g as f64 - w).abs();
         // NaN fails the comparison, and so the check.
-        let within = err <= tol * w.abs().max(1e-3 * scale);
+        let within = match tol {
+            Tolerance::Relative(t) => err <= t * w.abs().max(1e-3 * scale),
+            Tolerance::OfLargest(t) => err <= t * scale,
+        };
         if !within {
             return Err(fail(
                 workload,
-                format!("{what}[{i}] = {g}, reference {w} (tolerance {tol} relative)"),
+                format!("{what}[{i}] = {g}, reference {w} (tolerance {tol:?})"),
             ));
         }
     }
     Ok(())
+}
+
+impl From<f64> for Tolerance {
+    fn from(t: f64) -> Tolerance {
+        Tolerance::Relative(t)
+    }
 }
 
 /// Backward from `loss`, then the loss's value and the gradients of `params`
@@ -277,10 +320,15 @@ pub const W3_LEN: usize = 4_194_304;
 
 impl W3 {
     pub fn new() -> Result<W3> {
+        W3::in_dtype(DType::F32)
+    }
+
+    /// W3 on the same values rounded to `dtype` (f16, bf16: half the bytes).
+    pub fn in_dtype(dtype: DType) -> Result<W3> {
         let mut rng = Rng::new(SEED);
         Ok(W3 {
-            x: uniform(&mut rng, &[W3_LEN])?.with_requires_grad(true),
-            a: uniform(&mut rng, &[W3_LEN])?,
+            x: in_dtype(uniform(&mut rng, &[W3_LEN])?, dtype)?.with_requires_grad(true),
+            a: in_dtype(uniform(&mut rng, &[W3_LEN])?, dtype)?,
         })
     }
 
@@ -296,7 +344,7 @@ impl W3 {
         let g = self.step()?.to_vec::<f32>()?;
         let (x, a) = (self.x.to_vec::<f64>()?, self.a.to_vec::<f64>()?);
         let want: Vec<f64> = x.iter().zip(&a).map(|(x, a)| 2.0 * (a + 1.0) * x).collect();
-        check_close("W3", "grad x", &g, &want, 1e-4)
+        check_close("W3", "grad x", &g, &want, tolerance(self.x.dtype(), 1e-4))
     }
 }
 
@@ -313,10 +361,15 @@ pub const W4_COLS: usize = 1024;
 
 impl W4 {
     pub fn new() -> Result<W4> {
+        W4::in_dtype(DType::F32)
+    }
+
+    /// W4 on the same values rounded to `dtype` (f16, bf16: half the bytes).
+    pub fn in_dtype(dtype: DType) -> Result<W4> {
         let mut rng = Rng::new(SEED);
         Ok(W4 {
-            x: uniform(&mut rng, &[W4_ROWS, W4_COLS])?.with_requires_grad(true),
-            b: uniform(&mut rng, &[W4_COLS])?.with_requires_grad(true),
+            x: in_dtype(uniform(&mut rng, &[W4_ROWS, W4_COLS])?, dtype)?.with_requires_grad(true),
+            b: in_dtype(uniform(&mut rng, &[W4_COLS])?, dtype)?.with_requires_grad(true),
         })
     }
 
@@ -340,7 +393,8 @@ impl W4 {
             ));
         }
         let want: Vec<f64> = self.x.to_vec::<f64>()?.iter().map(|x| 2.0 * x).collect();
-        check_close("W4", "grad x", &gx.to_vec::<f32>()?, &want, 1e-6)
+        let tol = tolerance(self.x.dtype(), 1e-6);
+        check_close("W4", "grad x", &gx.to_vec::<f32>()?, &want, tol)
     }
 }
 
@@ -366,8 +420,14 @@ pub enum Chain {
 
 impl W5 {
     pub fn new() -> Result<W5> {
+        W5::in_dtype(DType::F32)
+    }
+
+    /// W5 on the same values rounded to `dtype`.
+    pub fn in_dtype(dtype: DType) -> Result<W5> {
+        let x = in_dtype(uniform(&mut Rng::new(SEED), &[W5_LEN])?, dtype)?;
         Ok(W5 {
-            x: uniform(&mut Rng::new(SEED), &[W5_LEN])?.with_requires_grad(true),
+            x: x.with_requires_grad(true),
         })
     }
 
