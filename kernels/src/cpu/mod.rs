@@ -85,10 +85,10 @@ impl CpuStorage {
             return Err(mismatch(self, rhs));
         }
         match self {
-            CpuStorage::F16(_) | CpuStorage::BF16(_) => {
-                in_f32(&[(self, l), (rhs, rl)], |w| w[0].0.binary(l, w[1].0, rl, op))?
-                    .ok_or_else(not_widened)
-            }
+            CpuStorage::F16(_) | CpuStorage::BF16(_) => in_f32(&[(self, l), (rhs, rl)], |w| {
+                w[0].0.binary(l, w[1].0, rl, op)
+            })?
+            .ok_or_else(not_widened),
             _ => integer::binary(self, l, rhs, rl, op),
         }
     }
