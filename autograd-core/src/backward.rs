@@ -658,6 +658,18 @@ fn run(
     if roots.iter().any(|(root, _)| !root.requires_grad()) {
         return Err(Error::NoGradRoot);
     }
+    // Backward formulas run in the dtypes their forward chose (a node's saved
+    // tensors are already converted), never converted again by an autocast scope
+    // the pass is called in (as PyTorch recommends).
+    crate::autocast::disabled(|| run_unconverted(roots, opts, dest))
+}
+
+/// [`run`] with autocast off.
+fn run_unconverted(
+    roots: &[(&Tensor, Tensor)],
+    opts: &BackwardOptions,
+    dest: &mut dyn GradDestination,
+) -> Result<()> {
     grad_mode::with_backward_mode(opts.create_graph, || {
         let mut dest = Hooked {
             dest,

@@ -50,6 +50,9 @@ type SegmentFn = dyn Fn(&[Tensor]) -> Result<Tensor> + Send + Sync;
 struct Checkpoint {
     f: Arc<SegmentFn>,
     draws: Option<DrawLog>,
+    /// The autocast dtype the forward ran under, re-entered to recompute it (so
+    /// the recomputation converts as the forward did).
+    autocast: Option<crate::DType>,
 }
 
 /// How [`checkpoint_with`] runs a segment.
@@ -90,10 +93,16 @@ impl RecordedOp for Checkpoint {
             let leaves = (0..n)
                 .map(|i| Ok(ctx.input(i)?.detach().with_requires_grad(ctx.needs(i))))
                 .collect::<Result<Vec<Tensor>>>()?;
-            let output = crate::enable_grad(|| match &self.draws {
-                Some(draws) => replay::replay(draws, || (self.f)(&leaves)),
-                None => (self.f)(&leaves),
-            })?;
+            let recompute = || {
+                crate::enable_grad(|| match &self.draws {
+                    Some(draws) => replay::replay(draws, || (self.f)(&leaves)),
+                    None => (self.f)(&leaves),
+                })
+            };
+            let output = match self.autocast {
+                Some(dtype) => crate::autocast::autocast(dtype, recompute)?,
+                None => crate::autocast::disabled(recompute)?,
+            };
             let grad = ctx.grad()?;
             if output.shape() != grad.shape() || output.dtype() != grad.dtype() {
                 return Err(Error::InvalidArgument {
@@ -240,6 +249,7 @@ where
     let op = Box::new(Checkpoint {
         f: Arc::new(f),
         draws,
+        autocast: crate::autocast::autocast_dtype(),
     });
     Ok(record_node(
         &ENTRIES[inputs.len()],

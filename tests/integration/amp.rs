@@ -316,3 +316,39 @@ fn autocast_with_master_weights_and_scaler_trains() -> Result<()> {
     );
     Ok(())
 }
+
+/// A checkpointed segment recomputed in backward converts as its forward did
+/// (the scope's dtype is kept with the segment), and a backward pass called
+/// inside a scope computes what it computes outside: the same bits either way.
+#[test]
+fn checkpoints_recompute_in_their_scope_and_backward_is_never_converted() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[0.3f32, -1.2, 0.7, 2.0, -0.5, 1.1], [2, 3])?;
+    let w = f32_leaf(&[1.0, -1.0, 0.5, 2.0, -0.25, 1.5], &[3, 2]);
+    let segment = |v: &[Tensor]| v[0].matmul(&v[1])?.tanh()?.matmul(&v[1].t()?);
+    // Plain, under autocast.
+    let plain = autocast(DType::BF16, || segment(&[x.clone(), w.clone()])?.sum_all())?;
+    plain.backward()?;
+    let want = f32s(&w.grad().unwrap());
+    w.zero_grad();
+    // Checkpointed under autocast; backward outside the scope.
+    let ck = autocast(DType::BF16, || {
+        autograd::checkpoint(segment, &[x.clone(), w.clone()])?.sum_all()
+    })?;
+    ck.backward()?;
+    assert_eq!(
+        f32s(&w.grad().unwrap()),
+        want,
+        "recomputed outside its scope"
+    );
+    w.zero_grad();
+    // The backward pass called inside a scope.
+    let again = autocast(DType::BF16, || segment(&[x.clone(), w.clone()])?.sum_all())?;
+    autocast(DType::BF16, || again.backward())?;
+    assert_eq!(
+        f32s(&w.grad().unwrap()),
+        want,
+        "backward converted by its scope"
+    );
+    Ok(())
+}
