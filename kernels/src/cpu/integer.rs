@@ -18,7 +18,7 @@ fn values(s: &CpuStorage, l: &Layout) -> Result<Vec<i64>> {
 }
 
 /// The integral value of a scalar parameter, or the error that says to convert.
-fn integral(op: &'static str, dtype: DType, s: f64) -> Result<i64> {
+pub(crate) fn integral(op: &'static str, dtype: DType, s: f64) -> Result<i64> {
     if s.fract() == 0.0 && s.abs() < 9.0e18 {
         Ok(s as i64)
     } else {

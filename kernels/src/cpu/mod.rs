@@ -22,7 +22,7 @@ use crate::{
 
 pub use storage::{CpuElement, CpuStorage};
 
-mod integer;
+pub(crate) mod integer;
 
 impl CpuStorage {
     /// The elements of the view `l`, in logical order, converted to `T` (as

@@ -943,19 +943,9 @@ impl CudaStorage {
 }
 
 /// The integral value of a scalar parameter for an integer dtype, as `f64`, or
-/// the CPU's error that says to convert (`cpu/integer.rs`).
+/// the CPU's error that says to convert.
 fn integral(op: &'static str, dtype: DType, s: f64) -> Result<f64> {
-    if s.fract() == 0.0 && s.abs() < 9.0e18 {
-        Ok(s)
-    } else {
-        Err(KernelError::InvalidArgument {
-            op,
-            msg: format!(
-                "the scalar {s} is not an integer, and the tensor is {dtype}; convert the \
-                 tensor first with `.to_dtype(DType::F32)`"
-            ),
-        })
-    }
+    crate::cpu::integer::integral(op, dtype, s).map(|i| i as f64)
 }
 
 /// Whether `dtype` computes by widening to `f32` (`f16`, `bf16`).
