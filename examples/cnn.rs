@@ -12,14 +12,13 @@
 //! or `-- --cuda` to train on `Device::Cuda(0)` (im2col and col2im run as the ops'
 //! CUDA kernels, the products on cuBLAS).
 
-use autograd::ops;
 use autograd::optim::{Adam, Optimizer};
 use autograd::prelude::*;
 use std::time::Instant;
 
-#[path = "cnn/data.rs"]
-mod data;
-use data::{CLASSES, NOISE, SIZE, dataset};
+#[path = "cnn/common.rs"]
+mod common;
+use common::{CLASSES, Cnn, NOISE, SIZE, accuracy, dataset, shuffled};
 
 const TRAIN: usize = 3000;
 const TEST: usize = 600;
@@ -28,104 +27,6 @@ const BATCH: usize = 50;
 const LEARNING_RATE: f64 = 0.01;
 const TARGET_ACCURACY: f64 = 0.95;
 const NAMES: [&str; CLASSES] = ["square", "circle", "cross"];
-
-/// The network's parameters.
-struct Cnn {
-    conv1: Tensor,
-    b1: Tensor,
-    conv2: Tensor,
-    b2: Tensor,
-    fc: Tensor,
-    bfc: Tensor,
-}
-
-impl Cnn {
-    fn new(rng: &mut Rng, device: Device) -> Result<Cnn> {
-        // He initialisation for the layers followed by relu, 1/fan_in for the last.
-        let mut normal = |shape: &[usize], var: f64| -> Result<Tensor> {
-            let t = rng.normal(shape, 0.0, var.sqrt(), DType::F32)?;
-            Ok(t.to(device)?.with_requires_grad(true))
-        };
-        let conv1 = normal(&[8, 1, 3, 3], 2.0 / 9.0)?;
-        let conv2 = normal(&[16, 8, 3, 3], 2.0 / 72.0)?;
-        let fc = normal(&[256, CLASSES], 1.0 / 256.0)?;
-        let zeros = |n: usize| -> Result<Tensor> {
-            Ok(Tensor::zeros([n], DType::F32)?
-                .to(device)?
-                .with_requires_grad(true))
-        };
-        Ok(Cnn {
-            conv1,
-            b1: zeros(8)?,
-            conv2,
-            b2: zeros(16)?,
-            fc,
-            bfc: zeros(CLASSES)?,
-        })
-    }
-
-    /// Class scores `[n, 3]` for images `[n, 1, 16, 16]`.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let same = ((1, 1), (1, 1), (1, 1));
-        let h = ops::conv2d(x, &self.conv1, Some(&self.b1), same.0, same.1, same.2, 1)?;
-        let h = h.relu()?.max_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 8, 8, 8]
-        let h = ops::conv2d(&h, &self.conv2, Some(&self.b2), same.0, same.1, same.2, 1)?;
-        let h = h.relu()?.avg_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 16, 4, 4]
-        let n = h.dims()[0];
-        let flat = ops::reshape(&h, Shape::from([n, 256]))?;
-        flat.matmul(&self.fc)? + &self.bfc
-    }
-
-    fn params_mut(&mut self) -> [&mut Tensor; 6] {
-        [
-            &mut self.conv1,
-            &mut self.b1,
-            &mut self.conv2,
-            &mut self.b2,
-            &mut self.fc,
-            &mut self.bfc,
-        ]
-    }
-
-    /// The predicted class of each image, without recording anything.
-    fn predict(&self, x: &Tensor) -> Result<Vec<usize>> {
-        let scores = no_grad(|| self.forward(x))?
-            .to(Device::Cpu)?
-            .to_vec::<f32>()?;
-        Ok(scores
-            .chunks_exact(CLASSES)
-            .map(|s| {
-                (0..CLASSES)
-                    .max_by(|&a, &b| s[a].total_cmp(&s[b]))
-                    .unwrap_or(0)
-            })
-            .collect())
-    }
-}
-
-/// The fraction of `labels` that the model predicts, in batches.
-fn accuracy(model: &Cnn, x: &Tensor, labels: &[usize]) -> Result<f64> {
-    let mut right = 0;
-    for start in (0..labels.len()).step_by(200) {
-        let len = 200.min(labels.len() - start);
-        let predicted = model.predict(&x.narrow(0, start, len)?)?;
-        right += predicted
-            .iter()
-            .zip(&labels[start..start + len])
-            .filter(|(p, l)| p == l)
-            .count();
-    }
-    Ok(right as f64 / labels.len() as f64)
-}
-
-/// A random permutation of `0..n` (Fisher-Yates).
-fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-    }
-    order
-}
 
 fn main() -> Result<()> {
     autograd::init()?;
@@ -143,7 +44,7 @@ fn main() -> Result<()> {
     // them there whatever the images' device.
     let targets: Vec<i64> = train_labels.iter().map(|&c| c as i64).collect();
     let targets = Tensor::from_vec(targets, [TRAIN])?;
-    let mut model = Cnn::new(&mut rng, device)?;
+    let mut model = Cnn::new(&mut rng, device, DType::F32)?;
     let mut opt = Adam::new(LEARNING_RATE);
     println!(
         "{} / {} / {}: {TRAIN} training and {TEST} test images of {SIZE}x{SIZE}, noise \
@@ -170,14 +71,14 @@ fn main() -> Result<()> {
             loss_sum += loss.to(Device::Cpu)?.to_scalar::<f32>()? as f64;
             batches += 1;
         }
-        let train_acc = accuracy(&model, &train_x, &train_labels)?;
+        let train_acc = accuracy(&train_x, &train_labels, |b| model.forward(b))?;
         println!(
             "epoch {epoch} loss {:.4} train acc {:.1}%",
             loss_sum / batches as f64,
             100.0 * train_acc
         );
     }
-    let test_acc = accuracy(&model, &test_x, &test_labels)?;
+    let test_acc = accuracy(&test_x, &test_labels, |b| model.forward(b))?;
     println!(
         "test accuracy {:.1}% ({TEST} unseen images) in {:.1} s",
         100.0 * test_acc,

@@ -14,14 +14,13 @@
 //! (the same for every run).
 
 use autograd::amp::{GradScaler, autocast};
-use autograd::ops;
 use autograd::optim::{Adam, Optimizer};
 use autograd::prelude::*;
 use std::time::Instant;
 
-#[path = "cnn/data.rs"]
-mod data;
-use data::{CLASSES, NOISE, SIZE, dataset};
+#[path = "cnn/common.rs"]
+mod common;
+use common::{Cnn, NOISE, SIZE, accuracy, dataset, shuffled};
 
 const TRAIN: usize = 3000;
 const TEST: usize = 600;
@@ -70,103 +69,6 @@ impl Precision {
     }
 }
 
-/// The network's parameters.
-struct Cnn {
-    conv1: Tensor,
-    b1: Tensor,
-    conv2: Tensor,
-    b2: Tensor,
-    fc: Tensor,
-    bfc: Tensor,
-}
-
-impl Cnn {
-    /// As `examples/cnn.rs` initialises it, in `dtype`.
-    fn new(rng: &mut Rng, dtype: DType) -> Result<Cnn> {
-        // He initialisation for the layers followed by relu, 1/fan_in for the last.
-        let mut normal = |shape: &[usize], var: f64| -> Result<Tensor> {
-            let t = rng.normal(shape, 0.0, var.sqrt(), DType::F32)?;
-            Ok(t.to_dtype(dtype)?.with_requires_grad(true))
-        };
-        let conv1 = normal(&[8, 1, 3, 3], 2.0 / 9.0)?;
-        let conv2 = normal(&[16, 8, 3, 3], 2.0 / 72.0)?;
-        let fc = normal(&[256, CLASSES], 1.0 / 256.0)?;
-        let zeros = |n: usize| -> Result<Tensor> {
-            Ok(Tensor::zeros([n], dtype)?.with_requires_grad(true))
-        };
-        Ok(Cnn {
-            conv1,
-            b1: zeros(8)?,
-            conv2,
-            b2: zeros(16)?,
-            fc,
-            bfc: zeros(CLASSES)?,
-        })
-    }
-
-    /// Class scores `[n, 3]` for images `[n, 1, 16, 16]`.
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let same = ((1, 1), (1, 1), (1, 1));
-        let h = ops::conv2d(x, &self.conv1, Some(&self.b1), same.0, same.1, same.2, 1)?;
-        let h = h.relu()?.max_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 8, 8, 8]
-        let h = ops::conv2d(&h, &self.conv2, Some(&self.b2), same.0, same.1, same.2, 1)?;
-        let h = h.relu()?.avg_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 16, 4, 4]
-        let n = h.dims()[0];
-        let flat = ops::reshape(&h, Shape::from([n, 256]))?;
-        flat.matmul(&self.fc)? + &self.bfc
-    }
-
-    fn params_mut(&mut self) -> [&mut Tensor; 6] {
-        [
-            &mut self.conv1,
-            &mut self.b1,
-            &mut self.conv2,
-            &mut self.b2,
-            &mut self.fc,
-            &mut self.bfc,
-        ]
-    }
-
-    /// The predicted class of each image, without recording anything.
-    fn predict(&self, x: &Tensor, precision: Precision) -> Result<Vec<usize>> {
-        let scores = no_grad(|| precision.run(|| self.forward(x)))?
-            .to_dtype(DType::F32)?
-            .to_vec::<f32>()?;
-        Ok(scores
-            .chunks_exact(CLASSES)
-            .map(|s| {
-                (0..CLASSES)
-                    .max_by(|&a, &b| s[a].total_cmp(&s[b]))
-                    .unwrap_or(0)
-            })
-            .collect())
-    }
-}
-
-/// The fraction of `labels` that the model predicts, in batches.
-fn accuracy(model: &Cnn, x: &Tensor, labels: &[usize], precision: Precision) -> Result<f64> {
-    let mut right = 0;
-    for start in (0..labels.len()).step_by(200) {
-        let len = 200.min(labels.len() - start);
-        let predicted = model.predict(&x.narrow(0, start, len)?, precision)?;
-        right += predicted
-            .iter()
-            .zip(&labels[start..start + len])
-            .filter(|(p, l)| p == l)
-            .count();
-    }
-    Ok(right as f64 / labels.len() as f64)
-}
-
-/// A random permutation of `0..n` (Fisher-Yates).
-fn shuffled(n: usize, rng: &mut Rng) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..n).collect();
-    for i in (1..n).rev() {
-        order.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-    }
-    order
-}
-
 /// What a run ends with.
 struct Outcome {
     test_accuracy: f64,
@@ -187,7 +89,7 @@ fn train(precision: Precision, epochs: usize) -> Result<Outcome> {
         Precision::Bf16Params => DType::BF16,
         _ => DType::F32,
     };
-    let mut model = Cnn::new(&mut rng, param_dtype)?;
+    let mut model = Cnn::new(&mut rng, Device::Cpu, param_dtype)?;
     let mut opt = Adam::new(LEARNING_RATE);
     // Loss scaling for f16 only: bf16 has f32's range.
     let mut scaler = GradScaler::new().enabled(precision == Precision::AutocastF16);
@@ -217,7 +119,9 @@ fn train(precision: Precision, epochs: usize) -> Result<Outcome> {
             precision.label()
         );
     }
-    let test_accuracy = accuracy(&model, &test_x, &test_labels, precision)?;
+    let test_accuracy = accuracy(&test_x, &test_labels, |x| {
+        precision.run(|| model.forward(x))
+    })?;
     Ok(Outcome {
         test_accuracy,
         final_loss,

@@ -416,7 +416,7 @@ fn gradient_of(p: &Tensor, inv_scale: f64) -> Result<Option<Tensor>> {
             p.shape()
         )));
     }
-    let g = if is_half(p.dtype()) || is_half(g.dtype()) {
+    let g = if p.dtype().is_half() || g.dtype().is_half() {
         compute::cast(&g, DType::F32)?
     } else {
         g
@@ -426,11 +426,6 @@ fn gradient_of(p: &Tensor, inv_scale: f64) -> Result<Option<Tensor>> {
     } else {
         scale(&g, inv_scale).map(Some)
     }
-}
-
-/// True for the 16-bit floats, trained through an `f32` master copy.
-fn is_half(dtype: DType) -> bool {
-    matches!(dtype, DType::F16 | DType::BF16)
 }
 
 /// The `f32` master copies of the `f16`/`bf16` parameters an optimizer updates,
@@ -444,7 +439,7 @@ impl Masters {
     /// The values a step updates: the master copy of an `f16`/`bf16` parameter
     /// (made from its values at its first step), the parameter itself otherwise.
     fn working(&self, p: &Tensor) -> Result<Tensor> {
-        if !is_half(p.dtype()) {
+        if !p.dtype().is_half() {
             return Ok(p.clone());
         }
         match self.map.get(&p.id()) {
@@ -456,7 +451,7 @@ impl Masters {
     /// Writes the step's result: into the master (then rounded into the
     /// parameter) for an `f16`/`bf16` parameter, into the parameter otherwise.
     fn write(&mut self, p: &mut Tensor, new: Tensor) -> Result<()> {
-        if !is_half(p.dtype()) {
+        if !p.dtype().is_half() {
             return p.set_data(&new);
         }
         // Computed now: a deferred master would hold the one before it.

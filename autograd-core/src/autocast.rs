@@ -89,7 +89,7 @@ pub fn is_autocast_enabled() -> bool {
 
 /// An error unless `dtype` is one autocast converts to (`f16`, `bf16`).
 fn check_dtype(dtype: DType) -> Result<()> {
-    if matches!(dtype, DType::F16 | DType::BF16) {
+    if dtype.is_half() {
         Ok(())
     } else {
         Err(Error::InvalidArgument {
@@ -250,7 +250,7 @@ fn target(x: &Tensor, policy: CastPolicy, dtype: DType) -> Option<DType> {
     let from = x.dtype();
     let to = match policy {
         CastPolicy::Lower if from.is_float() => dtype,
-        CastPolicy::F32 if matches!(from, DType::F16 | DType::BF16) => DType::F32,
+        CastPolicy::F32 if from.is_half() => DType::F32,
         _ => return None,
     };
     (to != from).then_some(to)
@@ -312,8 +312,7 @@ pub fn dispatch<R>(
     inputs: &[&Tensor],
     run: impl FnOnce(&[&Tensor]) -> Result<R>,
 ) -> Result<R> {
-    let now = state();
-    if now.dtype.is_none() || now.suspended {
+    if !converts() {
         return run(inputs);
     }
     dispatch_on(op, inputs, run)

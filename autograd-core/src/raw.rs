@@ -274,18 +274,7 @@ pub fn cpu<K: CpuKernel + ?Sized>(
     match dtype {
         DType::F32 => run_cpu::<f32, K>(op, kernel, inputs, &storages, outputs),
         DType::F64 => run_cpu::<f64, K>(op, kernel, inputs, &storages, outputs),
-        DType::F16 | DType::BF16 => {
-            // As the built-in kernels: computed in f32, each result rounded once.
-            let wide = inputs
-                .iter()
-                .map(|t| crate::compute::cast(t, DType::F32))
-                .collect::<Result<Vec<_>>>()?;
-            let wide: Vec<&Tensor> = wide.iter().collect();
-            cpu(op, kernel, &wide, outputs)?
-                .iter()
-                .map(|t| crate::compute::cast(t, dtype))
-                .collect()
-        }
+        DType::F16 | DType::BF16 => in_f32(dtype, inputs, |w| cpu(op, kernel, w, outputs)),
         other => Err(Error::InvalidArgument {
             op,
             msg: format!(
@@ -294,6 +283,25 @@ pub fn cpu<K: CpuKernel + ?Sized>(
             ),
         }),
     }
+}
+
+/// A raw kernel over f16/bf16 `inputs`: `run` on them converted to f32 (raw
+/// kernels compute in f32 and f64), each output rounded once back to `dtype`, as
+/// the built-in kernels compute halves.
+fn in_f32(
+    dtype: DType,
+    inputs: &[&Tensor],
+    run: impl FnOnce(&[&Tensor]) -> Result<Vec<Tensor>>,
+) -> Result<Vec<Tensor>> {
+    let wide = inputs
+        .iter()
+        .map(|t| crate::compute::cast(t, DType::F32))
+        .collect::<Result<Vec<_>>>()?;
+    let wide: Vec<&Tensor> = wide.iter().collect();
+    run(&wide)?
+        .iter()
+        .map(|t| crate::compute::cast(t, dtype))
+        .collect()
 }
 
 fn run_cpu<T: Float, K: CpuKernel + ?Sized>(
@@ -390,6 +398,10 @@ pub unsafe fn cuda(
 ) -> Result<Vec<Tensor>> {
     let (dtype, device) = common_kind(op, inputs, "raw::cuda")?;
     check_outputs(op, outputs, dtype)?;
+    if dtype.is_half() {
+        // SAFETY: the same launch, on the same inputs widened (same views' shapes).
+        return in_f32(dtype, inputs, |w| unsafe { cuda(op, kernel, w, outputs) });
+    }
     if let crate::Device::Cuda(_) = device {
         let storages: Vec<Arc<Storage>> = inputs.iter().map(|t| t.storage_arc()).collect();
         let reads = storages

@@ -68,6 +68,11 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
+    /// True for the 16-bit floats (`f16`, `bf16`), which compute in `f32`.
+    pub const fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
     /// True for the integer types (`u8`, `i32`, `i64`; not `bool`).
     pub const fn is_integer(self) -> bool {
         matches!(self, DType::U8 | DType::I32 | DType::I64)
@@ -151,8 +156,10 @@ pub trait HostElement:
     }
 }
 
-macro_rules! impl_host_int {
-    ($t:ty, $dtype:expr) => {
+/// `HostElement` for a primitive number type: the conversions are `as`, the
+/// addition `$add` (wrapping for the integers).
+macro_rules! impl_host_as {
+    ($t:ty, $dtype:expr, $add:path) => {
         impl HostElement for $t {
             const DTYPE: DType = $dtype;
             #[inline(always)]
@@ -173,14 +180,16 @@ macro_rules! impl_host_int {
             }
             #[inline(always)]
             fn add(self, other: Self) -> Self {
-                self.wrapping_add(other)
+                $add(self, other)
             }
         }
     };
 }
-impl_host_int!(u8, DType::U8);
-impl_host_int!(i32, DType::I32);
-impl_host_int!(i64, DType::I64);
+impl_host_as!(u8, DType::U8, u8::wrapping_add);
+impl_host_as!(i32, DType::I32, i32::wrapping_add);
+impl_host_as!(i64, DType::I64, i64::wrapping_add);
+impl_host_as!(f32, DType::F32, std::ops::Add::add);
+impl_host_as!(f64, DType::F64, std::ops::Add::add);
 
 impl HostElement for bool {
     const DTYPE: DType = DType::Bool;
@@ -279,9 +288,8 @@ mod tests {
     /// from i64 (the `half` crate's own `from_f64` rounds twice or drops bits).
     #[test]
     fn halves_round_the_exact_value_once() {
-        let one_up = |x: f64| x; // (readability)
         // f32 1 + 2^-8 + 2^-23: above the bf16 tie, so it rounds up.
-        let v = one_up(1.0 + 2f64.powi(-8) + 2f64.powi(-23));
+        let v = 1.0 + 2f64.powi(-8) + 2f64.powi(-23);
         assert_eq!(<bf16 as HostElement>::from_f64(v).to_bits(), 0x3f81);
         // 1 + 2^-11 + 2^-40: above the f16 tie.
         let v = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
@@ -368,30 +376,7 @@ pub trait Element:
 }
 
 macro_rules! impl_element {
-    ($t:ty, $dtype:expr) => {
-        impl HostElement for $t {
-            const DTYPE: DType = $dtype;
-            #[inline(always)]
-            fn from_f64(v: f64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            #[inline(always)]
-            fn from_i64(v: i64) -> Self {
-                v as $t
-            }
-            #[inline(always)]
-            fn to_i64(self) -> i64 {
-                self as i64
-            }
-            #[inline(always)]
-            fn add(self, other: Self) -> Self {
-                self + other
-            }
-        }
+    ($t:ty) => {
         impl Element for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -437,5 +422,5 @@ macro_rules! impl_element {
     };
 }
 
-impl_element!(f32, DType::F32);
-impl_element!(f64, DType::F64);
+impl_element!(f32);
+impl_element!(f64);

@@ -111,7 +111,7 @@ pub fn init() -> Result<&'static OpRegistry> {
 /// round each result once, as PyTorch does.
 pub(crate) fn half(x: &autograd_core::Tensor) -> Option<autograd_core::DType> {
     let d = x.dtype();
-    (d.compute() != d).then_some(d)
+    d.is_half().then_some(d)
 }
 
 /// `x` in f32, recorded (a backward computing in f32 stays differentiable).

@@ -11,9 +11,7 @@
 //! data) than PyTorch's own half result is, loosened only
 //! for the cases marked [`Tol::Accumulates`], each saying what it accumulates and how
 //! far apart the two are (sums, means, `logsumexp`, `std_dev` and the losses match
-//! with the tight tolerances). A case with `known` set (none today) fails because of
-//! a library bug: its mismatches are printed, not counted, and such a case passing
-//! fails the test until the mark is removed.
+//! with the tight tolerances).
 //!
 //! The data is committed (`tests/data/half_grads.json`, PyTorch 2.15), so this test
 //! needs no Python. Regenerate it with
@@ -62,10 +60,6 @@ struct Case {
     name: &'static str,
     tol: Tol,
     run: fn(&[Tensor]) -> Result<Tensor>,
-    /// A library bug that makes the case fail today, to be fixed in the library:
-    /// its mismatches are printed, not counted, and the case passing is an error
-    /// (remove the mark then).
-    known: Option<&'static str>,
 }
 
 /// A case compared with [`Tol::Exact`].
@@ -74,7 +68,6 @@ fn exact(name: &'static str, run: fn(&[Tensor]) -> Result<Tensor>) -> Case {
         name,
         tol: Tol::Exact,
         run,
-        known: None,
     }
 }
 
@@ -84,7 +77,6 @@ fn accumulates(name: &'static str, _why: &str, run: fn(&[Tensor]) -> Result<Tens
         name,
         tol: Tol::Accumulates,
         run,
-        known: None,
     }
 }
 
@@ -440,21 +432,7 @@ fn replay(dtype: DType) {
     );
     let mut failures = Vec::new();
     for (case, d) in cases.iter().zip(docs) {
-        let Some(why) = case.known else {
-            check_case(case, d, dtype, &mut failures);
-            continue;
-        };
-        let mut known = Vec::new();
-        check_case(case, d, dtype, &mut known);
-        if known.is_empty() {
-            failures.push(format!(
-                "case \"{}\" ({dtype}) is marked KNOWN ({why}) but matches PyTorch now: \
-                 remove the mark",
-                case.name
-            ));
-        } else {
-            eprintln!("KNOWN, not counted ({why}):\n  {}", known.join("\n  "));
-        }
+        check_case(case, d, dtype, &mut failures);
     }
     assert!(
         failures.is_empty(),

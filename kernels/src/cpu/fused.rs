@@ -413,35 +413,12 @@ fn run_pieces<T: CpuElement + crate::Element>(
 ) -> Result<Vec<CpuStorage>> {
     let plan = Plan::new(steps, n, outputs, read, stored_size::<T>(half), true, half);
     let sources: Sources<T> = Source::plan(leaves, n, plan.block)?;
-    let store = |sink: Sink, want_half: bool| sink == Sink::Store && half.is_some() == want_half;
-    let mut stored = outputs
-        .iter()
-        .map(|&(_, sink)| match store(sink, false) {
-            true => pool::take(n).map(Some),
-            false => Ok(None),
-        })
-        .collect::<Result<SmallVec<[Option<Vec<T>>; 4]>>>()?;
-    let mut stored_bits = outputs
-        .iter()
-        .map(|&(_, sink)| match store(sink, true) {
-            true => pool::alloc::<u16>(n).map(Some),
-            false => Ok(None),
-        })
-        .collect::<Result<SmallVec<[Option<Vec<u16>>; 4]>>>()?;
-    let regions: SmallVec<[Option<SharedMut<MaybeUninit<T>>>; 4]> = stored
-        .iter_mut()
-        .map(|v| {
-            v.as_mut()
-                .map(|v| SharedMut::new(&mut v.spare_capacity_mut()[..n]))
-        })
-        .collect();
-    let bit_regions: SmallVec<[Option<SharedMut<MaybeUninit<u16>>>; 4]> = stored_bits
-        .iter_mut()
-        .map(|v| {
-            v.as_mut()
-                .map(|v| SharedMut::new(&mut v.spare_capacity_mut()[..n]))
-        })
-        .collect();
+    // The stored results: of `T`, or the bits of halves in a program of halves.
+    let store = |sink: Sink, halves: bool| sink == Sink::Store && half.is_some() == halves;
+    let mut stored = stored_results(outputs, |s| store(s, false), pool::take::<T>, n)?;
+    let mut stored_bits = stored_results(outputs, |s| store(s, true), pool::alloc::<u16>, n)?;
+    let regions = spare_regions(&mut stored, n);
+    let bit_regions = spare_regions(&mut stored_bits, n);
     let pieces = n.div_ceil(piece());
     let work = n * (leaves.len() + outputs.len());
     let partials = parallel::map(pieces, work, |p| -> Result<SmallVec<[Vec<f64>; 4]>> {
@@ -516,6 +493,35 @@ fn run_pieces<T: CpuElement + crate::Element>(
         })
         .collect();
     finish(steps, outputs, outs, n, half)
+}
+
+/// A buffer with room for `n` elements (from `alloc`) for each output `stores`
+/// says is stored this way, `None` for the others.
+fn stored_results<U>(
+    outputs: &[(usize, Sink)],
+    stores: impl Fn(Sink) -> bool,
+    alloc: impl Fn(usize) -> Result<Vec<U>>,
+    n: usize,
+) -> Result<SmallVec<[Option<Vec<U>>; 4]>> {
+    outputs
+        .iter()
+        .map(|&(_, sink)| stores(sink).then(|| alloc(n)).transpose())
+        .collect()
+}
+
+/// The `n` elements of spare capacity of each buffer, shared by the pieces
+/// (each writes its own range).
+fn spare_regions<U>(
+    stored: &mut [Option<Vec<U>>],
+    n: usize,
+) -> SmallVec<[Option<SharedMut<MaybeUninit<U>>>; 4]> {
+    stored
+        .iter_mut()
+        .map(|v| {
+            v.as_mut()
+                .map(|v| SharedMut::new(&mut v.spare_capacity_mut()[..n]))
+        })
+        .collect()
 }
 
 /// Runs every step of `plan` on each block of `range` (of the program's `n`
@@ -831,25 +837,23 @@ fn finish_one<T: CpuElement + crate::Element>(
     out: Out<'_, T>,
     n: usize,
 ) -> Result<CpuStorage> {
-    {
-        match out {
-            Out::Store(out) if out.len() == n => Ok(T::wrap(out)),
-            Out::Store(out) => Err(KernelError::Layout(format!(
-                "a fused chain ending in `{}` wrote {} of {n} elements",
-                steps[j].op.name(),
-                out.len()
-            ))),
-            Out::Sum(total, small) => {
-                let mut one = pool::take(1)?;
-                one.push(T::ZERO + small.unwrap_or_else(|| T::from_f64(total)));
-                Ok(T::wrap(one))
-            }
-            // (Only the pieces of a parallel run hold these, and `finish` takes
-            // the halves: not reached.)
-            Out::Region(..) | Out::Partials(_) | Out::BitsRegion(..) | Out::Bits(_) => Err(
-                KernelError::Layout("a fused chain's piece was returned as a result".into()),
-            ),
+    match out {
+        Out::Store(out) if out.len() == n => Ok(T::wrap(out)),
+        Out::Store(out) => Err(KernelError::Layout(format!(
+            "a fused chain ending in `{}` wrote {} of {n} elements",
+            steps[j].op.name(),
+            out.len()
+        ))),
+        Out::Sum(total, small) => {
+            let mut one = pool::take(1)?;
+            one.push(T::ZERO + small.unwrap_or_else(|| T::from_f64(total)));
+            Ok(T::wrap(one))
         }
+        // (Only the pieces of a parallel run hold these, and `finish` takes
+        // the halves: not reached.)
+        Out::Region(..) | Out::Partials(_) | Out::BitsRegion(..) | Out::Bits(_) => Err(
+            KernelError::Layout("a fused chain's piece was returned as a result".into()),
+        ),
     }
 }
 

@@ -49,7 +49,7 @@ impl CpuStorage {
 
     /// The whole buffer converted to `f32`, when it holds `f16` or `bf16`.
     fn widened(&self) -> Result<Option<CpuStorage>> {
-        if !matches!(self, CpuStorage::F16(_) | CpuStorage::BF16(_)) {
+        if !self.dtype().is_half() {
             return Ok(None);
         }
         let all = Layout::contiguous(crate::Shape::from([self.len()]));
@@ -126,11 +126,7 @@ pub(crate) fn in_f32(
     ins: &[(&CpuStorage, &Layout)],
     f: impl FnOnce(&[(&CpuStorage, &Layout)]) -> Result<CpuStorage>,
 ) -> Result<Option<CpuStorage>> {
-    let Some(half) = ins
-        .iter()
-        .map(|(s, _)| s.dtype())
-        .find(|d| d.compute() != *d)
-    else {
+    let Some(half) = ins.iter().map(|(s, _)| s.dtype()).find(|d| d.is_half()) else {
         return Ok(None);
     };
     let wide = ins

@@ -294,84 +294,49 @@ mod bf16_loops {
         }
     }
 
-    #[inline(always)]
-    fn widen_body(bits: &[u16], out: &mut [f32]) {
-        for (o, &b) in out.iter_mut().zip(bits) {
-            *o = f32::from_bits((b as u32) << 16);
+    /// `$name(args)`: `$body` compiled for the baseline, AVX2 and AVX-512, the
+    /// copy chosen by `by_simd`.
+    macro_rules! copies {
+        ($(#[$doc:meta])* $name:ident, $avx512:ident, $avx2:ident, ($($a:ident: $t:ty),*), $body:block) => {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
+            fn $avx512($($a: $t),*) $body
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn $avx2($($a: $t),*) $body
+            $(#[$doc])*
+            pub(super) fn $name($($a: $t),*) {
+                by_simd!(active(), $avx512, $avx2, $body, ($($a),*))
+            }
+        };
+    }
+
+    copies!(
+        /// bf16 `bits` widened into `out` (exact).
+        widen, widen_avx512, widen_avx2, (bits: &[u16], out: &mut [f32]), {
+            for (o, &b) in out.iter_mut().zip(bits) {
+                *o = f32::from_bits((b as u32) << 16);
+            }
         }
-    }
+    );
 
-    #[inline(always)]
-    fn narrow_body(src: &[f32], out: &mut [u16]) {
-        for (o, &x) in out.iter_mut().zip(src) {
-            *o = (rounded(x) >> 16) as u16;
+    copies!(
+        /// `src` rounded to nearest even bf16, as bits, into `out`.
+        narrow, narrow_avx512, narrow_avx2, (src: &[f32], out: &mut [u16]), {
+            for (o, &x) in out.iter_mut().zip(src) {
+                *o = (rounded(x) >> 16) as u16;
+            }
         }
-    }
+    );
 
-    #[inline(always)]
-    fn round_body(v: &mut [f32]) {
-        for x in v.iter_mut() {
-            *x = f32::from_bits(rounded(*x));
+    copies!(
+        /// Every value of `v` rounded to nearest even bf16, kept as `f32`.
+        round, round_avx512, round_avx2, (v: &mut [f32]), {
+            for x in v.iter_mut() {
+                *x = f32::from_bits(rounded(*x));
+            }
         }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-    fn widen_avx512(bits: &[u16], out: &mut [f32]) {
-        widen_body(bits, out)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn widen_avx2(bits: &[u16], out: &mut [f32]) {
-        widen_body(bits, out)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-    fn narrow_avx512(src: &[f32], out: &mut [u16]) {
-        narrow_body(src, out)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn narrow_avx2(src: &[f32], out: &mut [u16]) {
-        narrow_body(src, out)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")]
-    fn round_avx512(v: &mut [f32]) {
-        round_body(v)
-    }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,fma")]
-    fn round_avx2(v: &mut [f32]) {
-        round_body(v)
-    }
-
-    /// bf16 `bits` widened into `out` (exact).
-    pub(super) fn widen(bits: &[u16], out: &mut [f32]) {
-        by_simd!(
-            active(),
-            widen_avx512,
-            widen_avx2,
-            widen_body(bits, out),
-            (bits, out)
-        )
-    }
-
-    /// `src` rounded to nearest even bf16, as bits, into `out`.
-    pub(super) fn narrow(src: &[f32], out: &mut [u16]) {
-        by_simd!(
-            active(),
-            narrow_avx512,
-            narrow_avx2,
-            narrow_body(src, out),
-            (src, out)
-        )
-    }
-
-    /// Every value of `v` rounded to nearest even bf16, kept as `f32`.
-    pub(super) fn round(v: &mut [f32]) {
-        by_simd!(active(), round_avx512, round_avx2, round_body(v), (v))
-    }
+    );
 }
 
 impl Widen<'_> {

@@ -948,11 +948,6 @@ fn integral(op: &'static str, dtype: DType, s: f64) -> Result<f64> {
     crate::cpu::integer::integral(op, dtype, s).map(|i| i as f64)
 }
 
-/// Whether `dtype` computes by widening to `f32` (`f16`, `bf16`).
-fn is_half(dtype: DType) -> bool {
-    dtype.compute() != dtype
-}
-
 impl BackendStorage for CudaStorage {
     fn dtype(&self) -> DType {
         self.data.dtype()
@@ -967,7 +962,7 @@ impl BackendStorage for CudaStorage {
         match self.dtype() {
             DType::F32 => self.unary_typed::<f32>(l, op),
             DType::F64 => self.unary_typed::<f64>(l, op),
-            d if is_half(d) => {
+            d if d.is_half() => {
                 // Computed in f32, rounded once.
                 let (w, wl) = self.widened(l)?;
                 w.unary(&wl, op)?.narrowed(d)
@@ -989,7 +984,7 @@ impl BackendStorage for CudaStorage {
         match self.dtype() {
             DType::F32 => self.binary_typed::<f32>(l, rhs, rl, op),
             DType::F64 => self.binary_typed::<f64>(l, rhs, rl, op),
-            d if is_half(d) => {
+            d if d.is_half() => {
                 let ((a, al), (b, bl)) = (self.widened(l)?, rhs.widened(rl)?);
                 a.binary(&al, &b, &bl, op)?.narrowed(d)
             }
@@ -1030,7 +1025,7 @@ impl BackendStorage for CudaStorage {
         match self.dtype() {
             DType::F32 => reduce::reduce::<f32>(self, l, op, axes),
             DType::F64 => reduce::reduce::<f64>(self, l, op, axes),
-            d if is_half(d) => {
+            d if d.is_half() => {
                 // Accumulated as f32 reduces (sums in f64), rounded once to f32,
                 // then to the dtype.
                 let (w, wl) = self.widened(l)?;
@@ -1054,7 +1049,7 @@ impl BackendStorage for CudaStorage {
         match self.dtype() {
             DType::F32 => matmul::matmul::<f32>(self, l, rhs, rl, dims),
             DType::F64 => matmul::matmul::<f64>(self, l, rhs, rl, dims),
-            d if is_half(d) => {
+            d if d.is_half() => {
                 // Products accumulated in f32, each result rounded once.
                 let ((a, al), (b, bl)) = (self.widened(l)?, rhs.widened(rl)?);
                 a.matmul(&al, &b, &bl)?.narrowed(d)
@@ -1108,14 +1103,14 @@ impl BackendStorage for CudaStorage {
         ins: &[(&Self, &Layout)],
         shape: &crate::Shape,
     ) -> Result<Self> {
-        let Some(half) = ins.iter().map(|(s, _)| s.dtype()).find(|&d| is_half(d)) else {
+        let Some(half) = ins.iter().map(|(s, _)| s.dtype()).find(|d| d.is_half()) else {
             return Self::run_generated(kernel, what, ins, shape);
         };
         // As the CPU: the f16 and bf16 operands converted to f32, the op computed
         // there, its result rounded once.
         let mut wide = Vec::with_capacity(ins.len());
         for &(s, l) in ins {
-            let (w, wl) = if is_half(s.dtype()) {
+            let (w, wl) = if s.dtype().is_half() {
                 let (w, wl) = s.widened(l)?;
                 (Some(w), wl)
             } else {
