@@ -210,7 +210,7 @@ pub enum CastPolicy {
 }
 
 /// The ops converted to the scope's dtype.
-const LOWER: &[&str] = &["matmul", "conv2d", "linear"];
+const LOWER: &[&str] = &["matmul", "conv2d", "linear", "scaled_dot_product_attention"];
 
 /// The ops that run in `f32` (as PyTorch's autocast "float32" list).
 const F32: &[&str] = &[
@@ -230,7 +230,7 @@ const F32: &[&str] = &[
 ];
 
 /// What autocast does to the op registered as `op`: [`CastPolicy::Lower`] for
-/// `matmul`, `conv2d` and `linear`; [`CastPolicy::F32`] for `softmax`,
+/// `matmul`, `conv2d`, `linear` and `scaled_dot_product_attention`; [`CastPolicy::F32`] for `softmax`,
 /// `log_softmax`, `cross_entropy`, `mse_loss`, `layer_norm`, `sum_all`, `sum`,
 /// `mean_all`, `mean`, `logsumexp`, `var`, `std_dev` and `cumsum`; `None` (inputs
 /// as they are) for every other op.

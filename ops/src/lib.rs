@@ -53,6 +53,7 @@
 
 mod activation;
 mod arith;
+mod attention;
 mod compare;
 mod conv;
 mod device;
@@ -67,6 +68,7 @@ mod unary;
 
 pub use activation::*;
 pub use arith::*;
+pub use attention::*;
 pub use autograd_core::primitives::*;
 pub use compare::*;
 pub use conv::*;

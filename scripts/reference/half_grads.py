@@ -248,6 +248,10 @@ CASES = [
      lambda x: F.unfold(x, (2, 3), (1, 1), (1, 0), (1, 2))),
     ("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", "col2im", [wave([1, 8, 12], 0.73, 0.41)],
      lambda c: F.fold(c, (4, 5), (2, 2), (2, 1), (1, 1), (1, 2))),
+    # ----- issue 37: attention -----
+    ("scaled_dot_product_attention causal", "scaled_dot_product_attention",
+     [wave([2, 3, 4], 0.37, 0.1), wave([2, 5, 4], 0.29, -0.4, "cos"), wave([2, 5, 3], 0.53, 0.2)],
+     lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
 ]
 
 

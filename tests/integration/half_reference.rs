@@ -216,6 +216,14 @@ fn cases() -> Vec<Case> {
         exact("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", |v| {
             ops::col2im(&v[0], (4, 5), (2, 2), (1, 2), (1, 1), (2, 1))
         }),
+        // ----- issue 37: attention -----
+        exact("scaled_dot_product_attention causal", |v| {
+            let causal = ops::AttentionOptions {
+                is_causal: true,
+                ..Default::default()
+            };
+            ops::scaled_dot_product_attention(&v[0], &v[1], &v[2], causal)
+        }),
     ]
 }
 

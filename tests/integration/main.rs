@@ -15,6 +15,7 @@ mod graph_dot;
 mod half_reference;
 mod io;
 mod operators;
+mod ops_attention;
 mod ops_batch;
 mod ops_errors;
 mod ops_reference;
