@@ -10,12 +10,15 @@
 //!
 //! Prints `RESULT <workload> autograd <key>=<value>..` lines, which
 //! `scripts/gpu-check.sh run` puts next to PyTorch's, and `LIBRARY <path>` lines.
+//! First, a `FIRSTUSE` line: the milliseconds of each first use in this process
+//! (the driver and the context, then each kernel module's NVRTC compile, cuBLAS's
+//! start, a generated op's program), each step synchronised.
 
 #[path = "../tests/gpu/workloads.rs"]
 mod workloads;
 
 use autograd::prelude::*;
-use autograd::{UnaryOp, compute};
+use autograd::{BinaryOp, UnaryOp, compute};
 use std::time::Instant;
 use workloads::{W2, W3};
 
@@ -51,15 +54,54 @@ fn time(
     Ok((ms[ms.len() / 2], ms[0]))
 }
 
+/// The milliseconds of each first use on `device`, in order, each step waiting for
+/// its result on the host: what a process pays before its first step runs.
+fn first_use(device: Device) -> Result<Vec<(&'static str, f64)>> {
+    let mut steps = Vec::new();
+    let mut t = Instant::now();
+    let mut lap = |name: &'static str, steps: &mut Vec<(&'static str, f64)>| {
+        steps.push((name, t.elapsed().as_secs_f64() * 1e3));
+        t = Instant::now();
+    };
+    let x = Tensor::from_slice(&[1.0f32, -2.0, 3.0, 0.5], [2, 2])?.to(device)?;
+    device.synchronize()?;
+    lap("upload", &mut steps);
+    compute::cast(&x, DType::F64)?.to_vec::<f64>()?;
+    lap("copy_module", &mut steps);
+    compute::unary(&x, UnaryOp::Neg)?.to_vec::<f32>()?;
+    lap("unary_module", &mut steps);
+    compute::binary(&x, &x, BinaryOp::Add)?.to_vec::<f32>()?;
+    lap("binary_module", &mut steps);
+    x.sum_all()?.to_vec::<f32>()?;
+    lap("reduce_module", &mut steps);
+    x.matmul(&x)?.to_vec::<f32>()?;
+    lap("cublas", &mut steps);
+    x.relu()?.to_vec::<f32>()?;
+    lap("generated_relu", &mut steps);
+    x.tanh()?.to_vec::<f32>()?;
+    lap("generated_tanh", &mut steps);
+    x.tanh()?.to_vec::<f32>()?;
+    lap("tanh_again", &mut steps);
+    Ok(steps)
+}
+
 fn main() -> Result<()> {
     autograd::init()?;
     let (reps, warmup) = (arg("--reps", 10).max(1), arg("--warmup", 3));
     let device = Device::Cuda(arg("--device", 0));
+    let start = Instant::now();
     if !device.is_available() {
         let e = compute::to_device(&Tensor::scalar(0.0f32), device).unwrap_err();
         eprintln!("gpu_workloads needs a CUDA GPU: {e}");
         std::process::exit(2);
     }
+    let context = start.elapsed().as_secs_f64() * 1e3;
+    let steps = first_use(device)?;
+    let line: Vec<String> = steps
+        .iter()
+        .map(|(k, ms)| format!("{k}_ms={ms:.1}"))
+        .collect();
+    println!("FIRSTUSE context_ms={context:.1} {}", line.join(" "));
 
     // W2: 5 products of 4096^3 (the gradient of the constant X is not computed).
     let [batch, input, hidden, output] = W2::GPU_SIZES;
