@@ -90,6 +90,20 @@ pub trait TensorExt {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor>;
+    /// `self` where the `bool` `condition` holds, else `other` (PyTorch's
+    /// `x.where(condition, y)`): [`r#where`](fn@r#where)`(condition, self, other)`.
+    fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor>;
+    /// The rows of `self`, a `[V, D]` weight, picked by the integer `indices`:
+    /// [`embedding`]`(self, indices)`.
+    fn embedding(&self, indices: &Tensor) -> Result<Tensor>;
+    /// Scaled dot-product attention with `self` as the queries:
+    /// [`scaled_dot_product_attention`]`(self, k, v, options)`.
+    fn scaled_dot_product_attention(
+        &self,
+        k: &Tensor,
+        v: &Tensor,
+        options: AttentionOptions<'_>,
+    ) -> Result<Tensor>;
 }
 
 impl TensorExt for Tensor {
@@ -183,6 +197,26 @@ impl TensorExt for Tensor {
         eps: f64,
     ) -> Result<Tensor> {
         layer_norm(self, weight, bias, eps)
+    }
+
+    #[track_caller]
+    fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor> {
+        crate::r#where(condition, self, other)
+    }
+
+    #[track_caller]
+    fn embedding(&self, indices: &Tensor) -> Result<Tensor> {
+        embedding(self, indices)
+    }
+
+    #[track_caller]
+    fn scaled_dot_product_attention(
+        &self,
+        k: &Tensor,
+        v: &Tensor,
+        options: AttentionOptions<'_>,
+    ) -> Result<Tensor> {
+        scaled_dot_product_attention(self, k, v, options)
     }
 }
 

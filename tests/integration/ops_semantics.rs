@@ -241,3 +241,28 @@ fn to_dtype_sends_the_gradient_back_in_the_inputs_dtype() -> Result<()> {
     assert!(z.grad_fn().is_some());
     Ok(())
 }
+
+/// `where`, `embedding` and attention as methods give what their functions give.
+#[test]
+fn where_embedding_and_attention_are_methods_too() -> Result<()> {
+    crate::init();
+    let x = Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0], [2, 2])?;
+    let y = Tensor::from_slice(&[-1.0f64, -2.0, -3.0, -4.0], [2, 2])?;
+    let c = Tensor::from_slice(&[true, false, false, true], [2, 2])?;
+    assert_eq!(x.r#where(&c, &y)?.to_vec::<f64>()?, [1.0, -2.0, -3.0, 4.0]);
+    let idx = Tensor::from_slice(&[1i64, 0, 1], [3])?;
+    assert_eq!(
+        x.embedding(&idx)?.to_vec::<f64>()?,
+        [3.0, 4.0, 1.0, 2.0, 3.0, 4.0]
+    );
+    let opts = || autograd::ops::AttentionOptions {
+        is_causal: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        x.scaled_dot_product_attention(&x, &y, opts())?
+            .to_vec::<f64>()?,
+        autograd::ops::scaled_dot_product_attention(&x, &x, &y, opts())?.to_vec::<f64>()?
+    );
+    Ok(())
+}
