@@ -83,6 +83,10 @@ pub trait TensorExt {
     /// broadcasting: [`pow`](fn@pow)) or a number (`x.pow(3.0)`, the same as
     /// `x.pow_scalar(3.0)`: [`pow_scalar`](fn@pow_scalar)). See [`Exponent`].
     fn pow(&self, exponent: impl Exponent) -> Result<Tensor>;
+    /// The last two axes swapped: [`transpose`](fn@transpose)`(self, -2, -1)` (a
+    /// view). PyTorch's `t` takes tensors of rank 2 at most; this one takes a batch
+    /// of matrices too. An error for a tensor of rank below 2.
+    fn t(&self) -> Result<Tensor>;
     /// Layer normalisation over the last axis: [`layer_norm`].
     fn layer_norm(
         &self,
@@ -173,6 +177,21 @@ impl TensorExt for Tensor {
     #[track_caller]
     fn pow(&self, exponent: impl Exponent) -> Result<Tensor> {
         exponent.pow_of(self)
+    }
+
+    #[track_caller]
+    fn t(&self) -> Result<Tensor> {
+        if self.rank() < 2 {
+            return Err(autograd_core::Error::Shape {
+                op: "transpose",
+                msg: format!(
+                    "`t` swaps the last two axes, but shape {} has fewer than two; use \
+                     `transpose(d0, d1)` with axes it has, or `unsqueeze` first",
+                    self.shape()
+                ),
+            });
+        }
+        transpose(self, -2, -1)
     }
 
     #[track_caller]
