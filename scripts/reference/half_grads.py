@@ -248,6 +248,9 @@ CASES = [
      lambda x: F.unfold(x, (2, 3), (1, 1), (1, 0), (1, 2))),
     ("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", "col2im", [wave([1, 8, 12], 0.73, 0.41)],
      lambda c: F.fold(c, (4, 5), (2, 2), (2, 1), (1, 1), (1, 2))),
+    # ----- issue 37: shape -----
+    ("transpose [2,3,4] (0,2)", "transpose", [wave([2, 3, 4], 0.26, 0.31)],
+     lambda x: x.transpose(0, 2)),
 ]
 
 

@@ -216,6 +216,8 @@ fn cases() -> Vec<Case> {
         exact("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", |v| {
             ops::col2im(&v[0], (4, 5), (2, 2), (1, 2), (1, 1), (2, 1))
         }),
+        // ----- issue 37: shape -----
+        exact("transpose [2,3,4] (0,2)", |v| ops::transpose(&v[0], 0, 2)),
     ]
 }
 
