@@ -14,6 +14,7 @@
 //! | unary | [`neg`](mod@neg), [`exp`](mod@exp), [`log`](mod@log), [`sqrt`](mod@sqrt), [`square`](mod@square), [`abs`](mod@abs), [`tanh`](mod@tanh), [`sigmoid`](mod@sigmoid), [`relu`](mod@relu), [`gelu`](mod@gelu), [`sin`](mod@sin), [`cos`](mod@cos) |
 //! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp), [`var`](mod@var) and [`std_dev`](mod@std_dev) (with torch's `correction`), [`cumsum`](mod@cumsum) (running sums, or reversed); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all), [`max_all`](mod@max_all), [`min_all`](mod@min_all) |
 //! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (any two axes; [`TensorExt::t`] the last two), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
+//! | shape, as PyTorch's (compositions) | [`split`], [`split_sizes`], [`chunk`], [`flip`], [`roll`], [`repeat`], [`tile`], [`expand`], [`outer`], [`einsum`] |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
@@ -53,9 +54,11 @@
 
 mod activation;
 mod arith;
+mod arrange;
 mod compare;
 mod conv;
 mod device;
+mod einsum;
 mod ext;
 mod index;
 mod linalg;
@@ -67,10 +70,12 @@ mod unary;
 
 pub use activation::*;
 pub use arith::*;
+pub use arrange::*;
 pub use autograd_core::primitives::*;
 pub use compare::*;
 pub use conv::*;
 pub use device::*;
+pub use einsum::*;
 pub use ext::{Exponent, TensorExt, methods};
 pub use index::*;
 pub use linalg::*;
