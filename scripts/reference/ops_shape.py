@@ -57,3 +57,30 @@ run("EIN_CHAIN", lambda a, b, c: torch.einsum("ij,jk,kl->li", a, b, c),
 run("EIN_IMPLICIT", lambda a, b: torch.einsum("ba,ca", a, b),
     [wave([3, 4], 0.21, 0.4), wave([2, 4], 0.33, 0.1, torch.cos)])
 run("EIN_SUM", lambda a: torch.einsum("ijk->j", a), [wave([2, 3, 4], 0.27, 0.5)])
+
+# interpolate on [1, 2, 3, 4] images.
+img = wave([1, 2, 3, 4], 0.39, 0.1)
+run("NEAREST_SIZE", lambda x: F.interpolate(x, size=(5, 3), mode="nearest"), [img])
+run("NEAREST_SCALE", lambda x: F.interpolate(x, scale_factor=(1.7, 2.0), mode="nearest"), [img])
+run("BILINEAR", lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False), [img])
+run("BILINEAR_AC", lambda x: F.interpolate(x, size=(4, 2), mode="bilinear", align_corners=True), [img])
+run("BILINEAR_SCALE", lambda x: F.interpolate(x, scale_factor=(1.5, 0.6), mode="bilinear", align_corners=False), [img])
+
+# embedding with padding_idx (row 2 read, no gradient), and with max_norm (rows
+# 0 and 3 over the norm, renormalised in place first).
+ei = torch.tensor([[2, 0], [3, 2]])
+run("EMB_PAD", lambda w: F.embedding(ei, w, padding_idx=2), [wave([5, 3], 0.35, 0.25)])
+w = wave([5, 3], 0.35, 0.25) * torch.tensor([[2.0], [0.5], [1.0], [3.0], [4.0]])
+w_renormed = w.clone()
+with torch.no_grad():
+    F.embedding(ei, w_renormed, max_norm=1.2)
+emit("EMB_RENORMED", w_renormed)
+run("EMB_MAXNORM", lambda w: F.embedding(ei, w, max_norm=1.2), [w.clone()])
+w_inf = w.clone()
+with torch.no_grad():
+    F.embedding(ei, w_inf, max_norm=0.9, norm_type=float("inf"))
+emit("EMB_RENORMED_INF", w_inf)
+
+# layer_norm over the last two axes, with weight and bias.
+run("LAYER_NORM2", lambda x, w, b: F.layer_norm(x, (3, 4), w, b, 1e-5),
+    [wave([2, 3, 4], 0.83, 0.1), wave([3, 4], 0.5, 0.3, torch.cos), wave([3, 4], 0.9, -0.7)])

@@ -1,10 +1,12 @@
 //! Issue 37's shape compositions on the GPU against the CPU: `transpose(d0, d1)`,
-//! `split`/`chunk`, `flip`, `roll`, `repeat`, `tile`, `expand`, `outer` and
-//! `einsum`. None is one registered op, so `ops_parity` (driven by
+//! `split`/`chunk`, `flip`, `roll`, `repeat`, `tile`, `expand`, `outer`, `einsum`,
+//! `interpolate` (whose bilinear weights are constants moved to the device),
+//! `embedding_with` (`padding_idx`, `max_norm` rescaling a device tensor in place)
+//! and `layer_norm_shape`. None is one registered op, so `ops_parity` (driven by
 //! the registry) does not see them.
 
 use crate::gpu;
-use autograd::ops;
+use autograd::ops::{self, EmbeddingOptions, InterpolateMode, InterpolateSize};
 use autograd::prelude::*;
 
 type Op = Box<dyn Fn(&[Tensor]) -> Result<Tensor>>;
@@ -20,7 +22,10 @@ fn run(f: &Op, inputs: &[Tensor], grads: &[bool], device: Device) -> Vec<Vec<f64
     let y = f(&leaves).unwrap();
     assert_eq!(y.device(), device);
     let refs: Vec<&Tensor> = leaves.iter().filter(|t| t.requires_grad()).collect();
-    crate::output_and_grads(&y, &refs)
+    let mut out = crate::output_and_grads(&y, &refs);
+    // What `max_norm` left in the weight (an input rescaled in place).
+    out.push(leaves[0].to_vec::<f64>().unwrap());
+    out
 }
 
 #[test]
@@ -31,6 +36,7 @@ fn shape_compositions_on_the_gpu_match_the_cpu() {
         let tol = if dtype == DType::F64 { 1e-12 } else { 1e-5 };
         let mut rng = Rng::new(37);
         let mut u = |s: &[usize]| rng.uniform(s, -1.0, 1.0, dtype).unwrap();
+        let idx = Tensor::from_slice(&[3i64, 0, 7, 3, 9, 1], [2, 3]).unwrap();
         let cases: Vec<(&str, Vec<Tensor>, Vec<bool>, Op)> = vec![
             (
                 "transpose, split, chunk, flip, roll",
@@ -62,6 +68,54 @@ fn shape_compositions_on_the_gpu_match_the_cpu() {
                     let s = ops::einsum("bhqd,bhkd->bhqk", &[&v[0], &v[1]])?;
                     let p = ops::softmax(&s, -1)?;
                     ops::einsum("bhqk,bhkd->bhqd", &[&p, &v[2]])
+                }),
+            ),
+            (
+                "interpolate nearest and bilinear",
+                vec![u(&[2, 3, 17, 23])],
+                vec![true],
+                Box::new(|v| {
+                    let n = ops::interpolate(
+                        &v[0],
+                        InterpolateSize::ScaleFactor(1.7, 0.6),
+                        InterpolateMode::Nearest,
+                    )?; // [2, 3, 28, 13]
+                    let b = ops::interpolate(
+                        &v[0],
+                        InterpolateSize::Size(28, 13),
+                        InterpolateMode::Bilinear {
+                            align_corners: false,
+                        },
+                    )?;
+                    let c = ops::interpolate(
+                        &v[0],
+                        InterpolateSize::Size(28, 13),
+                        InterpolateMode::Bilinear {
+                            align_corners: true,
+                        },
+                    )?;
+                    (n + b)? + c
+                }),
+            ),
+            (
+                "embedding padding_idx and max_norm",
+                vec![u(&[10, 6])],
+                vec![true],
+                Box::new(move |v| {
+                    let opts = EmbeddingOptions {
+                        padding_idx: Some(3),
+                        max_norm: Some(0.8),
+                        ..Default::default()
+                    };
+                    ops::embedding_with(&mut v[0].clone(), &idx, &opts)
+                }),
+            ),
+            (
+                "layer_norm over two axes",
+                vec![u(&[5, 6, 70]), u(&[6, 70]), u(&[6, 70])],
+                vec![true, true, true],
+                Box::new(|v| {
+                    ops::layer_norm_shape(&v[0], &[6, 70], Some(&v[1]), Some(&v[2]), 1e-5)
                 }),
             ),
         ];
