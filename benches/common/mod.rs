@@ -227,9 +227,9 @@ impl W2 {
         no_grad(|| {
             let h = ops::matmul(&self.x, &self.w1)?;
             let o = ops::matmul(&h, &self.w2)?;
-            let dh = ops::matmul(&o, &ops::transpose(&self.w2)?)?;
-            let dw2 = ops::matmul(&ops::transpose(&h)?, &o)?;
-            let dw1 = ops::matmul(&ops::transpose(&self.x)?, &dh)?;
+            let dh = ops::matmul(&o, &ops::transpose(&self.w2, -2, -1)?)?;
+            let dw2 = ops::matmul(&ops::transpose(&h, -2, -1)?, &o)?;
+            let dw1 = ops::matmul(&ops::transpose(&self.x, -2, -1)?, &dh)?;
             Ok([h, o, dh, dw2, dw1])
         })
     }
@@ -938,8 +938,8 @@ impl W8 {
         let k = Self::heads(&ops::matmul(&h, &self.wk)?)?;
         let v = Self::heads(&ops::matmul(&h, &self.wv)?)?;
         let scale = 1.0 / ((d / W8_HEADS) as f64).sqrt();
-        let scores =
-            (ops::mul_scalar(&ops::matmul(&q, &ops::transpose(&k)?)?, scale)? + &self.mask)?; // [8, 4, 128, 128]
+        let scores = (ops::mul_scalar(&ops::matmul(&q, &ops::transpose(&k, -2, -1)?)?, scale)?
+            + &self.mask)?; // [8, 4, 128, 128]
         let att = ops::softmax(&scores, -1)?;
         let o = ops::permute(&ops::matmul(&att, &v)?, vec![0, 2, 1, 3])?; // [8, 128, 4, 32]
         let o = ops::reshape(&o, Shape::from([b, s, d]))?;
@@ -948,7 +948,7 @@ impl W8 {
         let f = ops::gelu(&(ops::matmul(&norm(&x, 1)?, &self.w1)? + &self.b1)?)?;
         let x = (&x + &(ops::matmul(&f, &self.w2)? + &self.b2)?)?;
         // Tied output.
-        let logits = ops::matmul(&norm(&x, 2)?, &ops::transpose(&self.emb)?)?; // [8, 128, 256]
+        let logits = ops::matmul(&norm(&x, 2)?, &ops::transpose(&self.emb, -2, -1)?)?; // [8, 128, 256]
         let logits = ops::reshape(&logits, Shape::from([b * s, W8_VOCAB]))?;
         let loss = ops::cross_entropy(&logits, &self.targets)?;
         let grads = value_and_grads("W8", &loss, params)?;

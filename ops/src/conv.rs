@@ -726,7 +726,7 @@ pub mod conv2d_op {
         let gr = reshape(grad, Shape::from([g.n, groups, o / groups, g.windows()]))?;
         let dx = autograd_core::grad_if(needs[0], || {
             let wr = reshape(w, Shape::from([groups, o / groups, k]))?;
-            let dcols = matmul(&transpose(&wr)?, &gr)?;
+            let dcols = matmul(&transpose(&wr, -2, -1)?, &gr)?;
             col2im(
                 &reshape(&dcols, g.cols_shape())?,
                 (g.h, g.w),
@@ -739,7 +739,7 @@ pub mod conv2d_op {
         let dw = autograd_core::grad_if(needs[1], || {
             let cols = im2col(x, g.k, g.s, g.p, g.d)?;
             let cols = reshape(&cols, Shape::from([g.n, groups, k, g.windows()]))?;
-            let per_sample = matmul(&gr, &transpose(&cols)?)?;
+            let per_sample = matmul(&gr, &transpose(&cols, -2, -1)?)?;
             reshape(&sum(&per_sample, 0, false)?, w.shape().clone())
         })?;
         Ok((dx, dw))

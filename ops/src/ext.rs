@@ -83,6 +83,28 @@ pub trait TensorExt {
     /// broadcasting: [`pow`](fn@pow)) or a number (`x.pow(3.0)`, the same as
     /// `x.pow_scalar(3.0)`: [`pow_scalar`](fn@pow_scalar)). See [`Exponent`].
     fn pow(&self, exponent: impl Exponent) -> Result<Tensor>;
+    /// Pieces of `size` entries along `axis`, the last shorter (views): [`split`].
+    fn split(&self, size: usize, axis: isize) -> Result<Vec<Tensor>>;
+    /// Pieces of the given sizes along `axis` (views): [`split_sizes`].
+    fn split_sizes(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>>;
+    /// At most `chunks` pieces along `axis` (views): [`chunk`].
+    fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>>;
+    /// The entries in reverse order along each of `axes`: [`flip`].
+    fn flip(&self, axes: &[isize]) -> Result<Tensor>;
+    /// The entries rolled by `shifts` along `axes` (flat with none): [`roll`].
+    fn roll(&self, shifts: &[isize], axes: &[isize]) -> Result<Tensor>;
+    /// The whole tensor laid out `repeats[k]` times along each axis: [`repeat`].
+    fn repeat(&self, repeats: &[usize]) -> Result<Tensor>;
+    /// [`repeat`] with fewer `reps` than axes allowed: [`tile`].
+    fn tile(&self, reps: &[usize]) -> Result<Tensor>;
+    /// Axes of size 1 repeated to `sizes` (`-1` keeps an axis; a view): [`expand`].
+    fn expand(&self, sizes: &[isize]) -> Result<Tensor>;
+    /// The outer product with another vector: [`outer`].
+    fn outer(&self, other: &Tensor) -> Result<Tensor>;
+    /// The last two axes swapped: [`transpose`](fn@transpose)`(self, -2, -1)` (a
+    /// view). PyTorch's `t` takes tensors of rank 2 at most; this one takes a batch
+    /// of matrices too. An error for a tensor of rank below 2.
+    fn t(&self) -> Result<Tensor>;
     /// Layer normalisation over the last axis: [`layer_norm`].
     fn layer_norm(
         &self,
@@ -187,6 +209,66 @@ impl TensorExt for Tensor {
     #[track_caller]
     fn pow(&self, exponent: impl Exponent) -> Result<Tensor> {
         exponent.pow_of(self)
+    }
+
+    #[track_caller]
+    fn split(&self, size: usize, axis: isize) -> Result<Vec<Tensor>> {
+        split(self, size, axis)
+    }
+
+    #[track_caller]
+    fn split_sizes(&self, sizes: &[usize], axis: isize) -> Result<Vec<Tensor>> {
+        split_sizes(self, sizes, axis)
+    }
+
+    #[track_caller]
+    fn chunk(&self, chunks: usize, axis: isize) -> Result<Vec<Tensor>> {
+        chunk(self, chunks, axis)
+    }
+
+    #[track_caller]
+    fn flip(&self, axes: &[isize]) -> Result<Tensor> {
+        flip(self, axes)
+    }
+
+    #[track_caller]
+    fn roll(&self, shifts: &[isize], axes: &[isize]) -> Result<Tensor> {
+        roll(self, shifts, axes)
+    }
+
+    #[track_caller]
+    fn repeat(&self, repeats: &[usize]) -> Result<Tensor> {
+        repeat(self, repeats)
+    }
+
+    #[track_caller]
+    fn tile(&self, reps: &[usize]) -> Result<Tensor> {
+        tile(self, reps)
+    }
+
+    #[track_caller]
+    fn expand(&self, sizes: &[isize]) -> Result<Tensor> {
+        expand(self, sizes)
+    }
+
+    #[track_caller]
+    fn outer(&self, other: &Tensor) -> Result<Tensor> {
+        outer(self, other)
+    }
+
+    #[track_caller]
+    fn t(&self) -> Result<Tensor> {
+        if self.rank() < 2 {
+            return Err(autograd_core::Error::Shape {
+                op: "transpose",
+                msg: format!(
+                    "`t` swaps the last two axes, but shape {} has fewer than two; use \
+                     `transpose(d0, d1)` with axes it has, or `unsqueeze` first",
+                    self.shape()
+                ),
+            });
+        }
+        transpose(self, -2, -1)
     }
 
     #[track_caller]

@@ -13,12 +13,14 @@
 //! | with a constant | [`add_scalar`](mod@add_scalar), [`mul_scalar`](mod@mul_scalar), [`div_scalar`](mod@div_scalar), [`pow_scalar`](mod@pow_scalar) |
 //! | unary | [`neg`](mod@neg), [`exp`](mod@exp), [`log`](mod@log), [`sqrt`](mod@sqrt), [`square`](mod@square), [`abs`](mod@abs), [`tanh`](mod@tanh), [`sigmoid`](mod@sigmoid), [`relu`](mod@relu), [`gelu`](mod@gelu), [`sin`](mod@sin), [`cos`](mod@cos) |
 //! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp), [`var`](mod@var) and [`std_dev`](mod@std_dev) (with torch's `correction`), [`cumsum`](mod@cumsum) (running sums, or reversed); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all), [`max_all`](mod@max_all), [`min_all`](mod@min_all) |
-//! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
+//! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (any two axes; [`TensorExt::t`] the last two), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
+//! | shape, as PyTorch's (compositions) | [`split`], [`split_sizes`], [`chunk`], [`flip`], [`roll`], [`repeat`], [`tile`], [`expand`], [`outer`], [`einsum`] |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
 //! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (`bool` masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] (`i64` positions) |
 //! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics) | [`conv2d`] (the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`max_pool2d`](mod@max_pool2d), [`avg_pool2d`](mod@avg_pool2d), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
+//! | resizing and options (compositions) | [`interpolate`] (nearest, bilinear), [`embedding_with`] (`padding_idx`, `max_norm`), [`embedding_renorm`], [`layer_norm_shape`] (several trailing axes) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
 //! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where_op`](mod@where_op) (behind [`r#where`](fn.where.html), registered as `where`) |
 //!
@@ -54,11 +56,14 @@
 mod activation;
 mod arith;
 mod attention;
+mod arrange;
 mod compare;
 mod conv;
 mod device;
+mod einsum;
 mod ext;
 mod index;
+mod interpolate;
 mod linalg;
 mod nn;
 mod reduce;
@@ -69,12 +74,15 @@ mod unary;
 pub use activation::*;
 pub use arith::*;
 pub use attention::*;
+pub use arrange::*;
 pub use autograd_core::primitives::*;
 pub use compare::*;
 pub use conv::*;
 pub use device::*;
+pub use einsum::*;
 pub use ext::{Exponent, TensorExt, methods};
 pub use index::*;
+pub use interpolate::*;
 pub use linalg::*;
 pub use nn::*;
 pub use reduce::*;

@@ -89,8 +89,8 @@ pub mod matmul {
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let (a_vec, b_vec) = (a.rank() == 1, b.rank() == 1);
         if !a_vec && !b_vec {
-            let da = grad_if(needs[0], || matmul(grad, &transpose(b)?))?;
-            let db = grad_if(needs[1], || matmul(&transpose(a)?, grad))?;
+            let da = grad_if(needs[0], || matmul(grad, &transpose(b, -2, -1)?))?;
+            let db = grad_if(needs[1], || matmul(&transpose(a, -2, -1)?, grad))?;
             return Ok((da, db));
         }
         let a2 = if a_vec { unsqueeze(a, 0)? } else { a.clone() };
@@ -104,7 +104,7 @@ pub mod matmul {
             g2 = unsqueeze(&g2, -1)?;
         }
         let da = grad_if(needs[0], || {
-            let d = matmul(&g2, &transpose(&b2)?)?;
+            let d = matmul(&g2, &transpose(&b2, -2, -1)?)?;
             if a_vec {
                 sum_to_shape(&squeeze(&d, -2)?, a.shape().clone())
             } else {
@@ -112,7 +112,7 @@ pub mod matmul {
             }
         })?;
         let db = grad_if(needs[1], || {
-            let d = matmul(&transpose(&a2)?, &g2)?;
+            let d = matmul(&transpose(&a2, -2, -1)?, &g2)?;
             if b_vec {
                 sum_to_shape(&squeeze(&d, -1)?, b.shape().clone())
             } else {

@@ -576,3 +576,232 @@ pub fn one_hot(indices: &Tensor, num_classes: usize) -> Result<Tensor> {
     };
     run().map_err(|e| e.in_op(OP))
 }
+
+/// The options of [`embedding_with`], PyTorch's defaults by [`Default`]: no
+/// padding row, no renormalisation, `norm_type` 2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EmbeddingOptions {
+    /// The row that gets no gradient (PyTorch's `padding_idx`; negative counts from
+    /// the end): its lookups still read it, but its gradient stays 0.
+    pub padding_idx: Option<i64>,
+    /// Rows looked up whose `norm_type`-norm exceeds this are first scaled down to
+    /// it, in place in `weight` (PyTorch's `max_norm`).
+    pub max_norm: Option<f64>,
+    /// The `p` of the norm `max_norm` bounds (`f64::INFINITY` for the largest
+    /// magnitude); PyTorch's default is 2.
+    pub norm_type: f64,
+}
+
+impl Default for EmbeddingOptions {
+    fn default() -> Self {
+        EmbeddingOptions {
+            padding_idx: None,
+            max_norm: None,
+            norm_type: 2.0,
+        }
+    }
+}
+
+/// `weight`'s rows picked by `indices`, with PyTorch's options
+/// (`torch.nn.functional.embedding(indices, weight, padding_idx, max_norm,
+/// norm_type)`): [`embedding`] after [`embedding_renorm`] when `max_norm` is
+/// given, with the `padding_idx` row held constant (its values are read, its
+/// gradient is 0, as PyTorch's).
+///
+/// `weight` is `&mut` because `max_norm` rescales its rows in place, not
+/// recorded, as PyTorch does: a parameter (a leaf that requires grad) is updated
+/// for every handle, as an optimizer step would.
+///
+/// Errors name `embedding`: those of [`embedding`], a `padding_idx` outside
+/// `-V..V`, and those of [`embedding_renorm`].
+///
+/// ```
+/// # fn main() -> autograd_core::Result<()> {
+/// # autograd_ops::init()?;
+/// use autograd_core::Tensor;
+/// use autograd_ops::{EmbeddingOptions, embedding_with};
+/// let mut w = Tensor::from_slice(&[3.0f64, 4.0, 0.6, 0.8], [2, 2])?.with_requires_grad(true);
+/// let i = Tensor::from_slice(&[0i64, 1], [2])?;
+/// let opts = EmbeddingOptions { max_norm: Some(1.0), padding_idx: Some(1), ..Default::default() };
+/// let y = embedding_with(&mut w, &i, &opts)?;
+/// let v = w.to_vec::<f64>()?; // row 0 (norm 5) scaled to norm 1, in place
+/// assert!((v[0] - 0.6).abs() < 1e-6 && (v[1] - 0.8).abs() < 1e-6);
+/// autograd_ops::sum_all(&y)?.backward()?;
+/// assert_eq!(w.grad().unwrap().to_vec::<f64>()?, [1.0, 1.0, 0.0, 0.0]); // row 1 pads
+/// # Ok(())
+/// # }
+/// ```
+pub fn embedding_with(
+    weight: &mut Tensor,
+    indices: &Tensor,
+    opts: &EmbeddingOptions,
+) -> Result<Tensor> {
+    const OP: &str = "embedding";
+    if weight.rank() != 2 {
+        // The message of the plain lookup.
+        return embedding(weight, indices);
+    }
+    let v = weight.dims()[0];
+    let pad = opts
+        .padding_idx
+        .map(|p| {
+            let at = if p < 0 { p + v as i64 } else { p };
+            usize::try_from(at)
+                .ok()
+                .filter(|&a| a < v)
+                .ok_or_else(|| Error::InvalidArgument {
+                    op: OP,
+                    msg: format!(
+                        "padding_idx {p} is not a row of the weight {} (rows -{v}..{v})",
+                        weight.shape()
+                    ),
+                })
+        })
+        .transpose()?;
+    if let Some(max_norm) = opts.max_norm {
+        embedding_renorm(weight, indices, max_norm, opts.norm_type)?;
+    }
+    let Some(pad) = pad else {
+        return embedding(weight, indices);
+    };
+    let run = || {
+        let rows: Vec<bool> = (0..v).map(|r| r == pad).collect();
+        let mask = compute::to_device(&Tensor::from_vec(rows, [v, 1])?, weight.device())?;
+        let held = crate::r#where(&mask, &weight.detach(), weight)?;
+        embedding(&held, indices)
+    };
+    run().map_err(|e| e.in_op(OP))
+}
+
+/// Scales down, in place, each row of `weight` (`[V, D]`) that `indices` picks and
+/// whose `norm_type`-norm exceeds `max_norm`, to norm `max_norm` (by `max_norm /
+/// (norm + 1e-7)`, as `torch.embedding_renorm_`); other rows are untouched. Not
+/// recorded (no gradient flows through the rescaling), as PyTorch's; a parameter
+/// is updated for every handle ([`Tensor::set_data`]).
+///
+/// Errors name `embedding`: `weight` not `[V, D]` or not a leaf, `indices` not
+/// integers in `0..V`, `max_norm` negative or NaN, `norm_type` not positive.
+pub fn embedding_renorm(
+    weight: &mut Tensor,
+    indices: &Tensor,
+    max_norm: f64,
+    norm_type: f64,
+) -> Result<()> {
+    const OP: &str = "embedding";
+    if weight.rank() != 2 {
+        return Err(Error::Shape {
+            op: OP,
+            msg: format!(
+                "the weight has shape {}; it must be [V, D], one row of D values per index",
+                weight.shape()
+            ),
+        });
+    }
+    if max_norm.is_nan() || max_norm < 0.0 || norm_type.is_nan() || norm_type <= 0.0 {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: format!(
+                "max_norm = {max_norm}, norm_type = {norm_type}; max_norm must be at least 0 and \
+                 norm_type positive (PyTorch's default is 2)"
+            ),
+        });
+    }
+    let (v, d) = (weight.dims()[0], weight.dims()[1]);
+    let mut rows = compute::indices(OP, indices, v)?;
+    rows.sort_unstable();
+    rows.dedup();
+    let mut values = weight.to_vec::<f64>()?;
+    let mut changed = false;
+    for r in rows {
+        let row = &mut values[r * d..(r + 1) * d];
+        let norm = if norm_type.is_infinite() {
+            row.iter().fold(0.0f64, |m, x| m.max(x.abs()))
+        } else {
+            row.iter()
+                .map(|x| x.abs().powf(norm_type))
+                .sum::<f64>()
+                .powf(1.0 / norm_type)
+        };
+        if norm > max_norm {
+            let scale = max_norm / (norm + 1e-7);
+            row.iter_mut().for_each(|x| *x *= scale);
+            changed = true;
+        }
+    }
+    if changed {
+        let run = || {
+            let new = compute::cast(&Tensor::from_vec(values, [v, d])?, weight.dtype())?;
+            weight.set_data(&compute::to_device(&new, weight.device())?)
+        };
+        run().map_err(|e| e.in_op(OP))?;
+    }
+    Ok(())
+}
+
+/// Layer normalisation over the trailing axes `normalized_shape`
+/// (`torch.nn.functional.layer_norm(x, normalized_shape, weight, bias, eps)`): the
+/// last `k` axes of `x` must be `normalized_shape`, and each block of those axes
+/// is shifted to mean 0 and scaled to variance 1 (biased, plus `eps`), then
+/// multiplied by `weight` and shifted by `bias` where given (each of shape
+/// `normalized_shape`). [`layer_norm`] is the case of one axis.
+///
+/// Recorded as a [`reshape`](mod@crate::reshape) merging the trailing axes, the
+/// [`layer_norm`] of the merged axis, and a reshape back. Errors name
+/// `layer_norm`: an empty `normalized_shape`, one that is not `x`'s trailing
+/// axes, `weight` or `bias` not of that shape, and those of [`layer_norm`].
+///
+/// ```
+/// # fn main() -> autograd_core::Result<()> {
+/// # autograd_ops::init()?;
+/// let x = autograd_core::Tensor::from_slice(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [1, 2, 3])?;
+/// let y = autograd_ops::layer_norm_shape(&x, &[2, 3], None, None, 1e-5)?;
+/// let s: f64 = y.to_vec::<f64>()?.iter().sum();
+/// assert!(s.abs() < 1e-12 && y.dims() == [1, 2, 3]);
+/// # Ok(())
+/// # }
+/// ```
+#[track_caller]
+pub fn layer_norm_shape(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    const OP: &str = "layer_norm";
+    let k = normalized_shape.len();
+    if k == 0 || k > x.rank() || x.dims()[x.rank() - k..] != *normalized_shape {
+        return Err(Error::Shape {
+            op: OP,
+            msg: format!(
+                "normalized_shape {normalized_shape:?} must be the last axes of x, whose shape is \
+                 {}; give x's trailing sizes (at least one)",
+                x.shape()
+            ),
+        });
+    }
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        if let Some(t) = t
+            && t.dims() != normalized_shape
+        {
+            return Err(Error::Shape {
+                op: OP,
+                msg: format!(
+                    "the {name} has shape {}; it must be normalized_shape {normalized_shape:?}",
+                    t.shape()
+                ),
+            });
+        }
+    }
+    let lead = x.rank() - k;
+    let n: usize = normalized_shape.iter().product();
+    let merged: autograd_core::Shape = x.dims()[..lead].iter().copied().chain([n]).collect();
+    let flat = |t: &Tensor| crate::reshape(t, autograd_core::Shape::from([n]));
+    let run = || {
+        let w = weight.map(flat).transpose()?;
+        let b = bias.map(flat).transpose()?;
+        let y = layer_norm(&crate::reshape(x, merged)?, w.as_ref(), b.as_ref(), eps)?;
+        crate::reshape(&y, x.shape().clone())
+    };
+    run().map_err(|e| e.in_op(OP))
+}

@@ -42,37 +42,56 @@ pub mod reshape {
     }
 }
 
-/// Swaps the last two axes.
-#[differentiable(crate = ::autograd_core, method = t)]
+/// Axes `d0` and `d1` swapped (a view), as `torch.transpose(x, d0, d1)`; negative
+/// axes count from the end, and `d0 == d1` gives `x` back unchanged.
+/// [`TensorExt::t`](crate::TensorExt::t) swaps the last two.
+///
+/// ```
+/// # fn main() -> autograd_core::Result<()> {
+/// # autograd_ops::init()?;
+/// use autograd_ops::methods::*;
+/// let x = autograd_core::Tensor::from_slice(&[0.0f32; 24], [2, 3, 4])?;
+/// assert_eq!(x.transpose(0, 2)?.dims(), [4, 3, 2]);
+/// assert_eq!(x.transpose(-1, -2)?.dims(), [2, 4, 3]);
+/// assert_eq!(x.t()?.dims(), [2, 4, 3]);
+/// # Ok(())
+/// # }
+/// ```
+#[differentiable(crate = ::autograd_core, method)]
 pub mod transpose {
     use super::*;
 
-    /// A view with the last two axes swapped. An error for a tensor of rank below 2.
-    pub fn forward(x: &Tensor) -> Result<Tensor> {
-        if x.rank() < 2 {
-            return Err(Error::Shape {
-                op: "transpose",
-                msg: format!(
-                    "swaps the last two axes, but shape {} has fewer than two",
-                    x.shape()
-                ),
-            });
-        }
-        compute::transpose(x, x.rank() - 2, x.rank() - 1)
+    /// The two axes swapped.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Transpose {
+        /// One axis; negative counts from the end.
+        pub d0: isize,
+        /// The other axis; negative counts from the end.
+        pub d1: isize,
     }
 
-    /// `grad` transposed back.
-    pub fn backward(grad: &Tensor) -> Result<Tensor> {
-        transpose(grad)
+    /// A view with axes `d0` and `d1` swapped. An error when either is out of range.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let a = compute::normalize_axis("transpose", self.d0, x)?;
+        let b = compute::normalize_axis("transpose", self.d1, x)?;
+        compute::transpose(x, a, b)
     }
 
-    /// Gradcheck input: a `[2, 3, 4]` tensor (a batch of matrices).
+    /// `grad` with the same two axes swapped back.
+    pub fn backward(&self, grad: &Tensor) -> Result<Tensor> {
+        transpose(grad, self.d0, self.d1)
+    }
+
+    /// Gradcheck inputs: a `[2, 3, 4]` tensor (a batch of matrices) with its last two
+    /// axes swapped, and with its first and last (`(0, -1)`).
     pub fn check_cases() -> Vec<CheckCase> {
-        vec![CheckCase::new(
-            "transpose [2,3,4]",
-            vec![input(24, &[2, 3, 4])],
-            |x| transpose(&x[0]),
-        )]
+        let x = input(24, &[2, 3, 4]);
+        vec![
+            cases::unary("transpose [2,3,4] (-2,-1)", x.clone(), |x| {
+                transpose(x, -2, -1)
+            }),
+            cases::unary("transpose [2,3,4] (0,-1)", x, |x| transpose(x, 0, -1)),
+        ]
     }
 }
 

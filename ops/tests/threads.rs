@@ -88,11 +88,11 @@ fn matrix_products() {
         out.extend(with_grads(ops::matmul(&a, &b)?, &[&a, &b], 9)?);
         // A batch axis broadcast, and a transposed operand.
         let (a, b) = (leaf(10, &[4, 3, 20, 30], dt)?, leaf(11, &[3, 25, 30], dt)?);
-        let y = ops::matmul(&a, &ops::transpose(&b)?)?;
+        let y = ops::matmul(&a, &ops::transpose(&b, -2, -1)?)?;
         out.extend(with_grads(y, &[&a, &b], 12)?);
         let (a, b) = (leaf(13, &[150, 61], dt)?, leaf(14, &[150, 77], dt)?);
         out.extend(with_grads(
-            ops::matmul(&ops::transpose(&a)?, &b)?,
+            ops::matmul(&ops::transpose(&a, -2, -1)?, &b)?,
             &[&a, &b],
             15,
         )?);

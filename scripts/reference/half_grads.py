@@ -252,6 +252,9 @@ CASES = [
     ("scaled_dot_product_attention causal", "scaled_dot_product_attention",
      [wave([2, 3, 4], 0.37, 0.1), wave([2, 5, 4], 0.29, -0.4, "cos"), wave([2, 5, 3], 0.53, 0.2)],
      lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)),
+    # ----- issue 37: shape -----
+    ("transpose [2,3,4] (0,2)", "transpose", [wave([2, 3, 4], 0.26, 0.31)],
+     lambda x: x.transpose(0, 2)),
 ]
 
 

@@ -14,7 +14,7 @@ fn mixing_devices_is_an_error_naming_both_devices_and_the_op() -> Result<()> {
     for (op, r) in [
         ("add", &a + &b),
         ("mul", &b * &a),
-        ("matmul", ops::matmul(&a, &ops::transpose(&b)?)),
+        ("matmul", ops::matmul(&a, &ops::transpose(&b, -2, -1)?)),
     ] {
         let e = r.expect_err("devices differ");
         let msg = e.to_string();

@@ -165,7 +165,7 @@ fn cases() -> Vec<Case> {
         exact("reshape [2,3,4]->[4,6]", |v| {
             ops::reshape(&v[0], Shape::from([4, 6]))
         }),
-        exact("transpose [2,3,4]", |v| ops::transpose(&v[0])),
+        exact("transpose [2,3,4]", |v| ops::transpose(&v[0], -1, -2)),
         exact("permute [2,0,1]", |v| ops::permute(&v[0], vec![2, 0, 1])),
         exact("unsqueeze 1", |v| ops::unsqueeze(&v[0], 1)),
         exact("squeeze -2", |v| ops::squeeze(&v[0], -2)),
@@ -224,6 +224,8 @@ fn cases() -> Vec<Case> {
             };
             ops::scaled_dot_product_attention(&v[0], &v[1], &v[2], causal)
         }),
+        // ----- issue 37: shape -----
+        exact("transpose [2,3,4] (0,2)", |v| ops::transpose(&v[0], 0, 2)),
     ]
 }
 

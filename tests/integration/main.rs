@@ -21,6 +21,7 @@ mod ops_errors;
 mod ops_reference;
 mod ops_registry;
 mod ops_semantics;
+mod ops_shape;
 mod optim;
 mod pruning;
 mod raw;

@@ -512,7 +512,7 @@ impl Machine {
                 let result = match k % 3 {
                     0 => ops::sum_all(&x),
                     1 => ops::mean_all(&x),
-                    _ => ops::transpose(&x),
+                    _ => ops::transpose(&x, -2, -1),
                 };
                 self.outcome("sum_all/mean_all/transpose", result);
             }

@@ -1214,7 +1214,7 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "reshape" => ops::reshape(&x[0], shape()),
         "broadcast_to" => ops::broadcast_to(&x[0], shape()),
         "sum_to_shape" => ops::sum_to_shape(&x[0], shape()),
-        "transpose" => ops::transpose(&x[0]),
+        "transpose" => ops::transpose(&x[0], -2, -1),
         "permute" => ops::permute(&x[0], p.shape.clone()),
         "unsqueeze" => ops::unsqueeze(&x[0], p.axis),
         "squeeze" => ops::squeeze(&x[0], p.axis),
