@@ -31,13 +31,33 @@ fn conv2d_and_pools_on_the_gpu_match_the_cpu() {
     let dev = gpu();
     let cases: [(&str, Vec<&[usize]>, Op); 4] = [
         ("conv2d", vec![&[3, 4, 11, 10], &[6, 2, 3, 3], &[6]], |v| {
-            ops::conv2d(&v[0], &v[1], Some(&v[2]), (2, 1), (1, 2), (1, 2), 2)
+            ops::conv2d(
+                &v[0],
+                &v[1],
+                Some(&v[2]),
+                ops::Conv2dOptions {
+                    stride: (2, 1),
+                    padding: (1, 2),
+                    dilation: (1, 2),
+                    groups: 2,
+                },
+            )
         }),
         ("max_pool2d", vec![&[3, 4, 11, 10]], |v| {
-            ops::max_pool2d(&v[0], (3, 3), (2, 2), (1, 1))
+            ops::max_pool2d(
+                &v[0],
+                ops::MaxPool2dOptions::new((3, 3))
+                    .stride((2, 2))
+                    .padding((1, 1)),
+            )
         }),
         ("avg_pool2d", vec![&[3, 4, 11, 10]], |v| {
-            ops::avg_pool2d(&v[0], (2, 3), (1, 2), (1, 1))
+            ops::avg_pool2d(
+                &v[0],
+                ops::AvgPool2dOptions::new((2, 3))
+                    .stride((1, 2))
+                    .padding((1, 1)),
+            )
         }),
         ("im2col then col2im", vec![&[2, 3, 9, 11]], |v| {
             let c = ops::im2col(&v[0], (3, 2), (2, 1), (1, 0), (1, 2))?;

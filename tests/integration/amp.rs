@@ -91,7 +91,17 @@ fn autocast_runs_conv2d_and_its_bias_in_bf16() -> Result<()> {
         .normal([4, 1, 3, 3], 0.0, 0.3, DType::F32)?
         .with_requires_grad(true);
     let b = Tensor::zeros([4], DType::F32)?.with_requires_grad(true);
-    let conv = |x: &Tensor| ops::conv2d(x, &w, Some(&b), (1, 1), (1, 1), (1, 1), 1);
+    let conv = |x: &Tensor| {
+        ops::conv2d(
+            x,
+            &w,
+            Some(&b),
+            ops::Conv2dOptions {
+                padding: (1, 1),
+                ..Default::default()
+            },
+        )
+    };
     let y = autocast(DType::BF16, || conv(&x))?;
     assert_eq!(y.dtype(), DType::BF16);
     let want = f32s(&conv(&x)?);
