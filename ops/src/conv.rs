@@ -7,10 +7,10 @@
 //! and [`col2im`](mod@col2im) (torch's `fold`: columns summed back into an image).
 //! Each is the other's backward, so both are differentiable to any order.
 //! [`conv2d`] is `im2col` and a matrix product (`gemm` on the CPU, cuBLAS on a
-//! GPU); [`max_pool2d`](mod@max_pool2d) and [`avg_pool2d`](mod@avg_pool2d) are
-//! `im2col` and a max or a mean over each window. Their backwards are written with
-//! recorded ops (`matmul`, `col2im`, `im2col`, `mul`, ...), so gradients of
-//! gradients work.
+//! GPU); the pools (`pool.rs`) are `im2col` and a max or a mean over each window,
+//! and the other convolutions (`conv_variants.rs`) are built from `conv2d`'s op
+//! and `col2im`. Their backwards are written with recorded ops (`matmul`,
+//! `col2im`, `im2col`, `mul`, ...), so gradients of gradients work.
 
 use crate::{add, matmul, reshape, sum, transpose};
 use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
