@@ -231,8 +231,19 @@ pub fn conv3d(
             ),
         });
     }
-    let padded = d + 2 * pd;
-    let span = dd * (kd - 1) + 1;
+    let padded = pd.checked_mul(2).and_then(|p| p.checked_add(d));
+    let span = dd.checked_mul(kd - 1).and_then(|s| s.checked_add(1));
+    let (Some(padded), Some(span)) = (padded, span) else {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: format!(
+                "the depth padding ({pd}) or dilation ({dd}) is too large for the input {} \
+                 (weight {})",
+                x.shape(),
+                w.shape()
+            ),
+        });
+    };
     if span > padded {
         return Err(Error::Shape {
             op: OP,
@@ -379,11 +390,16 @@ pub fn conv_transpose2d(
             x.shape()
         ));
     }
-    // The output size along one axis, if positive.
+    // The output size along one axis, if positive and at most u32::MAX (as
+    // conv2d's windows).
     let size = |i: usize, s: usize, p: usize, d: usize, k: usize, op: usize| {
-        ((i - 1) * s + d * (k - 1) + op + 1)
-            .checked_sub(2 * p)
-            .filter(|&o| o > 0)
+        (i - 1)
+            .checked_mul(s)?
+            .checked_add(d.checked_mul(k - 1)?)?
+            .checked_add(op)?
+            .checked_add(1)?
+            .checked_sub(p.checked_mul(2)?)
+            .filter(|&o| o > 0 && o <= u32::MAX as usize)
     };
     let (Some(oh), Some(ow)) = (
         size(h, stride.0, padding.0, dilation.0, kh, output_padding.0),
@@ -394,7 +410,7 @@ pub fn conv_transpose2d(
             msg: format!(
                 "the input {} with weight {}, stride {stride:?}, padding {padding:?}, \
                  output_padding {output_padding:?} and dilation {dilation:?} gives an empty \
-                 output; use less padding",
+                 output (or one past u32::MAX); use less padding",
                 x.shape(),
                 w.shape()
             ),

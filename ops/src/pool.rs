@@ -573,6 +573,20 @@ fn adaptive_check(op: &'static str, x: &Tensor, out: (usize, usize)) -> Result<[
             ),
         });
     }
+    let limit = u32::MAX as usize;
+    let count = [n, c, out.0, out.1]
+        .into_iter()
+        .try_fold(1usize, |a, b| a.checked_mul(b));
+    if out.0 > limit || out.1 > limit || count.is_none() {
+        return Err(Error::InvalidArgument {
+            op,
+            msg: format!(
+                "the output size {out:?} is too large (at most {limit} per axis and usize::MAX \
+                 elements; input {})",
+                x.shape()
+            ),
+        });
+    }
     Ok([n, c, h, w])
 }
 

@@ -384,6 +384,26 @@ fn bad_arguments_are_errors_naming_the_op() {
     let w5 = Tensor::zeros([1, 1, 3, 2, 2], DType::F64).unwrap();
     let e = msg(ops::conv3d(&x5, &w5, None, Default::default()));
     assert!(e.contains("conv3d") && e.contains("kernel depth 3"), "{e}");
+    let o = ConvTranspose2dOptions {
+        stride: (usize::MAX, 1),
+        ..Default::default()
+    };
+    let e = msg(ops::conv_transpose2d(&x4, &w, None, o));
+    assert!(
+        e.contains("conv_transpose2d") && e.contains("u32::MAX"),
+        "{e}"
+    );
+    let o = Conv3dOptions {
+        padding: (usize::MAX, 0, 0),
+        ..Default::default()
+    };
+    let e = msg(ops::conv3d(&x5, &w5, None, o));
+    assert!(e.contains("conv3d") && e.contains("too large"), "{e}");
+    let e = msg(ops::adaptive_avg_pool2d(&x4, (usize::MAX, 1)));
+    assert!(
+        e.contains("adaptive_avg_pool2d") && e.contains("too large"),
+        "{e}"
+    );
     let e = msg(ops::adaptive_avg_pool2d(&x4, (0, 2)));
     assert!(
         e.contains("adaptive_avg_pool2d") && e.contains("(0, 2)"),
