@@ -369,6 +369,69 @@ pub mod max_pool2d {
     }
 }
 
+/// [`max_pool2d`](mod@max_pool2d) and the positions of the maxima (as
+/// `torch.nn.functional.max_pool2d(.., return_indices=True)`): the `i64` index
+/// `h·W + w` within each `[H, W]` plane of the element each window's gradient
+/// goes to (its first maximum; where the max is NaN, its last NaN), a constant of
+/// the output's shape on `x`'s device.
+///
+/// ```
+/// # use autograd_core::Tensor;
+/// # use autograd_ops::{MaxPool2dOptions, max_pool2d_with_indices};
+/// # fn main() -> autograd_core::Result<()> {
+/// # autograd_ops::init()?;
+/// let x = Tensor::from_slice(&[1.0f32, 5.0, 2.0, 3.0, 4.0, 0.0], [1, 1, 2, 3])?;
+/// let (y, i) = max_pool2d_with_indices(&x, MaxPool2dOptions::new((2, 2)).ceil_mode(true))?;
+/// assert_eq!(y.to_vec::<f32>()?, [5.0, 2.0]);
+/// assert_eq!(i.to_vec::<i64>()?, [1, 2]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn max_pool2d_with_indices(x: &Tensor, options: MaxPool2dOptions) -> Result<(Tensor, Tensor)> {
+    let y = max_pool2d(x, options)?;
+    let o = &options;
+    let g = pool_geometry(
+        "max_pool2d",
+        x.dims(),
+        o.kernel,
+        o.stride,
+        o.padding,
+        o.dilation,
+        o.ceil_mode,
+    )?;
+    let cols = pool_windows("max_pool2d", x, &g, f64::NEG_INFINITY)?;
+    let m = compute::reshape(&y, [g.n, g.c, 1, g.windows()])?;
+    let picked = max_pool_mask(x, &g, &cols, &m)?;
+    // The one position each window picked (K of them), on the host.
+    let k = crate::argmax(&picked, 2, false)?;
+    let k = compute::to_device(&k, autograd_core::Device::Cpu)?.to_vec::<i64>()?;
+    let at: Vec<i64> = k
+        .iter()
+        .enumerate()
+        .map(|(e, &k)| {
+            let (l, k) = (e % g.windows(), k as usize);
+            let (oy, ox, ki, kj) = (l / g.ow, l % g.ow, k / g.k.1, k % g.k.1);
+            // The tap along one axis; in a window of padding only (possible with
+            // dilation: every tap picked, the first taken), PyTorch's index: the
+            // first tap at or past 0.
+            let tap = |o: usize, s: usize, k: usize, d: usize, p: usize, size: usize| {
+                let at = (o * s + k * d) as i64 - p as i64;
+                if (0..size as i64).contains(&at) {
+                    at
+                } else {
+                    let start = (o * s) as i64 - p as i64;
+                    start + (((-start).max(0) as usize).div_ceil(d) * d) as i64
+                }
+            };
+            let iy = tap(oy, g.s.0, ki, g.d.0, g.p.0, g.h);
+            let ix = tap(ox, g.s.1, kj, g.d.1, g.p.1, g.w);
+            iy * g.w as i64 + ix
+        })
+        .collect();
+    let indices = Tensor::from_slice(&at, [g.n, g.c, g.oh, g.ow])?;
+    Ok((y, compute::to_device(&indices, x.device())?))
+}
+
 /// What each window's sum is divided by, following PyTorch's avg_pool2d: the
 /// override, or the window's size clipped to the padded input
 /// (`count_include_pad`), or the count of its pixels inside the input. `None`

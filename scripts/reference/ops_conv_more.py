@@ -15,6 +15,8 @@ from common import emit, run, wave
 # max_pool2d with dilation and ceil_mode: the last windows pass the padding.
 x = wave([2, 2, 6, 7], 0.61, 0.2)
 run("MAXPOOL_DIL_CEIL", lambda x: F.max_pool2d(x, (2, 3), (2, 2), (1, 1), (2, 1), ceil_mode=True), [x])
+emit("MAXPOOL_DIL_CEIL_I", F.max_pool2d(x, (2, 3), (2, 2), (1, 1), (2, 1), ceil_mode=True,
+                                       return_indices=True)[1].double())
 # ceil_mode where the rule drops a window: input 5, kernel 2, stride 2, padding 1.
 x = wave([1, 2, 5, 5], 0.43, -0.1)
 run("MAXPOOL_CEIL_DROP", lambda x: F.max_pool2d(x, 2, 2, 1, ceil_mode=True), [x])

@@ -178,3 +178,27 @@ fn conv_family_and_pool_options_on_the_gpu_match_the_cpu() {
     ];
     compare_devices(&cases, 60);
 }
+
+/// The constant indices of the max pools: the same positions on both devices.
+#[test]
+#[ignore = "needs a CUDA GPU (or the emulated device)"]
+fn max_pool_indices_on_the_gpu_match_the_cpu() {
+    let dev = gpu();
+    let x = Rng::new(80)
+        .uniform([3, 4, 11, 10], -1.0, 1.0, DType::F32)
+        .unwrap();
+    let o = ops::MaxPool2dOptions::new((2, 3))
+        .stride((2, 2))
+        .padding((1, 1))
+        .dilation((2, 1))
+        .ceil_mode(true);
+    let on = |d: Device| {
+        let x = x.to(d).unwrap();
+        let (_, i) = ops::max_pool2d_with_indices(&x, o).unwrap();
+        let (_, a) = ops::adaptive_max_pool2d(&x, (4, 3), true).unwrap();
+        let a = a.expect("asked for the indices");
+        assert_eq!((i.device(), a.device()), (d, d));
+        (i.to_vec::<i64>().unwrap(), a.to_vec::<i64>().unwrap())
+    };
+    assert_eq!(on(Device::Cpu), on(dev));
+}

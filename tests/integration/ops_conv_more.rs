@@ -31,6 +31,28 @@ fn max_pool2d_with_dilation_and_ceil_mode_matches_pytorch() {
         &[x],
         &[MAXPOOL_DIL_CEIL_Y, MAXPOOL_DIL_CEIL_D0],
     );
+    // PyTorch's return_indices: h·W + w of each window's maximum in its plane.
+    crate::init();
+    let x = wave(&[2, 2, 6, 7], 0.61, 0.2, f64::sin);
+    let (y, i) = ops::max_pool2d_with_indices(&x, o).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), MAXPOOL_DIL_CEIL_Y);
+    let want: Vec<i64> = MAXPOOL_DIL_CEIL_I.iter().map(|&v| v as i64).collect();
+    assert_eq!(i.to_vec::<i64>().unwrap(), want);
+    // A dilated window of padding only: -inf, and PyTorch's index, its first tap
+    // at or past 0 (F.max_pool2d(x, (1, 2), 1, (0, 1), (1, 4), return_indices=True)
+    // gives -inf at 3; over 1..=5, [4, 5, 2] at [3, 4, 1]).
+    let o = MaxPool2dOptions::new((1, 2))
+        .stride((1, 1))
+        .padding((0, 1))
+        .dilation((1, 4));
+    let x = Tensor::from_slice(&[1.0, 2.0, 3.0], [1, 1, 1, 3]).unwrap();
+    let (y, i) = ops::max_pool2d_with_indices(&x, o).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), [f64::NEG_INFINITY]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [3]);
+    let x = Tensor::from_slice(&[1.0, 2.0, 3.0, 4.0, 5.0], [1, 1, 1, 5]).unwrap();
+    let (y, i) = ops::max_pool2d_with_indices(&x, o).unwrap();
+    assert_eq!(y.to_vec::<f64>().unwrap(), [4.0, 5.0, 2.0]);
+    assert_eq!(i.to_vec::<i64>().unwrap(), [3, 4, 1]);
     // PyTorch's rule drops a last window that would start in the right padding:
     // 5 pixels, kernel 2, stride 2, padding 1 give 3 windows, not 4.
     let x = wave(&[1, 2, 5, 5], 0.43, -0.1, f64::sin);
@@ -481,6 +503,25 @@ const MAXPOOL_DIL_CEIL_D0: &[f64] = &[
     0.0, 0.0, 0.0, 0.0,
     0.0, -0.8983182425573547, 0.0, 0.0,
     -0.5777150444457317, 0.0, -0.9707268357143072, -0.6242815412974874,
+];
+#[rustfmt::skip]
+const MAXPOOL_DIL_CEIL_I: &[f64] = &[
+    8.0, 10.0, 12.0, 13.0,
+    22.0, 23.0, 12.0, 13.0,
+    22.0, 23.0, 24.0, 41.0,
+    35.0, 36.0, 40.0, 41.0,
+    8.0, 10.0, 12.0, 12.0,
+    22.0, 22.0, 12.0, 12.0,
+    22.0, 22.0, 24.0, 41.0,
+    35.0, 36.0, 40.0, 41.0,
+    8.0, 10.0, 11.0, 12.0,
+    21.0, 22.0, 11.0, 12.0,
+    21.0, 22.0, 40.0, 41.0,
+    35.0, 38.0, 40.0, 41.0,
+    8.0, 10.0, 10.0, 12.0,
+    21.0, 10.0, 10.0, 12.0,
+    21.0, 22.0, 40.0, 41.0,
+    35.0, 38.0, 40.0, 41.0,
 ];
 #[rustfmt::skip]
 const MAXPOOL_CEIL_DROP_Y: &[f64] = &[
