@@ -248,6 +248,14 @@ CASES = [
      lambda x: F.unfold(x, (2, 3), (1, 1), (1, 0), (1, 2))),
     ("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", "col2im", [wave([1, 8, 12], 0.73, 0.41)],
      lambda c: F.fold(c, (4, 5), (2, 2), (2, 1), (1, 1), (1, 2))),
+    # ----- issue 37: convolution family -----
+    ("max_pool2d k(2,3) s(2,2) p(1,1) d(2,1) ceil", "max_pool2d", [wave([1, 2, 6, 7], 0.53, 0.17)],
+     lambda x: F.max_pool2d(x, (2, 3), (2, 2), (1, 1), (2, 1), ceil_mode=True)),
+    ("avg_pool2d k(3,2) s(2,2) p(1,1) ceil no-pad-count", "avg_pool2d",
+     [wave([1, 2, 5, 6], 0.47, 0.23)],
+     lambda x: F.avg_pool2d(x, (3, 2), (2, 2), (1, 1), ceil_mode=True, count_include_pad=False)),
+    ("avg_pool2d k(3,3) s(1,2) p(1,1) divisor 5", "avg_pool2d", [wave([1, 2, 5, 6], 0.43, -0.3)],
+     lambda x: F.avg_pool2d(x, (3, 3), (1, 2), (1, 1), divisor_override=5)),
 ]
 
 

@@ -249,6 +249,36 @@ fn cases() -> Vec<Case> {
         exact("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", |v| {
             ops::col2im(&v[0], (4, 5), (2, 2), (1, 2), (1, 1), (2, 1))
         }),
+        // ----- issue 37: convolution family -----
+        exact("max_pool2d k(2,3) s(2,2) p(1,1) d(2,1) ceil", |v| {
+            let o = ops::MaxPool2dOptions::new((2, 3))
+                .stride((2, 2))
+                .padding((1, 1))
+                .dilation((2, 1))
+                .ceil_mode(true);
+            ops::max_pool2d(&v[0], o)
+        }),
+        exact("avg_pool2d k(3,2) s(2,2) p(1,1) ceil no-pad-count", |v| {
+            let o = ops::AvgPool2dOptions::new((3, 2))
+                .stride((2, 2))
+                .padding((1, 1))
+                .ceil_mode(true)
+                .count_include_pad(false);
+            ops::avg_pool2d(&v[0], o)
+        }),
+        accumulates(
+            "avg_pool2d k(3,3) s(1,2) p(1,1) divisor 5",
+            "each window's gradient times 1/5 is rounded to the dtype before the \
+             overlapping windows are summed (PyTorch's rounds the sum once): where they \
+             cancel, 8 f16 ulps from PyTorch at one gradient element",
+            |v| {
+                let o = ops::AvgPool2dOptions::new((3, 3))
+                    .stride((1, 2))
+                    .padding((1, 1))
+                    .divisor_override(5);
+                ops::avg_pool2d(&v[0], o)
+            },
+        ),
     ]
 }
 
