@@ -773,26 +773,13 @@ impl W7 {
     pub fn step(&self) -> Result<(Tensor, [Tensor; 6])> {
         let params = self.params();
         autograd::zero_grad(&params.map(|(_, p)| p));
-        let (one, same) = ((1, 1), (1, 1));
-        let pool = |h: Tensor| h.relu()?.max_pool2d((2, 2), (2, 2), (0, 0));
-        let h = pool(ops::conv2d(
-            &self.x,
-            &self.conv1,
-            Some(&self.b1),
-            one,
-            same,
-            one,
-            1,
-        )?)?; // [32, 32, 16, 16]
-        let h = pool(ops::conv2d(
-            &h,
-            &self.conv2,
-            Some(&self.b2),
-            one,
-            same,
-            one,
-            1,
-        )?)?; // [32, 64, 8, 8]
+        let same = ops::Conv2dOptions {
+            padding: (1, 1),
+            ..Default::default()
+        };
+        let pool = |h: Tensor| h.relu()?.max_pool2d(ops::MaxPool2dOptions::new((2, 2)));
+        let h = pool(ops::conv2d(&self.x, &self.conv1, Some(&self.b1), same)?)?; // [32, 32, 16, 16]
+        let h = pool(ops::conv2d(&h, &self.conv2, Some(&self.b2), same)?)?; // [32, 64, 8, 8]
         let flat = ops::reshape(&h, Shape::from([W7_BATCH, 64 * 8 * 8]))?;
         let logits = (ops::matmul(&flat, &self.w)? + &self.b)?;
         let loss = ops::cross_entropy(&logits, &self.t)?;

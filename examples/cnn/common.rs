@@ -115,11 +115,14 @@ impl Cnn {
 
     /// Class scores `[n, 3]` for images `[n, 1, 16, 16]`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let same = ((1, 1), (1, 1), (1, 1));
-        let h = ops::conv2d(x, &self.conv1, Some(&self.b1), same.0, same.1, same.2, 1)?;
-        let h = h.relu()?.max_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 8, 8, 8]
-        let h = ops::conv2d(&h, &self.conv2, Some(&self.b2), same.0, same.1, same.2, 1)?;
-        let h = h.relu()?.avg_pool2d((2, 2), (2, 2), (0, 0))?; // [n, 16, 4, 4]
+        let same = ops::Conv2dOptions {
+            padding: (1, 1),
+            ..Default::default()
+        };
+        let h = ops::conv2d(x, &self.conv1, Some(&self.b1), same)?;
+        let h = h.relu()?.max_pool2d(ops::MaxPool2dOptions::new((2, 2)))?; // [n, 8, 8, 8]
+        let h = ops::conv2d(&h, &self.conv2, Some(&self.b2), same)?;
+        let h = h.relu()?.avg_pool2d(ops::AvgPool2dOptions::new((2, 2)))?; // [n, 16, 4, 4]
         let n = h.dims()[0];
         let flat = ops::reshape(&h, Shape::from([n, 256]))?;
         flat.matmul(&self.fc)? + &self.bfc

@@ -7,16 +7,14 @@
 //! and [`col2im`](mod@col2im) (torch's `fold`: columns summed back into an image).
 //! Each is the other's backward, so both are differentiable to any order.
 //! [`conv2d`] is `im2col` and a matrix product (`gemm` on the CPU, cuBLAS on a
-//! GPU); [`max_pool2d`](mod@max_pool2d) and [`avg_pool2d`](mod@avg_pool2d) are
-//! `im2col` and a max or a mean over each window. Their backwards are written with
-//! recorded ops (`matmul`, `col2im`, `im2col`, `mul`, ...), so gradients of
-//! gradients work.
+//! GPU); the pools (`pool.rs`) are `im2col` and a max or a mean over each window,
+//! and the other convolutions (`conv_variants.rs`) are built from `conv2d`'s op
+//! and `col2im`. Their backwards are written with recorded ops (`matmul`,
+//! `col2im`, `im2col`, `mul`, ...), so gradients of gradients work.
 
-use crate::{add, broadcast_to, matmul, mul, mul_scalar, reshape, sum, transpose};
+use crate::{add, matmul, reshape, sum, transpose};
 use autograd_core::raw::{self, CpuKernel, CudaKernel, CudaProgram, Float, LaunchConfig, Scalar};
-use autograd_core::{
-    BinaryOp, CheckCase, Error, ReduceOp, Result, Shape, Tensor, UnaryOp, compute,
-};
+use autograd_core::{CheckCase, Error, Result, Shape, Tensor, compute};
 use autograd_core::{cases, parallel};
 use autograd_macros::differentiable;
 
@@ -33,32 +31,32 @@ const BLOCK: u32 = 256;
 /// The sizes of one sliding-window operation over `[n, c, h, w]`: kernel
 /// `(kh, kw)`, stride, padding, dilation, and the output grid `(oh, ow)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct Geometry {
-    n: usize,
-    c: usize,
-    h: usize,
-    w: usize,
-    k: (usize, usize),
-    s: (usize, usize),
-    p: (usize, usize),
-    d: (usize, usize),
-    oh: usize,
-    ow: usize,
+pub(crate) struct Geometry {
+    pub(crate) n: usize,
+    pub(crate) c: usize,
+    pub(crate) h: usize,
+    pub(crate) w: usize,
+    pub(crate) k: (usize, usize),
+    pub(crate) s: (usize, usize),
+    pub(crate) p: (usize, usize),
+    pub(crate) d: (usize, usize),
+    pub(crate) oh: usize,
+    pub(crate) ow: usize,
 }
 
 impl Geometry {
     /// Positions per window, `kh * kw`.
-    fn window(&self) -> usize {
+    pub(crate) fn window(&self) -> usize {
         self.k.0 * self.k.1
     }
 
     /// Windows per image, `oh * ow`.
-    fn windows(&self) -> usize {
+    pub(crate) fn windows(&self) -> usize {
         self.oh * self.ow
     }
 
     /// The shape of the columns: `[n, c * kh * kw, oh * ow]`.
-    fn cols_shape(&self) -> Shape {
+    pub(crate) fn cols_shape(&self) -> Shape {
         Shape::from([self.n, self.c * self.window(), self.windows()])
     }
 
@@ -96,14 +94,16 @@ impl Geometry {
 }
 
 /// Checks the arguments of a sliding-window op on an input of dims `x` and returns
-/// its geometry; every error names `op`, the shapes and what to change.
-fn geometry(
+/// its geometry; every error names `op`, the shapes and what to change. With
+/// `ceil_mode`, the window count along an axis rounds up as PyTorch's pools do.
+pub(crate) fn geometry(
     op: &'static str,
     x: &[usize],
     kernel: (usize, usize),
     stride: (usize, usize),
     padding: (usize, usize),
     dilation: (usize, usize),
+    ceil_mode: bool,
 ) -> Result<Geometry> {
     let shape = || Shape::from(x);
     let &[n, c, h, w] = x else {
@@ -156,10 +156,17 @@ fn geometry(
             ),
         });
     }
+    // Windows along one axis; with `ceil_mode`, PyTorch's rule: the count rounded
+    // up, but the last window must start inside the input or its left padding.
     let out = |size: usize, k: usize, s: usize, p: usize, d: usize| -> Option<usize> {
         let padded = size.checked_add(p.checked_mul(2)?)?;
         let span = d.checked_mul(k - 1)?.checked_add(1)?;
-        (span <= padded).then(|| (padded - span) / s + 1)
+        if !ceil_mode {
+            return (span <= padded).then(|| (padded - span) / s + 1);
+        }
+        let reach = padded.checked_add(s - 1)?;
+        let o = (span <= reach).then(|| (reach - span) / s + 1)?;
+        Some(if (o - 1) * s >= size + p { o - 1 } else { o })
     };
     match (
         out(h, kernel.0, stride.0, padding.0, dilation.0),
@@ -198,7 +205,7 @@ fn geometry(
 }
 
 /// The element counts of a geometry's columns and image, checked for overflow.
-fn check_counts(op: &'static str, g: &Geometry) -> Result<()> {
+pub(crate) fn check_counts(op: &'static str, g: &Geometry) -> Result<()> {
     let cols =
         g.c.checked_mul(g.window())
             .and_then(|r| r.checked_mul(g.windows()))
@@ -415,7 +422,7 @@ fn launch(
 
 /// The columns of `x` under geometry `g`, `pad` read outside the input
 /// (unrecorded: the kernel of `im2col`, and of the pools' forward).
-fn unfold(op: &'static str, x: &Tensor, g: &Geometry, pad: f64) -> Result<Tensor> {
+pub(crate) fn unfold(op: &'static str, x: &Tensor, g: &Geometry, pad: f64) -> Result<Tensor> {
     check_counts(op, g)?;
     let kernel = Unfold { op, g: *g, pad };
     launch(
@@ -466,6 +473,7 @@ pub mod im2col {
             self.stride,
             self.padding,
             self.dilation,
+            false,
         )?;
         unfold("im2col", x, &g, 0.0)
     }
@@ -556,6 +564,7 @@ pub mod col2im {
             self.stride,
             self.padding,
             self.dilation,
+            false,
         )?;
         if rows % window != 0 || l != g.windows() {
             return Err(Error::Shape {
@@ -634,7 +643,7 @@ fn conv_geometry(
             ),
         });
     };
-    let g = geometry(op, x.dims(), (kh, kw), stride, padding, dilation)?;
+    let g = geometry(op, x.dims(), (kh, kw), stride, padding, dilation, false)?;
     if groups == 0 {
         return Err(Error::InvalidArgument {
             op,
@@ -756,7 +765,14 @@ pub mod conv2d_op {
                     cases::uniform(65, &[3, 2, 3, 2], -1.0, 1.0),
                     cases::uniform(66, &[3], -1.0, 1.0),
                 ],
-                |x| conv2d(&x[0], &x[1], Some(&x[2]), (2, 1), (1, 1), (1, 1), 1),
+                |x| {
+                    let o = Conv2dOptions {
+                        stride: (2, 1),
+                        padding: (1, 1),
+                        ..Default::default()
+                    };
+                    conv2d(&x[0], &x[1], Some(&x[2]), o)
+                },
             ),
             CheckCase::new(
                 "conv2d [1,4,5,5] * [2,2,2,2] groups 2, d(2,1)",
@@ -764,18 +780,72 @@ pub mod conv2d_op {
                     cases::uniform(67, &[1, 4, 5, 5], -1.0, 1.0),
                     cases::uniform(68, &[2, 2, 2, 2], -1.0, 1.0),
                 ],
-                |x| conv2d(&x[0], &x[1], None, (1, 1), (0, 1), (2, 1), 2),
+                |x| {
+                    let o = Conv2dOptions {
+                        padding: (0, 1),
+                        dilation: (2, 1),
+                        groups: 2,
+                        ..Default::default()
+                    };
+                    conv2d(&x[0], &x[1], None, o)
+                },
             ),
         ]
+    }
+}
+
+/// The options of [`conv2d`], as `torch.nn.functional.conv2d`'s arguments
+/// (`(height, width)` pairs); `Default` is PyTorch's defaults.
+///
+/// ```
+/// use autograd_ops::Conv2dOptions;
+/// let same = Conv2dOptions { padding: (1, 1), ..Default::default() };
+/// assert_eq!((same.stride, same.dilation, same.groups), ((1, 1), (1, 1), 1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv2dOptions {
+    /// Step between windows, each at least 1 (default 1).
+    pub stride: (usize, usize),
+    /// Zeros added on each side of each spatial axis (default 0).
+    pub padding: (usize, usize),
+    /// Step between kernel taps, each at least 1 (default 1).
+    pub dilation: (usize, usize),
+    /// Channel groups, at least 1 (default 1): input and output channels are
+    /// split into `groups` parts, part `k` of the output seeing part `k` of the
+    /// input only (`groups = C = O` is a depthwise convolution).
+    pub groups: usize,
+}
+
+impl Default for Conv2dOptions {
+    fn default() -> Self {
+        Conv2dOptions {
+            stride: (1, 1),
+            padding: (0, 0),
+            dilation: (1, 1),
+            groups: 1,
+        }
     }
 }
 
 /// 2-D convolution (cross-correlation, as `torch.nn.functional.conv2d`) of `x`
 /// `[N, C, H, W]` with `w` `[O, C/groups, kh, kw]`, plus `bias` `[O]` when given:
 /// `[N, O, oh, ow]` with `oh = ⌊(H + 2·ph - dh·(kh - 1) - 1) / sh⌋ + 1` (the same
-/// for `ow`). `stride`, `padding` (zeros) and `dilation` are `(height, width)`
-/// pairs; `groups` splits the channels (`groups = C = O` is a depthwise
-/// convolution).
+/// for `ow`). Stride, padding (zeros), dilation and groups are the
+/// [`Conv2dOptions`]; `Conv2dOptions::default()` is PyTorch's defaults.
+///
+/// ```
+/// # use autograd_core::Tensor;
+/// # use autograd_ops::{Conv2dOptions, conv2d};
+/// # fn main() -> autograd_core::Result<()> {
+/// # autograd_ops::init()?;
+/// let x = Tensor::ones([1, 1, 3, 3], autograd_core::DType::F32)?;
+/// let w = Tensor::ones([1, 1, 3, 3], autograd_core::DType::F32)?;
+/// let same = Conv2dOptions { padding: (1, 1), ..Default::default() };
+/// let y = conv2d(&x, &w, None, same)?; // [1, 1, 3, 3]: pixels in each window
+/// assert_eq!(y.to_vec::<f32>()?, [4.0, 6.0, 4.0, 6.0, 9.0, 6.0, 4.0, 6.0, 4.0]);
+/// # Ok(())
+/// # }
+/// ```
 ///
 /// Computed as [`im2col`](mod@im2col) and one matrix product (`gemm` on the CPU,
 /// cuBLAS on a GPU); recorded as one `conv2d` node saving `x` and `w` (the columns
@@ -788,21 +858,35 @@ pub fn conv2d(
     x: &Tensor,
     w: &Tensor,
     bias: Option<&Tensor>,
-    stride: (usize, usize),
-    padding: (usize, usize),
-    dilation: (usize, usize),
-    groups: usize,
+    options: Conv2dOptions,
 ) -> Result<Tensor> {
     // Autocast: the image, the weight and the bias in the scope's dtype (recorded).
     use autograd_core::autocast::{CastPolicy::Lower, cast};
     let (x, w) = (&cast(x, Lower)?, &cast(w, Lower)?);
     let bias = bias.map(|b| cast(b, Lower)).transpose()?;
+    let Conv2dOptions {
+        stride,
+        padding,
+        dilation,
+        groups,
+    } = options;
     let y = conv2d_op(x, w, stride, padding, dilation, groups)?;
-    let Some(b) = bias.as_ref() else { return Ok(y) };
-    let o = w.dims()[0];
+    add_bias("conv2d", y, bias.as_ref(), w.dims()[0], w)
+}
+
+/// `y` `[N, O, ...]` plus `bias` `[O]` on its channels (recorded), when given; an
+/// error naming `op` when the bias is not `[O]`.
+pub(crate) fn add_bias(
+    op: &'static str,
+    y: Tensor,
+    bias: Option<&Tensor>,
+    o: usize,
+    w: &Tensor,
+) -> Result<Tensor> {
+    let Some(b) = bias else { return Ok(y) };
     if b.dims() != [o] {
         return Err(Error::Shape {
-            op: "conv2d",
+            op,
             msg: format!(
                 "the bias has shape {}; it must be [{o}], one value per output channel of the \
                  weight {}",
@@ -811,224 +895,9 @@ pub fn conv2d(
             ),
         });
     }
-    add(&y, &reshape(b, Shape::from([1, o, 1, 1]))?)
-}
-
-/// The geometry of a pool: as `im2col`'s, and padding at most half the kernel (as
-/// in PyTorch), so that every window holds a pixel of the input.
-fn pool_geometry(
-    op: &'static str,
-    x: &Tensor,
-    kernel: (usize, usize),
-    stride: (usize, usize),
-    padding: (usize, usize),
-) -> Result<Geometry> {
-    let g = geometry(op, x.dims(), kernel, stride, padding, (1, 1))?;
-    if padding.0 > kernel.0 / 2 || padding.1 > kernel.1 / 2 {
-        return Err(Error::InvalidArgument {
-            op,
-            msg: format!(
-                "padding {padding:?} is more than half the kernel {kernel:?} (input {}); a \
-                 window would hold padding only. Use padding at most {:?}",
-                x.shape(),
-                (kernel.0 / 2, kernel.1 / 2)
-            ),
-        });
-    }
-    check_counts(op, &g)?;
-    Ok(g)
-}
-
-/// The columns of a pool as `[N, C, kh·kw, L]` (unrecorded), `pad` outside.
-fn pool_windows(op: &'static str, x: &Tensor, g: &Geometry, pad: f64) -> Result<Tensor> {
-    let cols = unfold(op, x, g, pad)?;
-    compute::reshape(&cols, [g.n, g.c, g.window(), g.windows()])
-}
-
-/// The gradient of a pool, `[N, C, kh·kw, L]` per window position, folded back
-/// into an image (recorded).
-fn pool_fold(d: &Tensor, g: &Geometry) -> Result<Tensor> {
-    col2im(
-        &reshape(d, g.cols_shape())?,
-        (g.h, g.w),
-        g.k,
-        g.s,
-        g.p,
-        (1, 1),
-    )
-}
-
-/// Where each window of a max pool sends its gradient, as PyTorch's kernels choose
-/// the index they return: they scan the window in row-major order (`kh`, then `kw`)
-/// from its first pixel inside the image, keeping `val` where `val > max ||
-/// isnan(val)`. So the whole gradient goes to the first element equal to the max,
-/// or, where the max is NaN, to the last NaN; never to the padding. `cols` is
-/// `[N, C, K, L]` (padding `-inf`), `m` the max `[N, C, 1, L]`; the result is a
-/// constant of 0 and 1 of `cols`' shape, one 1 per window.
-fn max_pool_mask(x: &Tensor, g: &Geometry, cols: &Tensor, m: &Tensor) -> Result<Tensor> {
-    let k = g.window();
-    let on = |t: &Tensor| compute::to_device(t, x.device());
-    let mut hit = compute::binary(cols, m, BinaryOp::Eq)?;
-    if g.p != (0, 0) {
-        // Not on the padding (a tie where the window's input is all -inf): 1 at the
-        // positions of the windows inside the image, [1, 1, K, L], from one channel
-        // of ones.
-        let one = Geometry { n: 1, c: 1, ..*g };
-        let ones = on(&Tensor::ones([1, 1, g.h, g.w], x.dtype())?)?;
-        let inside = pool_windows("max_pool2d", &ones, &one, 0.0)?;
-        hit = compute::binary(&hit, &inside, BinaryOp::Mul)?;
-    }
-    // Each candidate's score, distinct within a window: K - k for the k-th position
-    // equal to the max (the first scores highest), K + 1 + k for the k-th NaN (the
-    // last scores highest, above every other), 0 elsewhere.
-    let pos = on(&compute::reshape(
-        &Tensor::arange(k, x.dtype())?,
-        [1, 1, k, 1],
-    )?)?;
-    let down = compute::unary(
-        &compute::unary(&pos, UnaryOp::Neg)?,
-        UnaryOp::AddScalar(k as f64),
-    )?;
-    let up = compute::unary(&pos, UnaryOp::AddScalar(k as f64 + 1.0))?;
-    let nan = crate::compare::complement(&compute::binary(cols, cols, BinaryOp::Eq)?)?;
-    let score = compute::binary(
-        &compute::binary(&hit, &down, BinaryOp::Mul)?,
-        &compute::binary(&nan, &up, BinaryOp::Mul)?,
-        BinaryOp::Add,
-    )?;
-    // Every window has a candidate (it holds a pixel, and the max is one of its
-    // values or NaN), so its best score is positive and held by one position.
-    let best = compute::reduce(&score, ReduceOp::Max, &[2], true)?;
-    compute::binary(&score, &best, BinaryOp::Eq)
-}
-
-/// The largest value of each window of `x` `[N, C, H, W]` (as
-/// `torch.nn.functional.max_pool2d(x, kernel, stride, padding)`): `[N, C, oh, ow]`,
-/// the padding read as `-inf` (never the max), padding at most half the kernel.
-/// NaN wins, as in [`max`](mod@crate::max).
-///
-/// Ties: as PyTorch's, the gradient of a window goes whole to its first element
-/// equal to the max, in row-major order over the window (and where the max is NaN,
-/// to the window's last NaN); the padding never gets it. A pixel in several windows
-/// gets the sum of what they send it.
-#[differentiable(crate = ::autograd_core, method)]
-pub mod max_pool2d {
-    use super::*;
-
-    /// The windows: `(height, width)` pairs.
-    #[derive(Clone, Copy, Debug)]
-    pub struct MaxPool2d {
-        /// Window size, each at least 1.
-        pub kernel: (usize, usize),
-        /// Step between windows, each at least 1 (PyTorch's default is the kernel).
-        pub stride: (usize, usize),
-        /// `-inf` added on each side, at most half the kernel.
-        pub padding: (usize, usize),
-    }
-
-    /// `im2col` with `-inf` padding and a max over each window. An error naming the
-    /// op when `x` is not `[N, C, H, W]`, `H` or `W` is 0, a kernel size or stride
-    /// is 0, the padding is more than half the kernel, or the kernel does not fit.
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let g = pool_geometry("max_pool2d", x, self.kernel, self.stride, self.padding)?;
-        let cols = pool_windows("max_pool2d", x, &g, f64::NEG_INFINITY)?;
-        let m = compute::reduce(&cols, ReduceOp::Max, &[2], false)?;
-        compute::reshape(&m, [g.n, g.c, g.oh, g.ow])
-    }
-
-    /// `grad` to the element of each window PyTorch's kernels pick (the first max;
-    /// a constant mask found from `x` and the saved output), folded back with
-    /// [`col2im`](mod@col2im): recorded, linear in `grad`.
-    pub fn backward(&self, grad: &Tensor, x: &Tensor, output: &Tensor) -> Result<Tensor> {
-        let g = pool_geometry("max_pool2d", x, self.kernel, self.stride, self.padding)?;
-        let cols = pool_windows("max_pool2d", x, &g, f64::NEG_INFINITY)?;
-        let m = compute::reshape(output, [g.n, g.c, 1, g.windows()])?;
-        let picked = max_pool_mask(x, &g, &cols, &m)?;
-        let gr = reshape(grad, Shape::from([g.n, g.c, 1, g.windows()]))?;
-        pool_fold(&mul(&gr, &picked)?, &g)
-    }
-
-    /// Gradcheck inputs (no ties): overlapping `(3, 2)` windows with padding, and
-    /// `(2, 2)` windows with stride 2.
-    pub fn check_cases() -> Vec<CheckCase> {
-        vec![
-            cases::unary(
-                "max_pool2d [2,2,5,4] k(3,2) s(1,2) p(1,1)",
-                cases::uniform(69, &[2, 2, 5, 4], -1.0, 1.0),
-                |x| max_pool2d(x, (3, 2), (1, 2), (1, 1)),
-            ),
-            cases::unary(
-                "max_pool2d [1,3,4,4] k(2,2) s(2,2)",
-                cases::uniform(70, &[1, 3, 4, 4], -1.0, 1.0),
-                |x| max_pool2d(x, (2, 2), (2, 2), (0, 0)),
-            ),
-        ]
-    }
-}
-
-/// The mean of each window of `x` `[N, C, H, W]` (as
-/// `torch.nn.functional.avg_pool2d(x, kernel, stride, padding)` with its defaults,
-/// `count_include_pad = True`): `[N, C, oh, ow]`, every window divided by
-/// `kh·kw`, zeros of the padding counted. Padding at most half the kernel.
-#[differentiable(crate = ::autograd_core, method)]
-pub mod avg_pool2d {
-    use super::*;
-
-    /// The windows: `(height, width)` pairs.
-    #[derive(Clone, Copy, Debug)]
-    pub struct AvgPool2d {
-        /// Window size, each at least 1.
-        pub kernel: (usize, usize),
-        /// Step between windows, each at least 1 (PyTorch's default is the kernel).
-        pub stride: (usize, usize),
-        /// Zeros added on each side (counted in the mean), at most half the kernel.
-        pub padding: (usize, usize),
-    }
-
-    /// `im2col` and a mean over each window. Errors as [`max_pool2d`](mod@max_pool2d).
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let g = pool_geometry("avg_pool2d", x, self.kernel, self.stride, self.padding)?;
-        let cols = pool_windows("avg_pool2d", x, &g, 0.0)?;
-        let s = compute::reduce(&cols, ReduceOp::Sum, &[2], false)?;
-        let m = compute::unary(&s, UnaryOp::MulScalar(1.0 / g.window() as f64))?;
-        compute::reshape(&m, [g.n, g.c, g.oh, g.ow])
-    }
-
-    /// `grad / (kh·kw)` to every position of each window, folded back with
-    /// [`col2im`](mod@col2im): recorded, linear.
-    pub fn backward(&self, grad: &Tensor, x_shape: &Shape) -> Result<Tensor> {
-        let g = geometry(
-            "avg_pool2d",
-            x_shape.dims(),
-            self.kernel,
-            self.stride,
-            self.padding,
-            (1, 1),
-        )?;
-        let gr = reshape(grad, Shape::from([g.n, g.c, 1, g.windows()]))?;
-        let spread = broadcast_to(
-            &mul_scalar(&gr, 1.0 / g.window() as f64)?,
-            Shape::from([g.n, g.c, g.window(), g.windows()]),
-        )?;
-        pool_fold(&spread, &g)
-    }
-
-    /// Gradcheck inputs: overlapping `(3, 3)` windows with padding, and `(2, 3)`
-    /// windows with stride `(2, 1)`.
-    pub fn check_cases() -> Vec<CheckCase> {
-        vec![
-            cases::unary(
-                "avg_pool2d [2,2,5,4] k(3,3) s(2,1) p(1,1)",
-                cases::uniform(71, &[2, 2, 5, 4], -1.0, 1.0),
-                |x| avg_pool2d(x, (3, 3), (2, 1), (1, 1)),
-            ),
-            cases::unary(
-                "avg_pool2d [1,2,4,6] k(2,3) s(2,1)",
-                cases::uniform(72, &[1, 2, 4, 6], -1.0, 1.0),
-                |x| avg_pool2d(x, (2, 3), (2, 1), (0, 0)),
-            ),
-        ]
-    }
+    let mut dims = vec![1; y.dims().len()];
+    dims[1] = o;
+    add(&y, &reshape(b, Shape::from(dims))?)
 }
 
 #[cfg(test)]
@@ -1119,7 +988,7 @@ mod tests {
     #[test]
     fn im2col_reads_each_window_as_defined() {
         for (i, &(image, k, s, p, d)) in GEOMETRIES.iter().enumerate() {
-            let g = geometry("test", &image, k, s, p, d).unwrap();
+            let g = geometry("test", &image, k, s, p, d, false).unwrap();
             let x = cases::uniform(90 + i as u64, &image, -1.0, 1.0);
             let want = unfold_reference(&x.to_vec::<f64>().unwrap(), &g, 0.0);
             let got = im2col(&x, k, s, p, d).unwrap();
@@ -1137,7 +1006,7 @@ mod tests {
     #[test]
     fn col2im_sums_each_element_in_the_reference_order() {
         for (i, &(image, k, s, p, d)) in GEOMETRIES.iter().enumerate() {
-            let g = geometry("test", &image, k, s, p, d).unwrap();
+            let g = geometry("test", &image, k, s, p, d, false).unwrap();
             let cols = cases::uniform(80 + i as u64, g.cols_shape().dims(), -1.0, 1.0);
             let got = col2im(&cols, (g.h, g.w), k, s, p, d).unwrap();
             let want = fold_reference(&cols.to_vec::<f64>().unwrap(), &g);

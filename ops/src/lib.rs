@@ -19,7 +19,7 @@
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
 //! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (`bool` masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] (`i64` positions) |
-//! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics) | [`conv2d`] (the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`max_pool2d`](mod@max_pool2d), [`avg_pool2d`](mod@avg_pool2d), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
+//! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics; options structs with PyTorch's defaults) | [`conv2d`] ([`Conv2dOptions`]; the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`conv1d`], [`conv3d`], [`conv_transpose2d`], [`conv_transpose1d`] (compositions), [`max_pool2d`](mod@max_pool2d) ([`MaxPool2dOptions`]; [`max_pool2d_with_indices`]), [`avg_pool2d`](mod@avg_pool2d) ([`AvgPool2dOptions`]), [`adaptive_avg_pool2d`], [`adaptive_max_pool2d`] (compositions), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
 //! | resizing and options (compositions) | [`interpolate`] (nearest, bilinear), [`embedding_with`] (`padding_idx`, `max_norm`), [`embedding_renorm`], [`layer_norm_shape`] (several trailing axes) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
 //! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where_op`](mod@where_op) (behind [`r#where`](fn.where.html), registered as `where`) |
@@ -28,8 +28,8 @@
 //! - Ties: [`max`](mod@max)/[`min`](mod@min) (and [`max_all`](mod@max_all)/[`min_all`](mod@min_all))
 //!   split the gradient equally among all elements equal to the result; [`maximum`](mod@maximum)/[`minimum`](mod@minimum) give half to each operand where they are
 //!   equal; [`relu`](mod@relu) and [`abs`](mod@abs) have gradient 0 at 0.
-//! - [`max_pool2d`](mod@max_pool2d) splits a window's gradient equally among the elements
-//!   equal to its max (PyTorch gives it to the first); [`avg_pool2d`](mod@avg_pool2d)
+//! - [`max_pool2d`](mod@max_pool2d) gives a window's gradient to the first element
+//!   equal to its max, as PyTorch; [`avg_pool2d`](mod@avg_pool2d) by default
 //!   divides every window by `kh·kw`, padding included (`count_include_pad = True`).
 //!   Pools take padding of at most half the kernel, as PyTorch does.
 //! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default.
@@ -59,6 +59,7 @@ mod attention;
 mod arrange;
 mod compare;
 mod conv;
+mod conv_variants;
 mod device;
 mod einsum;
 mod ext;
@@ -66,6 +67,7 @@ mod index;
 mod interpolate;
 mod linalg;
 mod nn;
+mod pool;
 mod reduce;
 mod shape;
 mod standard;
@@ -78,6 +80,7 @@ pub use arrange::*;
 pub use autograd_core::primitives::*;
 pub use compare::*;
 pub use conv::*;
+pub use conv_variants::*;
 pub use device::*;
 pub use einsum::*;
 pub use ext::{Exponent, TensorExt, methods};
@@ -85,6 +88,7 @@ pub use index::*;
 pub use interpolate::*;
 pub use linalg::*;
 pub use nn::*;
+pub use pool::*;
 pub use reduce::*;
 pub use shape::*;
 pub use standard::STANDARD_OPS;

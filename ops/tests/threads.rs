@@ -117,7 +117,17 @@ fn convolution_forward_and_backward() {
             let x = leaf(s + 1, &[3, 4, 40, 44], dt)?;
             let w = leaf(s + 2, &[8, 4 / groups, 3, 3], dt)?;
             let b = leaf(s + 3, &[8], dt)?;
-            let y = ops::conv2d(&x, &w, Some(&b), stride, padding, dilation, groups)?;
+            let y = ops::conv2d(
+                &x,
+                &w,
+                Some(&b),
+                ops::Conv2dOptions {
+                    stride,
+                    padding,
+                    dilation,
+                    groups,
+                },
+            )?;
             out.extend(with_grads(y, &[&x, &w, &b], s + 4)?);
         }
         Ok(out)
@@ -141,13 +151,23 @@ fn pooling_forward_and_backward() {
             let x = compute::cast(&values(s + 1, &[2, 5, 40, 44], 8)?, dt)?;
             let x = ops::mul_scalar(&x, 0.25)?.detach().with_requires_grad(true);
             out.extend(with_grads(
-                ops::max_pool2d(&x, kernel, stride, padding)?,
+                ops::max_pool2d(
+                    &x,
+                    ops::MaxPool2dOptions::new(kernel)
+                        .stride(stride)
+                        .padding(padding),
+                )?,
                 &[&x],
                 s + 2,
             )?);
             let x = leaf(s + 3, &[2, 5, 40, 44], dt)?;
             out.extend(with_grads(
-                ops::avg_pool2d(&x, kernel, stride, padding)?,
+                ops::avg_pool2d(
+                    &x,
+                    ops::AvgPool2dOptions::new(kernel)
+                        .stride(stride)
+                        .padding(padding),
+                )?,
                 &[&x],
                 s + 4,
             )?);

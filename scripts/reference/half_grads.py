@@ -255,6 +255,14 @@ CASES = [
     # ----- issue 37: shape -----
     ("transpose [2,3,4] (0,2)", "transpose", [wave([2, 3, 4], 0.26, 0.31)],
      lambda x: x.transpose(0, 2)),
+    # ----- issue 37: convolution family -----
+    ("max_pool2d k(2,3) s(2,2) p(1,1) d(2,1) ceil", "max_pool2d", [wave([1, 2, 6, 7], 0.53, 0.17)],
+     lambda x: F.max_pool2d(x, (2, 3), (2, 2), (1, 1), (2, 1), ceil_mode=True)),
+    ("avg_pool2d k(3,2) s(2,2) p(1,1) ceil no-pad-count", "avg_pool2d",
+     [wave([1, 2, 5, 6], 0.47, 0.23)],
+     lambda x: F.avg_pool2d(x, (3, 2), (2, 2), (1, 1), ceil_mode=True, count_include_pad=False)),
+    ("avg_pool2d k(3,3) s(1,2) p(1,1) divisor 5", "avg_pool2d", [wave([1, 2, 5, 6], 0.43, -0.3)],
+     lambda x: F.avg_pool2d(x, (3, 3), (1, 2), (1, 1), divisor_override=5)),
 ]
 
 

@@ -91,7 +91,17 @@ fn autocast_runs_conv2d_and_its_bias_in_bf16() -> Result<()> {
         .normal([4, 1, 3, 3], 0.0, 0.3, DType::F32)?
         .with_requires_grad(true);
     let b = Tensor::zeros([4], DType::F32)?.with_requires_grad(true);
-    let conv = |x: &Tensor| ops::conv2d(x, &w, Some(&b), (1, 1), (1, 1), (1, 1), 1);
+    let conv = |x: &Tensor| {
+        ops::conv2d(
+            x,
+            &w,
+            Some(&b),
+            ops::Conv2dOptions {
+                padding: (1, 1),
+                ..Default::default()
+            },
+        )
+    };
     let y = autocast(DType::BF16, || conv(&x))?;
     assert_eq!(y.dtype(), DType::BF16);
     let want = f32s(&conv(&x)?);
@@ -103,6 +113,56 @@ fn autocast_runs_conv2d_and_its_bias_in_bf16() -> Result<()> {
     assert_eq!(b.grad().unwrap().dtype(), DType::F32);
     // Each output channel has 2 · 5 · 5 positions.
     assert_eq!(b.grad().unwrap().to_vec::<f32>()?, [50.0; 4]);
+    Ok(())
+}
+
+/// The other convolutions cast as conv2d does: image, weight and bias to the
+/// scope's dtype, gradients back in the parameters' f32.
+#[test]
+fn autocast_runs_the_other_convolutions_in_bf16() -> Result<()> {
+    crate::init();
+    let mut rng = Rng::new(4);
+    type Conv = fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>;
+    let cases: [(&str, [usize; 5], [usize; 5], Conv); 3] = [
+        ("conv3d", [1, 2, 4, 4, 4], [3, 2, 2, 2, 2], |x, w, b| {
+            ops::conv3d(x, w, Some(b), Default::default())
+        }),
+        (
+            "conv_transpose2d",
+            [1, 2, 4, 4, 0],
+            [2, 3, 3, 3, 0],
+            |x, w, b| {
+                let o = ops::ConvTranspose2dOptions {
+                    stride: (2, 2),
+                    ..Default::default()
+                };
+                ops::conv_transpose2d(x, w, Some(b), o)
+            },
+        ),
+        ("conv1d", [1, 2, 6, 0, 0], [3, 2, 3, 0, 0], |x, w, b| {
+            ops::conv1d(x, w, Some(b), Default::default())
+        }),
+    ];
+    for (name, xs, ws, conv) in cases {
+        let dims = |s: [usize; 5]| s.into_iter().filter(|&d| d > 0).collect::<Vec<_>>();
+        let x = rng.normal(dims(xs), 0.0, 1.0, DType::F32)?;
+        let w = rng
+            .normal(dims(ws), 0.0, 0.3, DType::F32)?
+            .with_requires_grad(true);
+        let b = Tensor::zeros([3], DType::F32)?.with_requires_grad(true);
+        let y = autocast(DType::BF16, || conv(&x, &w, &b))?;
+        assert_eq!(y.dtype(), DType::BF16, "{name}");
+        let want = f32s(&conv(&x, &w, &b)?);
+        for (g, v) in f32s(&y).iter().zip(&want) {
+            assert!(
+                (g - v).abs() <= 0.03 * (1.0 + v.abs()),
+                "{name}: {g} vs {v}"
+            );
+        }
+        y.sum_all()?.backward()?;
+        assert_eq!(w.grad().unwrap().dtype(), DType::F32, "{name}");
+        assert_eq!(b.grad().unwrap().dtype(), DType::F32, "{name}");
+    }
     Ok(())
 }
 

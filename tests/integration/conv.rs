@@ -11,7 +11,7 @@ use autograd::ops;
 use autograd::prelude::*;
 
 /// Element `i` of a tensor of `shape` is `f(a * i + b)`, as the script's `wave`.
-fn wave(shape: &[usize], a: f64, b: f64, f: fn(f64) -> f64) -> Tensor {
+pub(crate) fn wave(shape: &[usize], a: f64, b: f64, f: fn(f64) -> f64) -> Tensor {
     let n = shape.iter().product::<usize>();
     let v: Vec<f64> = (0..n).map(|i| f(a * i as f64 + b)).collect();
     Tensor::from_slice(&v, shape).unwrap()
@@ -41,7 +41,12 @@ fn run(
 }
 
 /// Checks `f` against PyTorch's values (output, then each gradient) in f64 and f32.
-fn check(what: &str, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Tensor], want: &[&[f64]]) {
+pub(crate) fn check(
+    what: &str,
+    f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
+    inputs: &[Tensor],
+    want: &[&[f64]],
+) {
     crate::init();
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
         let got = run(f, inputs, dtype).unwrap();
@@ -71,7 +76,19 @@ fn conv2d_matches_pytorch_with_bias_stride_padding_dilation() {
     let b = Tensor::from_slice(&[0.1, -0.2, 0.3], [3]).unwrap();
     check(
         "conv2d",
-        &|v| ops::conv2d(&v[0], &v[1], Some(&v[2]), (2, 1), (1, 2), (1, 2), 1),
+        &|v| {
+            ops::conv2d(
+                &v[0],
+                &v[1],
+                Some(&v[2]),
+                ops::Conv2dOptions {
+                    stride: (2, 1),
+                    padding: (1, 2),
+                    dilation: (1, 2),
+                    ..Default::default()
+                },
+            )
+        },
         &[x, w, b],
         &[CONV_Y, CONV_D0, CONV_D1, CONV_D2],
     );
@@ -83,7 +100,18 @@ fn grouped_conv2d_matches_pytorch() {
     let w = wave(&[4, 2, 2, 3], 0.19, 0.5, f64::cos);
     check(
         "grouped conv2d",
-        &|v| ops::conv2d(&v[0], &v[1], None, (1, 1), (0, 1), (1, 1), 2),
+        &|v| {
+            ops::conv2d(
+                &v[0],
+                &v[1],
+                None,
+                ops::Conv2dOptions {
+                    padding: (0, 1),
+                    groups: 2,
+                    ..Default::default()
+                },
+            )
+        },
         &[x, w],
         &[GROUPED_Y, GROUPED_D0, GROUPED_D1],
     );
@@ -94,13 +122,27 @@ fn pools_match_pytorch() {
     let x = wave(&[2, 2, 5, 6], 0.61, 0.2, f64::sin);
     check(
         "max_pool2d",
-        &|v| ops::max_pool2d(&v[0], (3, 2), (2, 2), (1, 1)),
+        &|v| {
+            ops::max_pool2d(
+                &v[0],
+                ops::MaxPool2dOptions::new((3, 2))
+                    .stride((2, 2))
+                    .padding((1, 1)),
+            )
+        },
         std::slice::from_ref(&x),
         &[MAXPOOL_Y, MAXPOOL_D0],
     );
     check(
         "avg_pool2d",
-        &|v| ops::avg_pool2d(&v[0], (3, 2), (2, 2), (1, 1)),
+        &|v| {
+            ops::avg_pool2d(
+                &v[0],
+                ops::AvgPool2dOptions::new((3, 2))
+                    .stride((2, 2))
+                    .padding((1, 1)),
+            )
+        },
         &[x],
         &[AVGPOOL_Y, AVGPOOL_D0],
     );
@@ -132,15 +174,25 @@ fn conv2d_reads_views_in_place() -> Result<()> {
     let x = wave(&[2, 3, 5, 4], 0.3, 0.2, f64::sin);
     let xt = ops::permute(&x, vec![0, 1, 3, 2])?; // [2, 3, 4, 5], not contiguous
     let w = wave(&[2, 3, 3, 3], 0.7, 0.1, f64::cos);
-    let a = ops::conv2d(&xt, &w, None, (1, 2), (1, 1), (1, 1), 1)?;
+    let a = ops::conv2d(
+        &xt,
+        &w,
+        None,
+        ops::Conv2dOptions {
+            stride: (1, 2),
+            padding: (1, 1),
+            ..Default::default()
+        },
+    )?;
     let b = ops::conv2d(
         &autograd::compute::contiguous(&xt)?,
         &w,
         None,
-        (1, 2),
-        (1, 1),
-        (1, 1),
-        1,
+        ops::Conv2dOptions {
+            stride: (1, 2),
+            padding: (1, 1),
+            ..Default::default()
+        },
     )?;
     assert_eq!(a.to_vec::<f64>()?, b.to_vec::<f64>()?);
     let c = ops::col2im(
@@ -162,7 +214,7 @@ fn conv2d_reads_views_in_place() -> Result<()> {
 fn max_pool2d_gives_the_gradient_to_the_first_of_tied_maxima() -> Result<()> {
     crate::init();
     let x = Tensor::ones([1, 1, 2, 3], DType::F64)?.with_requires_grad(true);
-    let y = ops::max_pool2d(&x, (2, 2), (1, 1), (0, 0))?; // two windows of four ones
+    let y = ops::max_pool2d(&x, ops::MaxPool2dOptions::new((2, 2)).stride((1, 1)))?; // two windows of four ones
     assert_eq!(y.to_vec::<f64>()?, [1.0, 1.0]);
     y.sum_all()?.backward()?;
     assert_eq!(
@@ -173,7 +225,7 @@ fn max_pool2d_gives_the_gradient_to_the_first_of_tied_maxima() -> Result<()> {
     // is the first maximum of both.
     let x = Tensor::from_slice(&[1.0f64, 2.0, 0.0, 2.0, 2.0, 1.0], [1, 1, 2, 3])?
         .with_requires_grad(true);
-    ops::max_pool2d(&x, (2, 2), (1, 1), (0, 0))?
+    ops::max_pool2d(&x, ops::MaxPool2dOptions::new((2, 2)).stride((1, 1)))?
         .sum_all()?
         .backward()?;
     assert_eq!(
@@ -189,9 +241,19 @@ fn max_pool2d_gives_the_gradient_to_the_first_of_tied_maxima() -> Result<()> {
 fn max_pool2d_padding_is_never_the_max() -> Result<()> {
     crate::init();
     let x = Tensor::full([1, 1, 2, 2], -5.0, DType::F32)?;
-    let y = ops::max_pool2d(&x, (3, 3), (1, 1), (1, 1))?;
+    let y = ops::max_pool2d(
+        &x,
+        ops::MaxPool2dOptions::new((3, 3))
+            .stride((1, 1))
+            .padding((1, 1)),
+    )?;
     assert_eq!(y.to_vec::<f64>()?, [-5.0; 4]);
-    let a = ops::avg_pool2d(&x, (3, 3), (1, 1), (1, 1))?;
+    let a = ops::avg_pool2d(
+        &x,
+        ops::AvgPool2dOptions::new((3, 3))
+            .stride((1, 1))
+            .padding((1, 1)),
+    )?;
     // count_include_pad: 4 pixels of -5 over 9 positions.
     assert!(
         a.to_vec::<f64>()?
@@ -224,8 +286,19 @@ fn bad_arguments_are_errors_naming_the_op_the_shapes_and_the_fix() -> Result<()>
     crate::init();
     let z = |s: &[usize]| Tensor::zeros(s, DType::F64).unwrap();
     let (x, w) = (z(&[2, 4, 5, 5]), z(&[6, 2, 3, 3]));
-    let conv =
-        |x: &Tensor, w: &Tensor, b: Option<&Tensor>, s, p, d, g| ops::conv2d(x, w, b, s, p, d, g);
+    let conv = |x: &Tensor, w: &Tensor, b: Option<&Tensor>, s, p, d, g| {
+        ops::conv2d(
+            x,
+            w,
+            b,
+            ops::Conv2dOptions {
+                stride: s,
+                padding: p,
+                dilation: d,
+                groups: g,
+            },
+        )
+    };
     let one = (1, 1);
     expect_error(
         conv(&z(&[4, 5, 5]), &w, None, one, (0, 0), one, 2),
@@ -286,27 +359,27 @@ fn bad_arguments_are_errors_naming_the_op_the_shapes_and_the_fix() -> Result<()>
     expect_error(conv(&x32, &w, None, one, (0, 0), one, 2), "conv2d", &[]);
 
     expect_error(
-        ops::max_pool2d(&z(&[5, 5]), (2, 2), (2, 2), (0, 0)),
+        ops::max_pool2d(&z(&[5, 5]), ops::MaxPool2dOptions::new((2, 2))),
         "max_pool2d",
         &["[5, 5]"],
     );
     expect_error(
-        ops::max_pool2d(&x, (2, 2), (0, 2), (0, 0)),
+        ops::max_pool2d(&x, ops::MaxPool2dOptions::new((2, 2)).stride((0, 2))),
         "max_pool2d",
         &["stride (0, 2)"],
     );
     expect_error(
-        ops::max_pool2d(&x, (2, 2), (2, 2), (2, 0)),
+        ops::max_pool2d(&x, ops::MaxPool2dOptions::new((2, 2)).padding((2, 0))),
         "max_pool2d",
         &["half the kernel", "(1, 1)"],
     );
     expect_error(
-        ops::avg_pool2d(&x, (6, 2), (1, 1), (0, 0)),
+        ops::avg_pool2d(&x, ops::AvgPool2dOptions::new((6, 2)).stride((1, 1))),
         "avg_pool2d",
         &["more than the input"],
     );
     expect_error(
-        ops::avg_pool2d(&x, (0, 2), (1, 1), (0, 0)),
+        ops::avg_pool2d(&x, ops::AvgPool2dOptions::new((0, 2)).stride((1, 1))),
         "avg_pool2d",
         &["kernel size (0, 2)"],
     );
@@ -342,17 +415,12 @@ fn empty_batches_and_channels_give_empty_results() -> Result<()> {
         &Tensor::zeros([0, 2, 4, 4], DType::F64)?,
         &Tensor::zeros([3, 2, 2, 2], DType::F64)?,
         None,
-        (1, 1),
-        (0, 0),
-        (1, 1),
-        1,
+        ops::Conv2dOptions::default(),
     )?;
     assert_eq!(y.dims(), [0, 3, 3, 3]);
     let p = ops::max_pool2d(
         &Tensor::zeros([2, 0, 4, 4], DType::F64)?,
-        (2, 2),
-        (2, 2),
-        (0, 0),
+        ops::MaxPool2dOptions::new((2, 2)),
     )?;
     assert_eq!(p.dims(), [2, 0, 2, 2]);
     Ok(())

@@ -196,19 +196,52 @@ fn cases() -> Vec<Case> {
             "conv2d bias s(2,1) p(1,1)",
             "a convolution: im2col, a matrix product and the bias, each rounded to the \
              dtype (PyTorch's rounds once): up to 4 f16 ulps from PyTorch",
-            |v| ops::conv2d(&v[0], &v[1], Some(&v[2]), (2, 1), (1, 1), (1, 1), 1),
+            |v| {
+                ops::conv2d(
+                    &v[0],
+                    &v[1],
+                    Some(&v[2]),
+                    ops::Conv2dOptions {
+                        stride: (2, 1),
+                        padding: (1, 1),
+                        ..Default::default()
+                    },
+                )
+            },
         ),
         accumulates(
             "conv2d groups 2 d(2,1) p(0,1)",
             "a grouped convolution: a matrix product per group, each rounded to the dtype, \
              then joined; 1 bf16 ulp from PyTorch at one gradient element",
-            |v| ops::conv2d(&v[0], &v[1], None, (1, 1), (0, 1), (2, 1), 2),
+            |v| {
+                ops::conv2d(
+                    &v[0],
+                    &v[1],
+                    None,
+                    ops::Conv2dOptions {
+                        padding: (0, 1),
+                        dilation: (2, 1),
+                        groups: 2,
+                        ..Default::default()
+                    },
+                )
+            },
         ),
         exact("max_pool2d k(3,2) s(1,2) p(1,1)", |v| {
-            ops::max_pool2d(&v[0], (3, 2), (1, 2), (1, 1))
+            ops::max_pool2d(
+                &v[0],
+                ops::MaxPool2dOptions::new((3, 2))
+                    .stride((1, 2))
+                    .padding((1, 1)),
+            )
         }),
         exact("avg_pool2d k(3,3) s(2,1) p(1,1)", |v| {
-            ops::avg_pool2d(&v[0], (3, 3), (2, 1), (1, 1))
+            ops::avg_pool2d(
+                &v[0],
+                ops::AvgPool2dOptions::new((3, 3))
+                    .stride((2, 1))
+                    .padding((1, 1)),
+            )
         }),
         exact("im2col k(2,3) s(1,2) p(1,0)", |v| {
             ops::im2col(&v[0], (2, 3), (1, 2), (1, 0), (1, 1))
@@ -226,6 +259,36 @@ fn cases() -> Vec<Case> {
         }),
         // ----- issue 37: shape -----
         exact("transpose [2,3,4] (0,2)", |v| ops::transpose(&v[0], 0, 2)),
+        // ----- issue 37: convolution family -----
+        exact("max_pool2d k(2,3) s(2,2) p(1,1) d(2,1) ceil", |v| {
+            let o = ops::MaxPool2dOptions::new((2, 3))
+                .stride((2, 2))
+                .padding((1, 1))
+                .dilation((2, 1))
+                .ceil_mode(true);
+            ops::max_pool2d(&v[0], o)
+        }),
+        exact("avg_pool2d k(3,2) s(2,2) p(1,1) ceil no-pad-count", |v| {
+            let o = ops::AvgPool2dOptions::new((3, 2))
+                .stride((2, 2))
+                .padding((1, 1))
+                .ceil_mode(true)
+                .count_include_pad(false);
+            ops::avg_pool2d(&v[0], o)
+        }),
+        accumulates(
+            "avg_pool2d k(3,3) s(1,2) p(1,1) divisor 5",
+            "each window's gradient times 1/5 is rounded to the dtype before the \
+             overlapping windows are summed (PyTorch's rounds the sum once): where they \
+             cancel, 8 f16 ulps from PyTorch at one gradient element",
+            |v| {
+                let o = ops::AvgPool2dOptions::new((3, 3))
+                    .stride((1, 2))
+                    .padding((1, 1))
+                    .divisor_override(5);
+                ops::avg_pool2d(&v[0], o)
+            },
+        ),
     ]
 }
 

@@ -17,6 +17,7 @@ mod io;
 mod operators;
 mod ops_attention;
 mod ops_batch;
+mod ops_conv_more;
 mod ops_errors;
 mod ops_reference;
 mod ops_registry;

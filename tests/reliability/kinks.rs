@@ -89,7 +89,7 @@ fn max_pool2d_gives_a_tie_to_the_first_maximum() -> Result<()> {
     // the two windows sends its gradient to its first maximal element in row-major
     // order, (0, 0) and (0, 1).
     let x = Tensor::ones([1, 1, 2, 3], DType::F64)?.with_requires_grad(true);
-    ops::max_pool2d(&x, (2, 2), (1, 1), (0, 0))?
+    ops::max_pool2d(&x, ops::MaxPool2dOptions::new((2, 2)).stride((1, 1)))?
         .sum_all()?
         .backward()?;
     assert_same(
@@ -100,7 +100,7 @@ fn max_pool2d_gives_a_tie_to_the_first_maximum() -> Result<()> {
 
     // Ties among other values: windows {3, 1, 3, 2} and {1, 3, 2, 0}.
     let x = leaf(&[3.0, 1.0, 3.0, 3.0, 2.0, 0.0], &[1, 1, 2, 3]);
-    ops::max_pool2d(&x, (2, 2), (1, 1), (0, 0))?
+    ops::max_pool2d(&x, ops::MaxPool2dOptions::new((2, 2)).stride((1, 1)))?
         .sum_all()?
         .backward()?;
     assert_same(
@@ -113,16 +113,21 @@ fn max_pool2d_gives_a_tie_to_the_first_maximum() -> Result<()> {
     // F.max_pool2d(torch.full((1, 1, 2, 2), -inf), 3, stride=1, padding=1) starts
     // each window at its first pixel of the input, (0, 0) for all four.
     let x = leaf(&[f64::NEG_INFINITY; 4], &[1, 1, 2, 2]);
-    ops::max_pool2d(&x, (3, 3), (1, 1), (1, 1))?
-        .sum_all()?
-        .backward()?;
+    ops::max_pool2d(
+        &x,
+        ops::MaxPool2dOptions::new((3, 3))
+            .stride((1, 1))
+            .padding((1, 1)),
+    )?
+    .sum_all()?
+    .backward()?;
     assert_same(&grad_of(&x), &[4.0, 0.0, 0.0, 0.0], "-inf over padding");
 
     // NaN: the kernel's test is `val > maxval || isnan(val)`, so every NaN replaces
     // the max found so far and the last NaN of the window takes the gradient.
     // F.max_pool2d(torch.tensor([[[[1., nan], [2., nan]]]]), 2).sum().backward().
     let x = leaf(&[1.0, f64::NAN, 2.0, f64::NAN], &[1, 1, 2, 2]);
-    let y = ops::max_pool2d(&x, (2, 2), (2, 2), (0, 0))?;
+    let y = ops::max_pool2d(&x, ops::MaxPool2dOptions::new((2, 2)))?;
     assert!(y.to_vec::<f64>()?[0].is_nan());
     y.sum_all()?.backward()?;
     assert_same(&grad_of(&x), &[0.0, 0.0, 0.0, 1.0], "NaN in a window");
@@ -131,7 +136,10 @@ fn max_pool2d_gives_a_tie_to_the_first_maximum() -> Result<()> {
     // its own gradient with respect to x is 0.
     let x = Tensor::ones([1, 1, 2, 3], DType::F64)?.with_requires_grad(true);
     let d2 = second_derivative(&x, |x| {
-        ops::max_pool2d(&x.square()?, (2, 2), (1, 1), (0, 0))
+        ops::max_pool2d(
+            &x.square()?,
+            ops::MaxPool2dOptions::new((2, 2)).stride((1, 1)),
+        )
     });
     // d/dx Σ_windows 2·x_first = 2 at each window's first maximum.
     assert_same(&d2, &[2.0, 2.0, 0.0, 0.0, 0.0, 0.0], "second derivative");

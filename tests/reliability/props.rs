@@ -1246,13 +1246,25 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
             &x[0],
             &x[1],
             Some(&x[2]),
-            p.win.s,
-            p.win.p,
-            p.win.d,
-            p.groups,
+            ops::Conv2dOptions {
+                stride: p.win.s,
+                padding: p.win.p,
+                dilation: p.win.d,
+                groups: p.groups,
+            },
         ),
-        "max_pool2d" => ops::max_pool2d(&x[0], p.win.k, p.win.s, p.win.p),
-        "avg_pool2d" => ops::avg_pool2d(&x[0], p.win.k, p.win.s, p.win.p),
+        "max_pool2d" => ops::max_pool2d(
+            &x[0],
+            ops::MaxPool2dOptions::new(p.win.k)
+                .stride(p.win.s)
+                .padding(p.win.p),
+        ),
+        "avg_pool2d" => ops::avg_pool2d(
+            &x[0],
+            ops::AvgPool2dOptions::new(p.win.k)
+                .stride(p.win.s)
+                .padding(p.win.p),
+        ),
         "max_all" => ops::max_all(&x[0]),
         "min_all" => ops::min_all(&x[0]),
         "argmax" => ops::argmax(&x[0], p.axis, p.keepdim),
