@@ -90,6 +90,28 @@ pub trait TensorExt {
         bias: Option<&Tensor>,
         eps: f64,
     ) -> Result<Tensor>;
+    /// The product of every element, rank 0: [`prod_all`].
+    fn prod_all(&self) -> Result<Tensor>;
+    /// The mean over several axes (none: all): [`mean_axes`].
+    fn mean_axes(&self, axes: &[isize], keepdim: bool) -> Result<Tensor>;
+    /// The variance over several axes (none: all): [`var_axes`].
+    fn var_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor>;
+    /// The standard deviation over several axes (none: all): [`std_dev_axes`].
+    fn std_dev_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor>;
+    /// The flat position of the largest element (a constant `i64`): [`argmax_all`].
+    fn argmax_all(&self) -> Result<Tensor>;
+    /// The flat position of the smallest element (a constant `i64`): [`argmin_all`].
+    fn argmin_all(&self) -> Result<Tensor>;
+    /// The largest elements along `axis` and their positions: [`max_with_indices`].
+    fn max_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)>;
+    /// The smallest elements along `axis` and their positions: [`min_with_indices`].
+    fn min_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)>;
+    /// Sorted along `axis` (stable), with the positions: [`sort`].
+    fn sort(&self, axis: isize, descending: bool) -> Result<(Tensor, Tensor)>;
+    /// The positions that sort along `axis` (stable, a constant): [`argsort`].
+    fn argsort(&self, axis: isize, descending: bool) -> Result<Tensor>;
+    /// The `k` largest or smallest along `axis`, with the positions: [`topk`].
+    fn topk(&self, k: usize, axis: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)>;
 }
 
 impl TensorExt for Tensor {
@@ -183,6 +205,58 @@ impl TensorExt for Tensor {
         eps: f64,
     ) -> Result<Tensor> {
         layer_norm(self, weight, bias, eps)
+    }
+
+    #[track_caller]
+    fn prod_all(&self) -> Result<Tensor> {
+        prod_all(self)
+    }
+
+    #[track_caller]
+    fn mean_axes(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        mean_axes(self, axes, keepdim)
+    }
+
+    #[track_caller]
+    fn var_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor> {
+        var_axes(self, axes, correction, keepdim)
+    }
+
+    #[track_caller]
+    fn std_dev_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor> {
+        std_dev_axes(self, axes, correction, keepdim)
+    }
+
+    fn argmax_all(&self) -> Result<Tensor> {
+        argmax_all(self)
+    }
+
+    fn argmin_all(&self) -> Result<Tensor> {
+        argmin_all(self)
+    }
+
+    #[track_caller]
+    fn max_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        max_with_indices(self, axis, keepdim)
+    }
+
+    #[track_caller]
+    fn min_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        min_with_indices(self, axis, keepdim)
+    }
+
+    #[track_caller]
+    fn sort(&self, axis: isize, descending: bool) -> Result<(Tensor, Tensor)> {
+        sort(self, axis, descending)
+    }
+
+    fn argsort(&self, axis: isize, descending: bool) -> Result<Tensor> {
+        argsort(self, axis, descending)
+    }
+
+    #[track_caller]
+    fn topk(&self, k: usize, axis: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+        topk(self, k, axis, largest, sorted)
     }
 }
 

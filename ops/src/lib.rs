@@ -13,6 +13,8 @@
 //! | with a constant | [`add_scalar`](mod@add_scalar), [`mul_scalar`](mod@mul_scalar), [`div_scalar`](mod@div_scalar), [`pow_scalar`](mod@pow_scalar) |
 //! | unary | [`neg`](mod@neg), [`exp`](mod@exp), [`log`](mod@log), [`sqrt`](mod@sqrt), [`square`](mod@square), [`abs`](mod@abs), [`tanh`](mod@tanh), [`sigmoid`](mod@sigmoid), [`relu`](mod@relu), [`gelu`](mod@gelu), [`sin`](mod@sin), [`cos`](mod@cos) |
 //! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp), [`var`](mod@var) and [`std_dev`](mod@std_dev) (with torch's `correction`), [`cumsum`](mod@cumsum) (running sums, or reversed); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all), [`max_all`](mod@max_all), [`min_all`](mod@min_all) |
+//! | products and scans | [`prod`](mod@prod) (and [`prod_all`]), [`cumprod`](mod@cumprod), [`logcumsumexp`](mod@logcumsumexp) (gradients exact with zeros) |
+//! | over several axes, positions, selections | [`mean_axes`], [`var_axes`], [`std_dev_axes`]; [`argmax_all`], [`argmin_all`]; [`max_with_indices`], [`min_with_indices`], [`sort`], [`argsort`], [`topk`] |
 //! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
@@ -60,7 +62,9 @@ mod ext;
 mod index;
 mod linalg;
 mod nn;
+mod product;
 mod reduce;
+mod select;
 mod shape;
 mod standard;
 mod unary;
@@ -75,7 +79,9 @@ pub use ext::{Exponent, TensorExt, methods};
 pub use index::*;
 pub use linalg::*;
 pub use nn::*;
+pub use product::*;
 pub use reduce::*;
+pub use select::*;
 pub use shape::*;
 pub use standard::STANDARD_OPS;
 pub use unary::*;

@@ -248,6 +248,13 @@ CASES = [
      lambda x: F.unfold(x, (2, 3), (1, 1), (1, 0), (1, 2))),
     ("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", "col2im", [wave([1, 8, 12], 0.73, 0.41)],
      lambda c: F.fold(c, (4, 5), (2, 2), (2, 1), (1, 1), (1, 2))),
+    # ----- issue 37: reductions -----
+    ("prod axis 1", "prod", [wave([2, 3, 4], 0.37, 0.21, "sin", 0.5, 1.0)],
+     lambda x: torch.prod(x, 1)),
+    ("cumprod axis -1", "cumprod", [wave([2, 5], 0.41, 0.31, "sin", 0.5, 1.0)],
+     lambda x: torch.cumprod(x, -1)),
+    ("logcumsumexp axis 1", "logcumsumexp", [wave([2, 5, 3], 0.83, 0.2, "sin", 2.0)],
+     lambda x: torch.logcumsumexp(x, 1)),
 ]
 
 

@@ -216,6 +216,12 @@ fn cases() -> Vec<Case> {
         exact("col2im (4,5) k(2,2) s(1,2) p(1,1) d(2,1)", |v| {
             ops::col2im(&v[0], (4, 5), (2, 2), (1, 2), (1, 1), (2, 1))
         }),
+        // ----- issue 37: reductions -----
+        exact("prod axis 1", |v| ops::prod(&v[0], 1, false)),
+        exact("cumprod axis -1", |v| ops::cumprod(&v[0], -1, false)),
+        exact("logcumsumexp axis 1", |v| {
+            ops::logcumsumexp(&v[0], 1, false)
+        }),
     ]
 }
 

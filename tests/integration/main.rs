@@ -17,6 +17,7 @@ mod io;
 mod operators;
 mod ops_batch;
 mod ops_errors;
+mod ops_reductions;
 mod ops_reference;
 mod ops_registry;
 mod ops_semantics;
