@@ -110,6 +110,14 @@ pub trait TensorExt {
     fn sort(&self, axis: isize, descending: bool) -> Result<(Tensor, Tensor)>;
     /// The positions that sort along `axis` (stable, a constant): [`argsort`].
     fn argsort(&self, axis: isize, descending: bool) -> Result<Tensor>;
+    /// `value` where the `bool` mask is true: [`masked_fill`].
+    fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor>;
+    /// The lower triangle of the last two axes: [`tril`].
+    fn tril(&self, diagonal: i64) -> Result<Tensor>;
+    /// The upper triangle of the last two axes: [`triu`].
+    fn triu(&self, diagonal: i64) -> Result<Tensor>;
+    /// The vector norm over several axes (none: all): [`norm`].
+    fn norm(&self, ord: NormOrd, axes: &[isize], keepdim: bool) -> Result<Tensor>;
     /// The `k` largest or smallest along `axis`, with the positions: [`topk`].
     fn topk(&self, k: usize, axis: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)>;
 }
@@ -252,6 +260,26 @@ impl TensorExt for Tensor {
 
     fn argsort(&self, axis: isize, descending: bool) -> Result<Tensor> {
         argsort(self, axis, descending)
+    }
+
+    #[track_caller]
+    fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor> {
+        masked_fill(self, mask, value)
+    }
+
+    #[track_caller]
+    fn tril(&self, diagonal: i64) -> Result<Tensor> {
+        tril(self, diagonal)
+    }
+
+    #[track_caller]
+    fn triu(&self, diagonal: i64) -> Result<Tensor> {
+        triu(self, diagonal)
+    }
+
+    #[track_caller]
+    fn norm(&self, ord: NormOrd, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        norm(self, ord, axes, keepdim)
     }
 
     #[track_caller]

@@ -15,6 +15,7 @@
 //! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp), [`var`](mod@var) and [`std_dev`](mod@std_dev) (with torch's `correction`), [`cumsum`](mod@cumsum) (running sums, or reversed); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all), [`max_all`](mod@max_all), [`min_all`](mod@min_all) |
 //! | products and scans | [`prod`](mod@prod) (and [`prod_all`]), [`cumprod`](mod@cumprod), [`logcumsumexp`](mod@logcumsumexp) (gradients exact with zeros) |
 //! | over several axes, positions, selections | [`mean_axes`], [`var_axes`], [`std_dev_axes`]; [`argmax_all`], [`argmin_all`]; [`max_with_indices`], [`min_with_indices`], [`sort`], [`argsort`], [`topk`] |
+//! | norms and masking | [`norm`] ([`NormOrd`]), [`masked_fill`], [`tril`], [`triu`] |
 //! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
@@ -61,6 +62,7 @@ mod device;
 mod ext;
 mod index;
 mod linalg;
+mod mask;
 mod nn;
 mod product;
 mod reduce;
@@ -78,6 +80,7 @@ pub use device::*;
 pub use ext::{Exponent, TensorExt, methods};
 pub use index::*;
 pub use linalg::*;
+pub use mask::*;
 pub use nn::*;
 pub use product::*;
 pub use reduce::*;

@@ -276,3 +276,55 @@ pub fn topk(
     };
     run().map_err(|e| e.in_op("topk"))
 }
+
+/// Which norm [`norm`] computes (PyTorch's `ord`/`p`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormOrd {
+    /// `Σ |x|` (`ord=1`).
+    L1,
+    /// `√(Σ x²)` (`ord=2`, PyTorch's default).
+    L2,
+    /// `max |x|` (`ord=inf`).
+    Inf,
+    /// `√(Σ x²)` over the axes (`p='fro'`): [`NormOrd::L2`] under its matrix name.
+    Frobenius,
+}
+
+/// The vector norm of `x` over the axes `axes` (none: every axis):
+/// `torch.linalg.vector_norm(x, ord, dim=axes, keepdim=keepdim)`, and for
+/// [`NormOrd::Frobenius`] `torch.norm(x, p='fro', dim=axes)`.
+///
+/// Gradients as PyTorch's: `sign(x)` for L1 (0 at 0); `x / ‖x‖` for L2, and 0
+/// where the norm is 0 (not `0 / 0`); for ∞ the gradient is split equally among
+/// the elements whose `|x|` equals the max, with `x`'s sign. Recorded through
+/// `abs`, `square`, `sum`, `sqrt`, `max` and `where`, so twice differentiable.
+/// Errors name `norm`: an axis out of range or repeated, a tensor that is not
+/// floating (as PyTorch's).
+pub fn norm(x: &Tensor, ord: NormOrd, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+    const OP: &str = "norm";
+    if !x.dtype().is_float() {
+        return Err(Error::InvalidArgument {
+            op: OP,
+            msg: format!(
+                "the tensor (shape {}) is {}, and norm takes a floating tensor (as \
+                 PyTorch's); convert it first with `.to_dtype(DType::F32)`",
+                x.shape(),
+                x.dtype()
+            ),
+        });
+    }
+    over_axes(OP, x, axes, keepdim, |flat| match ord {
+        NormOrd::L1 => crate::sum(&crate::abs(flat)?, -1, false),
+        NormOrd::Inf => crate::max(&crate::abs(flat)?, -1, false),
+        NormOrd::L2 | NormOrd::Frobenius => {
+            let ss = crate::sum(&crate::square(flat)?, -1, false)?;
+            // Where Σ x² is 0, take √1 and then 0 (constant masks), so the
+            // gradient there is 0, not √'(0) · 0 = NaN: PyTorch's convention.
+            let zero = crate::eq(&ss, &ss.zeros_like()?)?;
+            let one = ss.full_like_shape(Shape::from(Vec::<usize>::new()), 1.0)?;
+            let nought = ss.full_like_shape(Shape::from(Vec::<usize>::new()), 0.0)?;
+            let safe = crate::r#where(&zero, &one, &ss)?;
+            crate::r#where(&zero, &nought, &crate::sqrt(&safe)?)
+        }
+    })
+}

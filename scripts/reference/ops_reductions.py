@@ -73,3 +73,25 @@ print("// topk indices:", torch.topk(wave([3, 5], 0.67, 0.4), 2, -1).indices.tol
 run("TOPK_S", lambda x: torch.topk(x, 3, 0, largest=False).values, [wave([4, 3], 0.29, 0.9)])
 print("// topk smallest indices:",
       torch.topk(wave([4, 3], 0.29, 0.9), 3, 0, largest=False).indices.tolist())
+
+# masked_fill with a broadcast mask; an infinity under the mask.
+mrow = torch.tensor([True, False, True, False])
+run("MASKED", lambda x: x.masked_fill(mrow, -2.5), [wave([3, 4], 0.37, 0.5)])
+
+# tril and triu with diagonal offsets, on a batch of non-square matrices.
+run("TRIL0", lambda x: torch.tril(x), [wave([2, 3, 4], 0.43, 0.1)])
+run("TRIL_M1", lambda x: torch.tril(x, -1), [wave([3, 4], 0.51, 0.7)])
+run("TRIU1", lambda x: torch.triu(x, 1), [wave([2, 4, 3], 0.61, 0.3)])
+
+# norms: 1, 2, inf over an axis / several / all; Frobenius; ties for inf; a zero row.
+LA = torch.linalg
+x = wave([2, 3, 4], 0.47, 0.2)
+run("NORM1_AX", lambda x: LA.vector_norm(x, 1, dim=-1), [x])
+run("NORM2_ALL", lambda x: LA.vector_norm(x, 2), [x])
+run("NORM2_AX_K", lambda x: LA.vector_norm(x, 2, dim=(0, 2), keepdim=True), [x])
+run("NORMINF_AX", lambda x: LA.vector_norm(x, float("inf"), dim=1), [x])
+run("FRO", lambda x: torch.norm(x, p="fro", dim=(1, 2)), [x])
+zrow = torch.tensor([[0.0, 0.0, 0.0], [3.0, -4.0, 0.0], [-2.0, 2.0, 1.0]])
+run("NORM2_ZERO", lambda x: LA.vector_norm(x, 2, dim=1), [zrow])
+run("NORMINF_TIES", lambda x: LA.vector_norm(x, float("inf"), dim=1), [zrow])
+run("NORM1_ZERO", lambda x: LA.vector_norm(x, 1, dim=1), [zrow])
