@@ -118,6 +118,19 @@ pub trait TensorExt {
     fn triu(&self, diagonal: i64) -> Result<Tensor>;
     /// The vector norm over several axes (none: all): [`norm`].
     fn norm(&self, ord: NormOrd, axes: &[isize], keepdim: bool) -> Result<Tensor>;
+    /// `src` written at the positions `index` holds along `axis`: [`scatter`].
+    fn scatter(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<Tensor>;
+    /// `src` combined by `reduce` at the positions `index` holds: [`scatter_reduce`].
+    fn scatter_reduce(
+        &self,
+        index: &Tensor,
+        src: &Tensor,
+        axis: isize,
+        reduce: ScatterReduce,
+        include_self: bool,
+    ) -> Result<Tensor>;
+    /// `values` put at the positions of the index tensors: [`index_put`].
+    fn index_put(&self, indices: &[&Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor>;
     /// The `k` largest or smallest along `axis`, with the positions: [`topk`].
     fn topk(&self, k: usize, axis: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)>;
 }
@@ -280,6 +293,28 @@ impl TensorExt for Tensor {
     #[track_caller]
     fn norm(&self, ord: NormOrd, axes: &[isize], keepdim: bool) -> Result<Tensor> {
         norm(self, ord, axes, keepdim)
+    }
+
+    #[track_caller]
+    fn scatter(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<Tensor> {
+        scatter(self, index, src, axis)
+    }
+
+    #[track_caller]
+    fn scatter_reduce(
+        &self,
+        index: &Tensor,
+        src: &Tensor,
+        axis: isize,
+        reduce: ScatterReduce,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        scatter_reduce(self, index, src, axis, reduce, include_self)
+    }
+
+    #[track_caller]
+    fn index_put(&self, indices: &[&Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        index_put(self, indices, values, accumulate)
     }
 
     #[track_caller]

@@ -95,3 +95,33 @@ zrow = torch.tensor([[0.0, 0.0, 0.0], [3.0, -4.0, 0.0], [-2.0, 2.0, 1.0]])
 run("NORM2_ZERO", lambda x: LA.vector_norm(x, 2, dim=1), [zrow])
 run("NORMINF_TIES", lambda x: LA.vector_norm(x, float("inf"), dim=1), [zrow])
 run("NORM1_ZERO", lambda x: LA.vector_norm(x, 1, dim=1), [zrow])
+
+# scatter: src larger than the index, along the last axis (distinct positions per
+# row: PyTorch leaves the winner of a repeated position unspecified); a value.
+sci = torch.tensor([[3, 0], [1, 2], [0, 3]])
+run("SCATTER", lambda x, s: x.scatter(1, sci, s[:, :2]),
+    [wave([3, 4], 0.31, 0.4), wave([3, 3], 0.27, -0.2, torch.cos)])
+run("SCATTER_V", lambda x: x.scatter(1, sci, -0.75), [wave([3, 4], 0.31, 0.4)])
+
+# scatter_reduce along axis 0 with repeats, every reduction, with and without self.
+sri = torch.tensor([[2, 0, 2, 1], [2, 2, 0, 1], [0, 2, 2, 1]])
+for red in ("sum", "prod", "mean", "amax", "amin"):
+    for inc in (True, False):
+        run(f"SR_{red.upper()}_{'SELF' if inc else 'NOSELF'}",
+            lambda x, s, red=red, inc=inc: x.scatter_reduce(0, sri, s, red, include_self=inc),
+            [wave([3, 4], 0.53, 0.1), wave([3, 4], 0.41, -0.6, torch.cos)])
+# prod with zeros, amax with ties (self included).
+zx = torch.tensor([[0.0, 2.0], [1.5, -1.0]])
+zs = torch.tensor([[2.0, 0.0], [0.0, 2.0], [3.0, 0.5]])
+zi = torch.tensor([[0, 0], [1, 0], [0, 1]])
+run("SR_PROD_Z", lambda x, s: x.scatter_reduce(0, zi, s, "prod"), [zx, zs])
+run("SR_AMAX_T", lambda x, s: x.scatter_reduce(0, zi, s, "amax"), [zx, zs])
+
+# index_put: two index tensors (broadcast), values broadcast over the rest;
+# accumulate with repeats; negative positions.
+i0 = torch.tensor([[0], [2]])
+i1 = torch.tensor([1, -1])
+run("IPUT", lambda x, v: x.index_put((i0, i1), v), [wave([3, 3, 2], 0.37, 0.2), wave([2], 0.5, 0.1)])
+j0 = torch.tensor([0, 2, 0, -3])
+run("IPUT_ACC", lambda x, v: x.index_put((j0,), v, accumulate=True),
+    [wave([3, 2], 0.29, 0.6), wave([4, 2], 0.45, -0.3, torch.cos)])
