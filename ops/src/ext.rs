@@ -131,6 +131,8 @@ pub trait TensorExt {
     ) -> Result<Tensor>;
     /// `values` put at the positions of the index tensors: [`index_put`].
     fn index_put(&self, indices: &[&Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor>;
+    /// Categories drawn from the rows of weights `self`: [`multinomial`].
+    fn multinomial(&self, num_samples: usize, replacement: bool, rng: &mut Rng) -> Result<Tensor>;
     /// The `k` largest or smallest along `axis`, with the positions: [`topk`].
     fn topk(&self, k: usize, axis: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)>;
 }
@@ -315,6 +317,10 @@ impl TensorExt for Tensor {
     #[track_caller]
     fn index_put(&self, indices: &[&Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor> {
         index_put(self, indices, values, accumulate)
+    }
+
+    fn multinomial(&self, num_samples: usize, replacement: bool, rng: &mut Rng) -> Result<Tensor> {
+        multinomial(self, num_samples, replacement, rng)
     }
 
     #[track_caller]

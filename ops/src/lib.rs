@@ -17,6 +17,7 @@
 //! | over several axes, positions, selections | [`mean_axes`], [`var_axes`], [`std_dev_axes`]; [`argmax_all`], [`argmin_all`]; [`max_with_indices`], [`min_with_indices`], [`sort`], [`argsort`], [`topk`] |
 //! | norms and masking | [`norm`] ([`NormOrd`]), [`masked_fill`], [`tril`], [`triu`] |
 //! | writing by position | [`scatter`], [`scatter_value`], [`scatter_reduce`] ([`ScatterReduce`]), [`index_put`] |
+//! | sampling (constants) | [`multinomial`] (from the library's seeded `Rng`) |
 //! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (last two axes), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
@@ -67,6 +68,7 @@ mod mask;
 mod nn;
 mod product;
 mod reduce;
+mod sample;
 mod scatter;
 mod select;
 mod shape;
@@ -86,6 +88,7 @@ pub use mask::*;
 pub use nn::*;
 pub use product::*;
 pub use reduce::*;
+pub use sample::*;
 pub use scatter::*;
 pub use select::*;
 pub use shape::*;

@@ -1509,3 +1509,102 @@ const IPUT_ACC_D1: &[f64] = &[
 /// PyTorch's `topk(x, 2, -1).indices` and `topk(y, 3, 0, largest=False).indices`.
 const TOPK_I: [i64; 6] = [2, 1, 4, 3, 1, 2];
 const TOPK_S_I: [i64; 9] = [3, 3, 3, 2, 2, 2, 0, 1, 1];
+
+// ----- sampling -----
+
+/// The frequency of each of `c` categories among `samples`.
+fn frequencies(samples: &[i64], c: usize) -> Vec<f64> {
+    let mut f = vec![0.0; c];
+    for &s in samples {
+        f[s as usize] += 1.0 / samples.len() as f64;
+    }
+    f
+}
+
+#[test]
+fn multinomial_draws_from_the_distribution_as_pytorch() -> Result<()> {
+    use autograd::random::Rng;
+    crate::init();
+    // With replacement: PyTorch's 400,000 draws from [0.1, 0, 0.6, 0.3] gave
+    // frequencies [0.1003, 0, 0.5995, 0.3001]; ours are within 4σ of the weights.
+    let q = values(&[0.1, 0.0, 0.6, 0.3], &[4]).to_dtype(DType::F32)?;
+    let s = ops::multinomial(&q, 40_000, true, &mut Rng::new(3))?;
+    assert_eq!((s.dims(), s.dtype()), (&[40_000][..], DType::I64));
+    let f = frequencies(&s.to_vec::<i64>()?, 4);
+    assert_eq!(f[1], 0.0, "a category of weight 0 is never drawn");
+    for (got, want) in f.iter().zip([0.1, 0.0, 0.6, 0.3]) {
+        assert!((got - want).abs() < 0.01, "{f:?}");
+    }
+    // The same seed draws the same samples.
+    let again = q.multinomial(40_000, true, &mut Rng::new(3))?;
+    assert_eq!(again.to_vec::<i64>()?, s.to_vec::<i64>()?);
+    // Without replacement, rows of [0.5, 0.3, 0.2], two draws each: distinct, the
+    // first from p, the second from p renormalised without the first
+    // (Σ_i p_i p_j / (1 - p_i) = [0.3393, 0.375, 0.2857]; PyTorch's 400,000 rows
+    // gave [0.3387, 0.3759, 0.2855]).
+    let rows = 40_000;
+    let p = [0.5, 0.3, 0.2];
+    let probs = values(&p.repeat(rows), &[rows, 3]);
+    let s = ops::multinomial(&probs, 2, false, &mut Rng::new(11))?;
+    assert_eq!(s.dims(), [rows, 2]);
+    let v = s.to_vec::<i64>()?;
+    assert!(
+        v.chunks(2).all(|r| r[0] != r[1]),
+        "draws without replacement repeat"
+    );
+    let first: Vec<i64> = v.iter().step_by(2).copied().collect();
+    let second: Vec<i64> = v.iter().skip(1).step_by(2).copied().collect();
+    let want2: Vec<f64> = (0..3)
+        .map(|j| {
+            (0..3)
+                .filter(|&i| i != j)
+                .map(|i| p[i] * p[j] / (1.0 - p[i]))
+                .sum()
+        })
+        .collect();
+    for (got, want) in frequencies(&first, 3).iter().zip(p) {
+        assert!((got - want).abs() < 0.01);
+    }
+    for (got, want) in frequencies(&second, 3).iter().zip(&want2) {
+        assert!((got - want).abs() < 0.01);
+    }
+    // Past the categories of positive weight, those of weight 0 (index order).
+    let z = values(&[0.0, 0.5, 0.0, 0.5], &[4]);
+    let s = ops::multinomial(&z, 4, false, &mut Rng::new(5))?.to_vec::<i64>()?;
+    assert_eq!(s[2..], [0, 2]);
+    Ok(())
+}
+
+#[test]
+fn multinomial_refuses_what_pytorch_refuses() {
+    use autograd::random::Rng;
+    crate::init();
+    let rng = &mut Rng::new(1);
+    let bad = |v: &[f64]| values(v, &[v.len()]);
+    expect_error(
+        ops::multinomial(&bad(&[0.0, 0.0]), 1, true, rng),
+        "multinomial",
+        &["sums to 0"],
+    );
+    expect_error(
+        ops::multinomial(&bad(&[-1.0, 2.0]), 1, true, rng),
+        "multinomial",
+        &["-1"],
+    );
+    expect_error(
+        ops::multinomial(&bad(&[f64::INFINITY, 1.0]), 1, true, rng),
+        "multinomial",
+        &["inf"],
+    );
+    expect_error(
+        ops::multinomial(&bad(&[0.5, 0.5]), 3, false, rng),
+        "multinomial",
+        &["at most 2"],
+    );
+    let ints = Tensor::from_slice(&[1i64, 2], [2]).unwrap();
+    expect_error(
+        ops::multinomial(&ints, 1, true, rng),
+        "multinomial",
+        &["i64"],
+    );
+}
