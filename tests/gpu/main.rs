@@ -28,6 +28,7 @@ mod fusion;
 mod op_names;
 mod ops_batch;
 mod ops_parity;
+mod ops_reductions;
 mod raw;
 mod seed_examples;
 mod workloads;
