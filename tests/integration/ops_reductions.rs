@@ -1608,3 +1608,23 @@ fn multinomial_refuses_what_pytorch_refuses() {
         &["i64"],
     );
 }
+
+#[test]
+fn autocast_runs_prod_and_cumprod_in_f32_as_pytorch() -> Result<()> {
+    crate::init();
+    let x = values(&[0.5, 1.5, 2.0, -1.0], &[2, 2]).to_dtype(DType::BF16)?;
+    let (p, c, l) = autograd::autocast(DType::BF16, || {
+        Ok((
+            ops::prod(&x, 1, false)?,
+            ops::cumprod(&x, 0, false)?,
+            ops::logcumsumexp(&x, 0, false)?,
+        ))
+    })?;
+    // PyTorch's autocast lists prod and cumprod as float32 ops, not logcumsumexp.
+    assert_eq!(
+        (p.dtype(), c.dtype(), l.dtype()),
+        (DType::F32, DType::F32, DType::BF16)
+    );
+    assert_eq!(p.to_vec::<f32>()?, [0.75, -2.0]);
+    Ok(())
+}
