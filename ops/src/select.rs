@@ -1,6 +1,7 @@
 //! Reductions over several axes, whole-tensor positions, and selections by
-//! position: `mean_axes`, `var_axes`, `std_dev_axes`, `argmax_all`/`argmin_all`,
-//! `max_with_indices`/`min_with_indices`, `sort`/`argsort` and `topk`.
+//! position: `mean_axes`, `var_axes`, `std_dev_axes`, `norm`,
+//! `argmax_all`/`argmin_all`, `max_with_indices`/`min_with_indices`,
+//! `sort`/`argsort` and `topk`.
 //!
 //! None is a registered op of its own. The reductions move the reduced axes last,
 //! merge them into one and reduce that with [`mean`](mod@crate::mean),
