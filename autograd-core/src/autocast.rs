@@ -227,13 +227,16 @@ const F32: &[&str] = &[
     "var",
     "std_dev",
     "cumsum",
+    "prod",
+    "cumprod",
 ];
 
 /// What autocast does to the op registered as `op`: [`CastPolicy::Lower`] for
 /// `matmul`, `conv2d`, `linear` and `scaled_dot_product_attention`; [`CastPolicy::F32`] for `softmax`,
 /// `log_softmax`, `cross_entropy`, `mse_loss`, `layer_norm`, `sum_all`, `sum`,
-/// `mean_all`, `mean`, `logsumexp`, `var`, `std_dev` and `cumsum`; `None` (inputs
-/// as they are) for every other op.
+/// `mean_all`, `mean`, `logsumexp`, `var`, `std_dev`, `cumsum`, `prod` and
+/// `cumprod` (PyTorch's float32 list has the last two too); `None` (inputs as they
+/// are) for every other op.
 pub fn policy(op: &str) -> Option<CastPolicy> {
     if LOWER.contains(&op) {
         Some(CastPolicy::Lower)

@@ -126,6 +126,51 @@ pub trait TensorExt {
         v: &Tensor,
         options: AttentionOptions<'_>,
     ) -> Result<Tensor>;
+    /// The product of every element, rank 0: [`prod_all`].
+    fn prod_all(&self) -> Result<Tensor>;
+    /// The mean over several axes (none: all): [`mean_axes`].
+    fn mean_axes(&self, axes: &[isize], keepdim: bool) -> Result<Tensor>;
+    /// The variance over several axes (none: all): [`var_axes`].
+    fn var_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor>;
+    /// The standard deviation over several axes (none: all): [`std_dev_axes`].
+    fn std_dev_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor>;
+    /// The flat position of the largest element (a constant `i64`): [`argmax_all`].
+    fn argmax_all(&self) -> Result<Tensor>;
+    /// The flat position of the smallest element (a constant `i64`): [`argmin_all`].
+    fn argmin_all(&self) -> Result<Tensor>;
+    /// The largest elements along `axis` and their positions: [`max_with_indices`].
+    fn max_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)>;
+    /// The smallest elements along `axis` and their positions: [`min_with_indices`].
+    fn min_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)>;
+    /// Sorted along `axis` (stable), with the positions: [`sort`].
+    fn sort(&self, axis: isize, descending: bool) -> Result<(Tensor, Tensor)>;
+    /// The positions that sort along `axis` (stable, a constant): [`argsort`].
+    fn argsort(&self, axis: isize, descending: bool) -> Result<Tensor>;
+    /// `value` where the `bool` mask is true: [`masked_fill`].
+    fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor>;
+    /// The lower triangle of the last two axes: [`tril`].
+    fn tril(&self, diagonal: i64) -> Result<Tensor>;
+    /// The upper triangle of the last two axes: [`triu`].
+    fn triu(&self, diagonal: i64) -> Result<Tensor>;
+    /// The vector norm over several axes (none: all): [`norm`].
+    fn norm(&self, ord: NormOrd, axes: &[isize], keepdim: bool) -> Result<Tensor>;
+    /// `src` written at the positions `index` holds along `axis`: [`scatter`].
+    fn scatter(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<Tensor>;
+    /// `src` combined by `reduce` at the positions `index` holds: [`scatter_reduce`].
+    fn scatter_reduce(
+        &self,
+        index: &Tensor,
+        src: &Tensor,
+        axis: isize,
+        reduce: ScatterReduce,
+        include_self: bool,
+    ) -> Result<Tensor>;
+    /// `values` put at the positions of the index tensors: [`index_put`].
+    fn index_put(&self, indices: &[&Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor>;
+    /// Categories drawn from the rows of weights `self`: [`multinomial`].
+    fn multinomial(&self, num_samples: usize, replacement: bool, rng: &mut Rng) -> Result<Tensor>;
+    /// The `k` largest or smallest along `axis`, with the positions: [`topk`].
+    fn topk(&self, k: usize, axis: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)>;
 }
 
 impl TensorExt for Tensor {
@@ -299,6 +344,104 @@ impl TensorExt for Tensor {
         options: AttentionOptions<'_>,
     ) -> Result<Tensor> {
         scaled_dot_product_attention(self, k, v, options)
+    }
+
+    #[track_caller]
+    fn prod_all(&self) -> Result<Tensor> {
+        prod_all(self)
+    }
+
+    #[track_caller]
+    fn mean_axes(&self, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        mean_axes(self, axes, keepdim)
+    }
+
+    #[track_caller]
+    fn var_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor> {
+        var_axes(self, axes, correction, keepdim)
+    }
+
+    #[track_caller]
+    fn std_dev_axes(&self, axes: &[isize], correction: usize, keepdim: bool) -> Result<Tensor> {
+        std_dev_axes(self, axes, correction, keepdim)
+    }
+
+    fn argmax_all(&self) -> Result<Tensor> {
+        argmax_all(self)
+    }
+
+    fn argmin_all(&self) -> Result<Tensor> {
+        argmin_all(self)
+    }
+
+    #[track_caller]
+    fn max_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        max_with_indices(self, axis, keepdim)
+    }
+
+    #[track_caller]
+    fn min_with_indices(&self, axis: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        min_with_indices(self, axis, keepdim)
+    }
+
+    #[track_caller]
+    fn sort(&self, axis: isize, descending: bool) -> Result<(Tensor, Tensor)> {
+        sort(self, axis, descending)
+    }
+
+    fn argsort(&self, axis: isize, descending: bool) -> Result<Tensor> {
+        argsort(self, axis, descending)
+    }
+
+    #[track_caller]
+    fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor> {
+        masked_fill(self, mask, value)
+    }
+
+    #[track_caller]
+    fn tril(&self, diagonal: i64) -> Result<Tensor> {
+        tril(self, diagonal)
+    }
+
+    #[track_caller]
+    fn triu(&self, diagonal: i64) -> Result<Tensor> {
+        triu(self, diagonal)
+    }
+
+    #[track_caller]
+    fn norm(&self, ord: NormOrd, axes: &[isize], keepdim: bool) -> Result<Tensor> {
+        norm(self, ord, axes, keepdim)
+    }
+
+    #[track_caller]
+    fn scatter(&self, index: &Tensor, src: &Tensor, axis: isize) -> Result<Tensor> {
+        scatter(self, index, src, axis)
+    }
+
+    #[track_caller]
+    fn scatter_reduce(
+        &self,
+        index: &Tensor,
+        src: &Tensor,
+        axis: isize,
+        reduce: ScatterReduce,
+        include_self: bool,
+    ) -> Result<Tensor> {
+        scatter_reduce(self, index, src, axis, reduce, include_self)
+    }
+
+    #[track_caller]
+    fn index_put(&self, indices: &[&Tensor], values: &Tensor, accumulate: bool) -> Result<Tensor> {
+        index_put(self, indices, values, accumulate)
+    }
+
+    fn multinomial(&self, num_samples: usize, replacement: bool, rng: &mut Rng) -> Result<Tensor> {
+        multinomial(self, num_samples, replacement, rng)
+    }
+
+    #[track_caller]
+    fn topk(&self, k: usize, axis: isize, largest: bool, sorted: bool) -> Result<(Tensor, Tensor)> {
+        topk(self, k, axis, largest, sorted)
     }
 }
 

@@ -15,6 +15,11 @@
 //! | reductions (`axis` may be negative; `keepdim`) | [`sum`](mod@sum), [`mean`](mod@mean), [`max`](mod@max), [`min`](mod@min), [`logsumexp`](mod@logsumexp), [`var`](mod@var) and [`std_dev`](mod@std_dev) (with torch's `correction`), [`cumsum`](mod@cumsum) (running sums, or reversed); [`sum_all`](mod@sum_all), [`mean_all`](mod@mean_all), [`max_all`](mod@max_all), [`min_all`](mod@min_all) |
 //! | shape | [`reshape`](mod@reshape) (and [`reshape_infer`], one size `-1`), [`flatten`], [`transpose`](mod@transpose) (any two axes; [`TensorExt::t`] the last two), [`permute`](mod@permute), [`broadcast_to`](mod@broadcast_to), [`sum_to_shape`](mod@sum_to_shape), [`unsqueeze`](mod@unsqueeze), [`squeeze`](mod@squeeze), [`narrow`](mod@narrow), [`pad`](mod@pad), [`concat`](mod@concat) (and [`concat_all`]), [`stack`], [`index_select`](mod@index_select), [`index_add`](mod@index_add) |
 //! | shape, as PyTorch's (compositions) | [`split`], [`split_sizes`], [`chunk`], [`flip`], [`roll`], [`repeat`], [`tile`], [`expand`], [`outer`], [`einsum`] |
+//! | products and scans | [`prod`](mod@prod) (and [`prod_all`]), [`cumprod`](mod@cumprod), [`logcumsumexp`](mod@logcumsumexp) (gradients exact with zeros) |
+//! | over several axes, positions, selections | [`mean_axes`], [`var_axes`], [`std_dev_axes`]; [`argmax_all`], [`argmin_all`]; [`max_with_indices`], [`min_with_indices`], [`sort`], [`argsort`], [`topk`] |
+//! | norms and masking | [`norm`] ([`NormOrd`]), [`masked_fill`], [`tril`], [`triu`] |
+//! | writing by position | [`scatter`], [`scatter_value`], [`scatter_reduce`] ([`ScatterReduce`]), [`index_put`] |
+//! | sampling (constants) | [`multinomial`] (from the library's seeded `Rng`) |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
@@ -66,9 +71,14 @@ mod ext;
 mod index;
 mod interpolate;
 mod linalg;
+mod mask;
 mod nn;
 mod pool;
+mod product;
 mod reduce;
+mod sample;
+mod scatter;
+mod select;
 mod shape;
 mod standard;
 mod unary;
@@ -87,9 +97,14 @@ pub use ext::{Exponent, TensorExt, methods};
 pub use index::*;
 pub use interpolate::*;
 pub use linalg::*;
+pub use mask::*;
 pub use nn::*;
 pub use pool::*;
+pub use product::*;
 pub use reduce::*;
+pub use sample::*;
+pub use scatter::*;
+pub use select::*;
 pub use shape::*;
 pub use standard::STANDARD_OPS;
 pub use unary::*;

@@ -263,6 +263,13 @@ CASES = [
      lambda x: F.avg_pool2d(x, (3, 2), (2, 2), (1, 1), ceil_mode=True, count_include_pad=False)),
     ("avg_pool2d k(3,3) s(1,2) p(1,1) divisor 5", "avg_pool2d", [wave([1, 2, 5, 6], 0.43, -0.3)],
      lambda x: F.avg_pool2d(x, (3, 3), (1, 2), (1, 1), divisor_override=5)),
+    # ----- issue 37: reductions -----
+    ("prod axis 1", "prod", [wave([2, 3, 4], 0.37, 0.21, "sin", 0.5, 1.0)],
+     lambda x: torch.prod(x, 1)),
+    ("cumprod axis -1", "cumprod", [wave([2, 5], 0.41, 0.31, "sin", 0.5, 1.0)],
+     lambda x: torch.cumprod(x, -1)),
+    ("logcumsumexp axis 1", "logcumsumexp", [wave([2, 5, 3], 0.83, 0.2, "sin", 2.0)],
+     lambda x: torch.logcumsumexp(x, 1)),
 ]
 
 

@@ -29,6 +29,7 @@ mod op_names;
 mod ops_batch;
 mod ops_parity;
 mod ops_shape;
+mod ops_reductions;
 mod raw;
 mod seed_examples;
 mod workloads;

@@ -289,6 +289,12 @@ fn cases() -> Vec<Case> {
                 ops::avg_pool2d(&v[0], o)
             },
         ),
+        // ----- issue 37: reductions -----
+        exact("prod axis 1", |v| ops::prod(&v[0], 1, false)),
+        exact("cumprod axis -1", |v| ops::cumprod(&v[0], -1, false)),
+        exact("logcumsumexp axis 1", |v| {
+            ops::logcumsumexp(&v[0], 1, false)
+        }),
     ]
 }
 

@@ -19,6 +19,7 @@ mod ops_attention;
 mod ops_batch;
 mod ops_conv_more;
 mod ops_errors;
+mod ops_reductions;
 mod ops_reference;
 mod ops_registry;
 mod ops_semantics;

@@ -111,7 +111,7 @@ const WITH_SCALAR: &[&str] = &[
     "clamp",
 ];
 const BINARY: &[&str] = &["add", "sub", "mul", "div", "pow", "maximum", "minimum"];
-const REDUCE: &[&str] = &["sum", "mean", "max", "min", "logsumexp"];
+const REDUCE: &[&str] = &["sum", "mean", "max", "min", "logsumexp", "prod"];
 const OTHER: &[&str] = &[
     "sum_all",
     "mean_all",
@@ -145,6 +145,8 @@ const OTHER: &[&str] = &[
     "var",
     "std_dev",
     "cumsum",
+    "cumprod",
+    "logcumsumexp",
     "gather",
     "scatter_add",
     "dropout",
@@ -787,7 +789,7 @@ fn strategy(name: &'static str) -> BoxedStrategy<Case> {
                 });
             case(name, params, one_input(0..=4))
         }
-        "cumsum" => {
+        "cumsum" | "cumprod" | "logcumsumexp" => {
             let params = (axis(), any::<bool>()).prop_map(|(axis, reverse)| Params {
                 axis,
                 reverse,
@@ -1207,6 +1209,7 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "max" => ops::max(&x[0], p.axis, p.keepdim),
         "min" => ops::min(&x[0], p.axis, p.keepdim),
         "logsumexp" => ops::logsumexp(&x[0], p.axis, p.keepdim),
+        "prod" => ops::prod(&x[0], p.axis, p.keepdim),
         "sum_all" => ops::sum_all(&x[0]),
         "mean_all" => ops::mean_all(&x[0]),
         "softmax" => ops::softmax(&x[0], p.axis),
@@ -1272,6 +1275,8 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "var" => ops::var(&x[0], p.axis, p.correction, p.keepdim),
         "std_dev" => ops::std_dev(&x[0], p.axis, p.correction, p.keepdim),
         "cumsum" => ops::cumsum(&x[0], p.axis, p.reverse),
+        "cumprod" => ops::cumprod(&x[0], p.axis, p.reverse),
+        "logcumsumexp" => ops::logcumsumexp(&x[0], p.axis, p.reverse),
         "eq" => ops::eq(&x[0], &x[1]),
         "ne" => ops::ne(&x[0], &x[1]),
         "lt" => ops::lt(&x[0], &x[1]),
@@ -1331,7 +1336,9 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "mul_scalar" => Some(x[0].map(|v| v * p.scalar)),
         "div_scalar" => Some(x[0].map(|v| v / p.scalar)),
         "pow_scalar" => Some(x[0].map(|v| v.powf(p.scalar))),
-        "sum" | "mean" | "max" | "min" | "logsumexp" => r::reduce(c.op, &x[0], p.axis, p.keepdim),
+        "sum" | "mean" | "max" | "min" | "logsumexp" | "prod" => {
+            r::reduce(c.op, &x[0], p.axis, p.keepdim)
+        }
         "sum_all" => Some(scalar(r::sum_all(&x[0]))),
         "mean_all" => Some(scalar(r::sum_all(&x[0]) / x[0].data.len() as f64)),
         "softmax" => r::softmax(&x[0], p.axis, false),
@@ -1367,6 +1374,8 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "var" => r::var(&x[0], p.axis, p.correction, p.keepdim, false),
         "std_dev" => r::var(&x[0], p.axis, p.correction, p.keepdim, true),
         "cumsum" => r::cumsum(&x[0], p.axis, p.reverse),
+        "cumprod" => r::cumprod(&x[0], p.axis, p.reverse),
+        "logcumsumexp" => r::logcumsumexp(&x[0], p.axis, p.reverse),
         "eq" | "ne" | "lt" | "le" | "gt" | "ge" => {
             r::zip(&x[0], &x[1], r::compare_fn(c.op).expect("a comparison"))
         }
@@ -1660,6 +1669,7 @@ properties! {
     erf softplus silu mish log1p expm1 recip hardtanh leaky_relu elu clamp
     im2col col2im conv2d max_pool2d avg_pool2d
     max_all min_all var std_dev cumsum gather scatter_add dropout layer_norm
+    prod cumprod logcumsumexp
     eq ne lt le gt ge argmax argmin reshape_infer flatten stack dot embedding
 }
 

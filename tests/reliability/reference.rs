@@ -158,6 +158,7 @@ pub fn reduce(op: &str, x: &Nd, ax: isize, keepdim: bool) -> Option<Nd> {
     let len = x.dims[a];
     Some(match op {
         "sum" => fold_axis(x, a, keepdim, 0.0, |s, v| s + v),
+        "prod" => fold_axis(x, a, keepdim, 1.0, |s, v| s * v),
         "mean" => fold_axis(x, a, keepdim, 0.0, |s, v| s + v).map(|s| s / len as f64),
         "max" if len > 0 => fold_axis(x, a, keepdim, f64::NEG_INFINITY, max_nan),
         "min" if len > 0 => fold_axis(x, a, keepdim, f64::INFINITY, min_nan),
@@ -827,6 +828,46 @@ pub fn cumsum(x: &Nd, ax: isize, reverse: bool) -> Option<Nd> {
             idx[a] = k;
             s + x.at(&idx)
         })
+    }))
+}
+
+/// Running products (`reverse`: from each entry to the end), one loop per entry.
+pub fn cumprod(x: &Nd, ax: isize, reverse: bool) -> Option<Nd> {
+    let a = axis(ax, x.dims.len())?;
+    let n = x.dims[a];
+    Some(Nd::from_fn(&x.dims, |i| {
+        let mut idx = i.to_vec();
+        let range: Vec<usize> = if reverse {
+            (i[a]..n).rev().collect()
+        } else {
+            (0..=i[a]).collect()
+        };
+        range.into_iter().fold(1.0, |s, k| {
+            idx[a] = k;
+            s * x.at(&idx)
+        })
+    }))
+}
+
+/// Running `ln Σ exp` (`reverse`: from each entry to the end), unshifted: the
+/// property inputs are at most 3 in size, and infinite ones are exact this way.
+pub fn logcumsumexp(x: &Nd, ax: isize, reverse: bool) -> Option<Nd> {
+    let a = axis(ax, x.dims.len())?;
+    let n = x.dims[a];
+    Some(Nd::from_fn(&x.dims, |i| {
+        let mut idx = i.to_vec();
+        let range: Vec<usize> = if reverse {
+            (i[a]..n).rev().collect()
+        } else {
+            (0..=i[a]).collect()
+        };
+        range
+            .into_iter()
+            .fold(0.0, |s, k| {
+                idx[a] = k;
+                s + x.at(&idx).exp()
+            })
+            .ln()
     }))
 }
 
