@@ -60,8 +60,8 @@
 
 mod activation;
 mod arith;
-mod attention;
 mod arrange;
+mod attention;
 mod compare;
 mod conv;
 mod conv_variants;
@@ -85,8 +85,8 @@ mod unary;
 
 pub use activation::*;
 pub use arith::*;
-pub use attention::*;
 pub use arrange::*;
+pub use attention::*;
 pub use autograd_core::primitives::*;
 pub use compare::*;
 pub use conv::*;
