@@ -325,6 +325,7 @@
 
 pub mod amp;
 pub mod functional;
+pub mod nn;
 pub mod optim;
 
 pub use amp::{GradScaler, autocast};

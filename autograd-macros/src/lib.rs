@@ -33,6 +33,7 @@ mod elementwise;
 mod expand;
 mod fallback;
 mod ir;
+mod module;
 mod suggest;
 #[cfg(test)]
 mod tests;
@@ -44,6 +45,64 @@ use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::quote;
 use valid::Kind;
+
+/// `#[derive(Module)]` on a struct: its parameters, buffers and submodules, by
+/// dotted name (`blocks.0.attn.q.weight`), for `autograd::nn::Module`'s
+/// `named_parameters`, `state_dict`, `load_state_dict`, `to_device`, `train`/`eval`
+/// and the rest.
+///
+/// Every field is visited as a module: a `Tensor` is a parameter; a field whose type
+/// derives or implements `Module` visits its own fields under the field's name;
+/// `Vec`, `Option`, arrays and `Box` of modules pass through (a `Vec`'s entries are
+/// named `0`, `1`, ..); numbers, `bool` and `String` hold no tensors. A field's
+/// `#[module(..)]` changes that: `buffer` (its tensors are buffers: saved, loaded
+/// and moved, but not parameters), `skip` (not visited: a type that is not a
+/// module), `training` (a `bool` that `train()` and `eval()` set). The struct's
+/// `#[module(crate = path)]` says where the generated code finds `autograd`.
+///
+/// ```
+/// use autograd::nn::Module;
+/// use autograd::{DType, Tensor};
+///
+/// #[derive(Module)]
+/// struct Affine {
+///     weight: Tensor,
+///     bias: Option<Tensor>,
+///     #[module(buffer)]
+///     calls: Tensor,
+///     #[module(skip)]
+///     label: std::path::PathBuf,
+/// }
+///
+/// #[derive(Module)]
+/// struct Net {
+///     layers: Vec<Affine>,
+///     #[module(training)]
+///     training: bool,
+/// }
+///
+/// # fn main() -> autograd::Result<()> {
+/// let affine = || -> autograd::Result<Affine> {
+///     Ok(Affine {
+///         weight: Tensor::ones([2, 2], DType::F32)?.with_requires_grad(true),
+///         bias: None,
+///         calls: Tensor::zeros([], DType::I64)?,
+///         label: "affine".into(),
+///     })
+/// };
+/// let mut net = Net { layers: vec![affine()?, affine()?], training: true };
+/// let names: Vec<String> = net.named_parameters().into_iter().map(|(n, _)| n).collect();
+/// assert_eq!(names, ["layers.0.weight", "layers.1.weight"]);
+/// assert_eq!(net.state_dict().len(), 4); // the buffers too
+/// net.eval();
+/// assert!(!net.training);
+/// # Ok(())
+/// # }
+/// ```
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(item: TokenStream) -> TokenStream {
+    module::derive(item.into()).into()
+}
 
 /// Defines a differentiable op from an inline module.
 ///

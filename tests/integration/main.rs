@@ -14,6 +14,7 @@ mod fusion;
 mod graph_dot;
 mod half_reference;
 mod io;
+mod modules;
 mod operators;
 mod ops_attention;
 mod ops_batch;

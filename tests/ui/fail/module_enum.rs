@@ -1,0 +1,8 @@
+use autograd::nn::Module;
+
+#[derive(Module)]
+enum Layer {
+    Linear(autograd::Tensor),
+}
+
+fn main() {}
