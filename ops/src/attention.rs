@@ -31,55 +31,53 @@ fn dropout_mask(p: f64, seed: u64, like: &Tensor, dims: &[usize]) -> Result<Tens
     compute::to_device(&compute::cast(&mask, like.dtype())?, like.device())
 }
 
-/// `-inf` above the diagonal of an `[l, s]` matrix (key `j` hidden from query `i`
-/// where `j > i`, PyTorch's `is_causal`: aligned at the top left), 0 elsewhere.
-fn causal_bias(l: usize, s: usize, like: &Tensor) -> Result<Tensor> {
-    let values: Vec<f64> = (0..l * s)
-        .map(|k| {
-            if k % s > k / s {
-                f64::NEG_INFINITY
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let bias = Tensor::from_vec(values, [l, s])?;
-    compute::to_device(&compute::cast(&bias, like.dtype())?, like.device())
+/// The `bool` `[l, s]` matrix of the keys each query sees under PyTorch's
+/// `is_causal` (aligned at the top left): key `j` is hidden from query `i` where
+/// `j > i`.
+fn causal_keep(l: usize, s: usize, like: &Tensor) -> Result<Tensor> {
+    let keep: Vec<bool> = (0..l * s).map(|k| k % s <= k / s).collect();
+    compute::to_device(&Tensor::from_vec(keep, [l, s])?, like.device())
 }
 
-/// `[.., L, D] @ [.., S, D]ᵀ · scale`, plus the bias and the causal mask where the op
-/// has them, then the softmax over the keys. A row every key of which is masked
-/// (`-inf`) gets weights 0, as PyTorch's: its output and its gradients are 0.
-/// Recorded where the caller records, so the backward is differentiable again.
+/// `[.., L, D] @ [.., S, D]ᵀ · scale`, with the hidden keys' scores replaced by
+/// `-inf` (the causal mask and a `bool` mask: a hidden key's score never reaches
+/// the result, not even a NaN) and a float mask added, then the softmax over the
+/// keys. A row every key of which is hidden (`-inf`) gets weights 0, as PyTorch's:
+/// its output and its gradients are 0. Recorded where the caller records, so the
+/// backward is differentiable again.
 fn weights(
     op: &ScaledDotProductAttention,
     q: &Tensor,
     k: &Tensor,
-    bias: &Tensor,
+    mask: &Tensor,
 ) -> Result<Tensor> {
     let mut s = mul_scalar(&matmul(q, &swap_last(k)?)?, op.scale)?;
     let (l, n) = (s.dims()[s.rank() - 2], s.dims()[s.rank() - 1]);
+    let hidden = compute::to_device(&Tensor::full([], f64::NEG_INFINITY, s.dtype())?, s.device())?;
     if op.causal {
-        s = crate::add(&s, &causal_bias(l, n, q)?)?;
+        s = crate::r#where(&causal_keep(l, n, q)?, &s, &hidden)?;
     }
     if !op.masked {
         return softmax(&s, -1);
     }
-    s = crate::add(&s, bias)?;
-    // Rows with a finite score: the others take scores 0 (a finite softmax), then
-    // weights 0. The row mask is a constant.
+    s = if mask.dtype() == DType::Bool {
+        crate::r#where(mask, &s, &hidden)?
+    } else {
+        crate::add(&s, mask)?
+    };
+    // Rows with a key left: the others (every score -inf) take scores 0 (a finite
+    // softmax), then weights 0. The row mask is a constant.
     let last = s.rank() - 1;
     let top = compute::reduce(&s.detach(), autograd_core::ReduceOp::Max, &[last], true)?;
-    let floor = compute::to_device(&Tensor::full([], f64::NEG_INFINITY, s.dtype())?, s.device())?;
-    let live = crate::gt(&top, &floor)?;
+    let live = crate::ne(&top, &hidden)?;
     let zero = compute::to_device(&Tensor::zeros([], s.dtype())?, s.device())?;
     let p = softmax(&crate::r#where(&live, &s, &zero)?, -1)?;
     mul(&p, &compute::cast(&live, s.dtype())?)
 }
 
-/// Scaled dot-product attention, `softmax(q kᵀ · scale + bias) v`, as one recorded
+/// Scaled dot-product attention, `softmax(q kᵀ · scale, masked) v`, as one recorded
 /// node: the public entry is [`scaled_dot_product_attention`], which builds the
-/// bias from its options.
+/// mask from its options.
 #[differentiable(crate = ::autograd_core, name = "scaled_dot_product_attention")]
 pub mod attention_op {
     use super::*;
@@ -91,7 +89,7 @@ pub mod attention_op {
         pub scale: f64,
         /// Hides key `j` from query `i` where `j > i`.
         pub causal: bool,
-        /// Adds the `bias` input (otherwise it is ignored: pass a scalar 0).
+        /// Applies the `mask` input (otherwise it is ignored: pass a scalar 0).
         pub masked: bool,
         /// The chance of dropping an attention weight (0: no dropout).
         pub dropout_p: f64,
@@ -101,22 +99,28 @@ pub mod attention_op {
     }
 
     /// `q [.., L, D]`, `k [.., S, D]`, `v [.., S, Dv]` (batch axes broadcast) give
-    /// `[.., L, Dv]`. `bias` broadcasts to `[.., L, S]` and is added to the scores
-    /// (`-inf` hides a key); it gets no gradient. Half-precision inputs compute in
-    /// f32 and round the output once.
+    /// `[.., L, Dv]`. `mask` broadcasts to `[.., L, S]`: `bool` (`false` hides a key:
+    /// its score is replaced by `-inf`) or of the queries' float dtype (added to the
+    /// scores); it gets no gradient. Half-precision inputs compute in f32 and round
+    /// the output once.
     pub fn forward(
         &self,
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
-        #[no_grad] bias: &Tensor,
+        #[no_grad] mask: &Tensor,
     ) -> Result<Tensor> {
         if let Some(d) = crate::half(q) {
             let w = |t: &Tensor| compute::cast(t, DType::F32);
-            let out = self.forward(&w(q)?, &w(k)?, &w(v)?, &w(bias)?)?;
+            let b = if mask.dtype().is_float() {
+                w(mask)?
+            } else {
+                mask.clone()
+            };
+            let out = self.forward(&w(q)?, &w(k)?, &w(v)?, &b)?;
             return compute::cast(&out, d);
         }
-        let mut p = weights(self, q, k, bias)?;
+        let mut p = weights(self, q, k, mask)?;
         if self.dropout_p > 0.0 {
             p = mul(&p, &dropout_mask(self.dropout_p, self.seed, &p, p.dims())?)?;
         }
@@ -134,17 +138,21 @@ pub mod attention_op {
         q: &Tensor,
         k: &Tensor,
         v: &Tensor,
-        bias: &Tensor,
+        mask: &Tensor,
         needs: [bool; 3],
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         if let Some(d) = crate::half(q) {
             let w = crate::wide;
-            let (dq, dk, dv) =
-                self.backward(&w(grad)?, &w(q)?, &w(k)?, &w(v)?, &w(bias)?, needs)?;
+            let b = if mask.dtype().is_float() {
+                w(mask)?
+            } else {
+                mask.clone()
+            };
+            let (dq, dk, dv) = self.backward(&w(grad)?, &w(q)?, &w(k)?, &w(v)?, &b, needs)?;
             let back = |t: Option<Tensor>| t.map(|t| crate::to_dtype(&t, d)).transpose();
             return Ok((back(dq)?, back(dk)?, back(dv)?));
         }
-        let p = weights(self, q, k, bias)?;
+        let p = weights(self, q, k, mask)?;
         let mask = if self.dropout_p > 0.0 {
             Some(dropout_mask(self.dropout_p, self.seed, &p, p.dims())?)
         } else {
@@ -173,7 +181,7 @@ pub mod attention_op {
     }
 
     /// Gradcheck inputs: plain attention over a batch of 2, causal attention with
-    /// more keys than queries, a boolean mask as a bias (one query row fully
+    /// more keys than queries, a float mask with `-inf` (one query row fully
     /// masked), and dropout with a fixed seed.
     pub fn check_cases() -> Vec<CheckCase> {
         let q = cases::uniform(71, &[2, 3, 4], -1.0, 1.0);
@@ -181,7 +189,7 @@ pub mod attention_op {
         let v = cases::uniform(73, &[2, 5, 3], -1.0, 1.0);
         let zero = cases::values(&[0.0], &[]);
         let inf = f64::NEG_INFINITY;
-        let bias = cases::values(
+        let mask = cases::values(
             &[
                 0.0, inf, 0.0, 0.0, inf, //
                 inf, inf, inf, inf, inf, //
@@ -189,10 +197,10 @@ pub mod attention_op {
             ],
             &[3, 5],
         );
-        let case = |label: &str, op: ScaledDotProductAttention, bias: &Tensor| {
+        let case = |label: &str, op: ScaledDotProductAttention, mask: &Tensor| {
             CheckCase::new(
                 label,
-                vec![q.clone(), k.clone(), v.clone(), bias.clone()],
+                vec![q.clone(), k.clone(), v.clone(), mask.clone()],
                 move |x| {
                     attention_op(
                         &x[0],
@@ -232,7 +240,7 @@ pub mod attention_op {
                     masked: true,
                     ..plain
                 },
-                &bias,
+                &mask,
             ),
             case(
                 "scaled_dot_product_attention dropout 0.3",
@@ -272,13 +280,13 @@ pub struct AttentionOptions<'a> {
 /// `v [.., S, Dv]`, batch axes broadcast, giving `[.., L, Dv]`.
 ///
 /// Recorded as one `scaled_dot_product_attention` node that keeps `q`, `k`, `v` (and
-/// the mask as a bias), not the `L × S` weights: its backward recomputes them, so
+/// the mask), not the `L × S` weights: its backward recomputes them, so
 /// the memory held for backward grows with `L + S`, not `L · S`. With dropout only
 /// the seed of the mask is kept, and the mask is drawn again in the backward.
 ///
 /// A query row whose keys are all masked gets output 0 and gradient 0 (PyTorch's
 /// too). Errors name the op: ranks below 2, `q` and `k` with different last axes,
-/// `k` and `v` with different key counts, mixed dtypes, a mask that is neither
+/// `k` and `v` with different key counts, no keys, mixed dtypes, a mask that is neither
 /// boolean nor the queries' dtype, `dropout_p` outside `[0, 1]` or without a
 /// generator.
 ///
@@ -328,6 +336,13 @@ pub fn scaled_dot_product_attention(
             v.shape()
         ));
     }
+    if k.dims()[k.rank() - 2] == 0 {
+        return shape_err(format!(
+            "k {} holds no keys (S = 0): every query would attend to nothing; give at least \
+             one key",
+            k.shape()
+        ));
+    }
     if k.dtype() != q.dtype() || v.dtype() != q.dtype() || !q.dtype().is_float() {
         return Err(Error::InvalidArgument {
             op: OP,
@@ -362,13 +377,9 @@ pub fn scaled_dot_product_attention(
     };
     let scale = options.scale.unwrap_or(1.0 / (d as f64).sqrt());
     let on_q = |t: Tensor| compute::to_device(&t, q.device());
-    let (masked, bias) = match options.attn_mask {
+    let (masked, mask) = match options.attn_mask {
         None => (false, on_q(Tensor::zeros([], q.dtype())?)?),
-        Some(m) if m.dtype() == DType::Bool => {
-            let zero = on_q(Tensor::zeros([], q.dtype())?)?;
-            let hide = on_q(Tensor::full([], f64::NEG_INFINITY, q.dtype())?)?;
-            (true, crate::r#where(m, &zero, &hide)?.detach())
-        }
+        Some(m) if m.dtype() == DType::Bool => (true, m.detach()),
         Some(m) if m.dtype() == q.dtype() => (true, m.detach()),
         Some(m) => {
             return Err(Error::InvalidArgument {
@@ -382,5 +393,5 @@ pub fn scaled_dot_product_attention(
             });
         }
     };
-    attention_op(q, k, v, &bias, scale, options.is_causal, masked, p, seed)
+    attention_op(q, k, v, &mask, scale, options.is_causal, masked, p, seed)
 }

@@ -68,6 +68,7 @@ const EXPECTED_SAVED: &[(&str, &[&str])] = &[
     ("recip", &["x"]),
     ("relu", &["output"]),
     ("reshape", &[]),
+    ("scaled_dot_product_attention", &["q", "k", "v", "mask"]),
     ("scatter_add", &["index"]),
     ("sigmoid", &["output"]),
     ("silu", &["x"]),

@@ -83,6 +83,8 @@ struct Params {
     seed: u64,
     /// layer_norm: whether the weight and the bias are passed.
     affine: (bool, bool),
+    /// scaled_dot_product_attention: `is_causal`.
+    causal: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -150,6 +152,7 @@ const OTHER: &[&str] = &[
     "gather",
     "scatter_add",
     "dropout",
+    "scaled_dot_product_attention",
     "layer_norm",
 ];
 
@@ -973,6 +976,36 @@ fn strategy(name: &'static str) -> BoxedStrategy<Case> {
                 });
             case(name, params, one_input(0..=4))
         }
+        "scaled_dot_product_attention" => {
+            let params = any::<bool>().prop_map(|causal| Params {
+                causal,
+                ..Params::default()
+            });
+            case(name, params, |smooth| {
+                // q [.., L, D], k [.., S, D], v [.., S, Dv] (batches broadcasting),
+                // D at least 1 (the default scale is 1/sqrt(D)); now and then a key
+                // axis or a query size that does not match.
+                (dims(0..=2), dim(), dim(), 1..=4usize, dim(), 0..10u8)
+                    .prop_flat_map(move |(batch, l, s, d, dv, pick)| {
+                        (Just(batch.clone()), broadcast_partner(batch)).prop_flat_map(
+                            move |(bq, bk)| {
+                                let mut q = bq.clone();
+                                q.extend([l, d]);
+                                let mut k = bk.clone();
+                                k.extend([s, if pick == 0 { d + 1 } else { d }]);
+                                let mut v = bk.clone();
+                                v.extend([if pick == 1 { s + 1 } else { s }, dv]);
+                                if pick == 2 {
+                                    q = vec![d]; // one axis: rejected
+                                }
+                                (input(q, smooth), input(k, smooth), input(v, smooth))
+                                    .prop_map(|(q, k, v)| vec![q, k, v])
+                            },
+                        )
+                    })
+                    .boxed()
+            })
+        }
         "layer_norm" => {
             let eps = prop_oneof![
                 8 => Just(1e-5),
@@ -1227,6 +1260,15 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "index_select" => ops::index_select(&x[0], &x[1], p.axis),
         "index_add" => ops::index_add(&x[0], &x[1], &x[2], p.axis),
         "matmul" => ops::matmul(&x[0], &x[1]),
+        "scaled_dot_product_attention" => ops::scaled_dot_product_attention(
+            &x[0],
+            &x[1],
+            &x[2],
+            ops::AttentionOptions {
+                is_causal: p.causal,
+                ..Default::default()
+            },
+        ),
         "cross_entropy" => ops::cross_entropy(&x[0], &x[1]),
         "mse_loss" => ops::mse_loss(&x[0], &x[1]),
         "to_device" => ops::to_device(&x[0], target_device(p)),
@@ -1356,6 +1398,7 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "index_select" => r::index_select(&x[0], &x[1], p.axis),
         "index_add" => r::index_add(&x[0], &x[1], &x[2], p.axis),
         "matmul" => r::matmul(&x[0], &x[1]),
+        "scaled_dot_product_attention" => r::attention(&x[0], &x[1], &x[2], p.causal),
         "cross_entropy" => r::cross_entropy(&x[0], &x[1]),
         "mse_loss" => r::mse_loss(&x[0], &x[1]),
         "to_device" | "to_dtype" => Some(x[0].clone()),
@@ -1669,7 +1712,7 @@ properties! {
     erf softplus silu mish log1p expm1 recip hardtanh leaky_relu elu clamp
     im2col col2im conv2d max_pool2d avg_pool2d
     max_all min_all var std_dev cumsum gather scatter_add dropout layer_norm
-    prod cumprod logcumsumexp
+    prod cumprod logcumsumexp scaled_dot_product_attention
     eq ne lt le gt ge argmax argmin reshape_infer flatten stack dot embedding
 }
 

@@ -181,6 +181,32 @@ pub fn softmax(x: &Nd, ax: isize, log: bool) -> Option<Nd> {
     }))
 }
 
+/// `softmax(q kᵀ / √D + causal) v` over the last two axes, batches broadcast; `None`
+/// where the op refuses: fewer than two axes, `q` and `k` of different `D`, `k` and
+/// `v` of different key counts, no keys.
+pub fn attention(q: &Nd, k: &Nd, v: &Nd, causal: bool) -> Option<Nd> {
+    let (rq, rk, rv) = (q.dims.len(), k.dims.len(), v.dims.len());
+    if rq < 2 || rk < 2 || rv < 2 {
+        return None;
+    }
+    let (l, d, s) = (q.dims[rq - 2], q.dims[rq - 1], k.dims[rk - 2]);
+    if k.dims[rk - 1] != d || v.dims[rv - 2] != s || s == 0 {
+        return None;
+    }
+    let scores = matmul_2d(q, &transpose(k)?)?;
+    let r = scores.dims.len();
+    let scale = 1.0 / (d as f64).sqrt();
+    let masked = Nd::from_fn(&scores.dims, |i| {
+        if causal && i[r - 1] > i[r - 2] {
+            f64::NEG_INFINITY
+        } else {
+            scores.at(i) * scale
+        }
+    });
+    debug_assert_eq!(masked.dims[r - 2], l);
+    matmul_2d(&softmax(&masked, -1, false)?, v)
+}
+
 /// `a @ b` as NumPy's `matmul`: a vector on the left is a row, on the right a
 /// column, and the axis it gained is removed from the result.
 pub fn matmul(a: &Nd, b: &Nd) -> Option<Nd> {
