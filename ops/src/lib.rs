@@ -19,6 +19,9 @@
 //! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
 //! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (`bool` masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] (`i64` positions) |
 //! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics) | [`conv2d`] (the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`max_pool2d`](mod@max_pool2d), [`avg_pool2d`](mod@avg_pool2d), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
+//! | trigonometric and hyperbolic, generated | [`tan`](mod@tan), [`asin`](mod@asin), [`acos`](mod@acos), [`atan`](mod@atan), [`atan2`](mod@atan2) (`atan2(y, x)`, broadcasting), [`sinh`](mod@sinh), [`cosh`](mod@cosh), [`asinh`](mod@asinh), [`acosh`](mod@acosh), [`atanh`](mod@atanh) |
+//! | rounding, generated (gradient 0) | [`floor`](mod@floor), [`ceil`](mod@ceil), [`round`](mod@round) (halves to even), [`trunc`](mod@trunc), [`sign`](mod@sign) |
+//! | PyTorch's activations, generated | [`rsqrt`](mod@rsqrt), [`logsigmoid`](mod@logsigmoid), [`softsign`](mod@softsign), [`selu`](mod@selu), [`celu`](mod@celu), [`hardswish`](mod@hardswish), [`hardsigmoid`](mod@hardsigmoid), [`gelu_erf`](mod@gelu_erf) (and [`gelu_with`], PyTorch's `approximate`), [`softplus_with`](mod@softplus_with), [`hardtanh_with`](mod@hardtanh_with) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
 //! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where_op`](mod@where_op) (behind [`r#where`](fn.where.html), registered as `where`) |
 //!
@@ -30,7 +33,9 @@
 //!   equal to its max (PyTorch gives it to the first); [`avg_pool2d`](mod@avg_pool2d)
 //!   divides every window by `kh·kw`, padding included (`count_include_pad = True`).
 //!   Pools take padding of at most half the kernel, as PyTorch does.
-//! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default.
+//! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default;
+//!   PyTorch's default, the exact form, is [`gelu_erf`](mod@gelu_erf), and
+//!   [`gelu_with`] takes PyTorch's `approximate` ([`GeluApproximate`], default `None`).
 //! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` integer class targets
 //!   (`i64`, no gradient); it returns the mean over the batch.
 //! - Index inputs are integer tensors (`i64`, as PyTorch's; `i32` and `u8` are
@@ -60,9 +65,12 @@ mod ext;
 mod index;
 mod linalg;
 mod nn;
+mod nonlinear;
 mod reduce;
+mod rounding;
 mod shape;
 mod standard;
+mod trig;
 mod unary;
 
 pub use activation::*;
@@ -75,9 +83,12 @@ pub use ext::{Exponent, TensorExt, methods};
 pub use index::*;
 pub use linalg::*;
 pub use nn::*;
+pub use nonlinear::*;
 pub use reduce::*;
+pub use rounding::*;
 pub use shape::*;
 pub use standard::STANDARD_OPS;
+pub use trig::*;
 pub use unary::*;
 
 use autograd_core::{Error, OpRegistry, Result, Tensor, registry};

@@ -16,6 +16,7 @@ mod half_reference;
 mod io;
 mod operators;
 mod ops_batch;
+mod ops_elementwise;
 mod ops_errors;
 mod ops_reference;
 mod ops_registry;
