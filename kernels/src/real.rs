@@ -8,7 +8,10 @@
 //! with `f32` and `f64` it is the forward kernel; instantiated with [`Dual`] numbers
 //! (nested for higher orders) it computes the derivatives, so the derivative is
 //! never written by hand and always agrees with the forward. The transcendental
-//! methods of `f32` and `f64` are [`crate::math`]'s, which vectorize.
+//! methods of `f32` and `f64` are [`crate::math`]'s, which vectorize, except the
+//! trigonometric and hyperbolic ones beyond `sin`, `cos` and `tanh` (`tan`,
+//! `asin`, .., `atanh`) and `floor`, `ceil`, `trunc`: those are `std`'s (calls into
+//! the C math library, one element at a time) until `math` has its own.
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
