@@ -46,7 +46,21 @@ EW_PLAIN(float, tanh, tanhf)
 EW_PLAIN(float, sin, sinf)
 EW_PLAIN(float, cos, cosf)
 EW_PLAIN(float, erf, erff)
+EW_PLAIN(float, tan, tanf)
+EW_PLAIN(float, asin, asinf)
+EW_PLAIN(float, acos, acosf)
+EW_PLAIN(float, atan, atanf)
+EW_PLAIN(float, sinh, sinhf)
+EW_PLAIN(float, cosh, coshf)
+EW_PLAIN(float, asinh, asinhf)
+EW_PLAIN(float, acosh, acoshf)
+EW_PLAIN(float, atanh, atanhf)
+EW_PLAIN(float, floor, floorf)
+EW_PLAIN(float, ceil, ceilf)
+EW_PLAIN(float, round_ties_even, rintf)
+EW_PLAIN(float, trunc, truncf)
 EW_PLAIN(float, abs, fabsf)
+__device__ __forceinline__ float ew_atan2(float y, float x) { return atan2f(y, x); }
 __device__ __forceinline__ float ew_recip(float x) { return 1.0f / x; }
 __device__ __forceinline__ float ew_powf(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ float ew_powi(float x, int n) { return powf(x, (float)n); }
@@ -67,7 +81,21 @@ EW_PLAIN(double, tanh, tanh)
 EW_PLAIN(double, sin, sin)
 EW_PLAIN(double, cos, cos)
 EW_PLAIN(double, erf, erf)
+EW_PLAIN(double, tan, tan)
+EW_PLAIN(double, asin, asin)
+EW_PLAIN(double, acos, acos)
+EW_PLAIN(double, atan, atan)
+EW_PLAIN(double, sinh, sinh)
+EW_PLAIN(double, cosh, cosh)
+EW_PLAIN(double, asinh, asinh)
+EW_PLAIN(double, acosh, acosh)
+EW_PLAIN(double, atanh, atanh)
+EW_PLAIN(double, floor, floor)
+EW_PLAIN(double, ceil, ceil)
+EW_PLAIN(double, round_ties_even, rint)
+EW_PLAIN(double, trunc, trunc)
 EW_PLAIN(double, abs, fabs)
+__device__ __forceinline__ double ew_atan2(double y, double x) { return atan2(y, x); }
 __device__ __forceinline__ double ew_recip(double x) { return 1.0 / x; }
 __device__ __forceinline__ double ew_powf(double x, double y) { return pow(x, y); }
 __device__ __forceinline__ double ew_powi(double x, int n) { return pow(x, (double)n); }
@@ -120,6 +148,37 @@ template <typename T> __device__ __forceinline__ Dual<T> ew_cos(Dual<T> x) { ret
 template <typename T> __device__ __forceinline__ Dual<T> ew_erf(Dual<T> x) {
     return ew_chain(x, ew_erf(x.v), ew_mul(T(1.1283791670955126), ew_exp(-ew_mul(x.v, x.v))));
 }
+template <typename T> __device__ __forceinline__ Dual<T> ew_tan(Dual<T> x) { T t = ew_tan(x.v); return ew_chain(x, t, ew_add(T(1.0), ew_mul(t, t))); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_asin(Dual<T> x) {
+    return ew_chain(x, ew_asin(x.v), ew_recip(ew_sqrt(ew_sub(T(1.0), ew_mul(x.v, x.v)))));
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_acos(Dual<T> x) {
+    return ew_chain(x, ew_acos(x.v), -ew_recip(ew_sqrt(ew_sub(T(1.0), ew_mul(x.v, x.v)))));
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_atan(Dual<T> x) {
+    return ew_chain(x, ew_atan(x.v), ew_recip(ew_add(T(1.0), ew_mul(x.v, x.v))));
+}
+// d atan2(y, x) = (x dy - y dx) / (x² + y²), as the CPU's Dual::atan2.
+template <typename T> __device__ __forceinline__ Dual<T> ew_atan2(Dual<T> y, Dual<T> x) {
+    T r2 = ew_add(ew_mul(x.v, x.v), ew_mul(y.v, y.v));
+    return Dual<T>(ew_atan2(y.v, x.v), ew_div(ew_sub(ew_mul(x.v, y.d), ew_mul(y.v, x.d)), r2));
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_sinh(Dual<T> x) { return ew_chain(x, ew_sinh(x.v), ew_cosh(x.v)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_cosh(Dual<T> x) { return ew_chain(x, ew_cosh(x.v), ew_sinh(x.v)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_asinh(Dual<T> x) {
+    return ew_chain(x, ew_asinh(x.v), ew_recip(ew_sqrt(ew_add(ew_mul(x.v, x.v), T(1.0)))));
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_acosh(Dual<T> x) {
+    return ew_chain(x, ew_acosh(x.v), ew_recip(ew_sqrt(ew_mul(ew_sub(x.v, T(1.0)), ew_add(x.v, T(1.0))))));
+}
+template <typename T> __device__ __forceinline__ Dual<T> ew_atanh(Dual<T> x) {
+    return ew_chain(x, ew_atanh(x.v), ew_recip(ew_sub(T(1.0), ew_mul(x.v, x.v))));
+}
+// Piecewise constant: derivative 0 (PyTorch's), NaN included.
+template <typename T> __device__ __forceinline__ Dual<T> ew_floor(Dual<T> x) { return ew_chain(x, ew_floor(x.v), T(0.0)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_ceil(Dual<T> x) { return ew_chain(x, ew_ceil(x.v), T(0.0)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_round_ties_even(Dual<T> x) { return ew_chain(x, ew_round_ties_even(x.v), T(0.0)); }
+template <typename T> __device__ __forceinline__ Dual<T> ew_trunc(Dual<T> x) { return ew_chain(x, ew_trunc(x.v), T(0.0)); }
 template <typename T> __device__ __forceinline__ Dual<T> ew_abs(Dual<T> x) {
     T sign = x.v > T(0.0) ? T(1.0) : (x.v < T(0.0) ? T(-1.0) : T(0.0));
     return ew_chain(x, ew_abs(x.v), sign);

@@ -8,7 +8,10 @@
 //! with `f32` and `f64` it is the forward kernel; instantiated with [`Dual`] numbers
 //! (nested for higher orders) it computes the derivatives, so the derivative is
 //! never written by hand and always agrees with the forward. The transcendental
-//! methods of `f32` and `f64` are [`crate::math`]'s, which vectorize.
+//! methods of `f32` and `f64` are [`crate::math`]'s, which vectorize, except the
+//! trigonometric and hyperbolic ones beyond `sin`, `cos` and `tanh` (`tan`,
+//! `asin`, .., `atanh`) and `floor`, `ceil`, `trunc`: those are `std`'s (calls into
+//! the C math library, one element at a time) until `math` has its own.
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
@@ -72,6 +75,34 @@ pub trait Real:
     fn cos(self) -> Self;
     /// The error function.
     fn erf(self) -> Self;
+    /// The tangent (radians).
+    fn tan(self) -> Self;
+    /// The arcsine (NaN outside `[-1, 1]`).
+    fn asin(self) -> Self;
+    /// The arccosine (NaN outside `[-1, 1]`).
+    fn acos(self) -> Self;
+    /// The arctangent.
+    fn atan(self) -> Self;
+    /// The angle of the point `(other, self)`: `atan2(y, x)` with `self` as `y`.
+    fn atan2(self, other: Self) -> Self;
+    /// The hyperbolic sine.
+    fn sinh(self) -> Self;
+    /// The hyperbolic cosine.
+    fn cosh(self) -> Self;
+    /// The inverse hyperbolic sine.
+    fn asinh(self) -> Self;
+    /// The inverse hyperbolic cosine (NaN below 1).
+    fn acosh(self) -> Self;
+    /// The inverse hyperbolic tangent (NaN outside `[-1, 1]`).
+    fn atanh(self) -> Self;
+    /// The largest integer not above `x`; its derivative is 0.
+    fn floor(self) -> Self;
+    /// The smallest integer not below `x`; its derivative is 0.
+    fn ceil(self) -> Self;
+    /// The nearest integer, ties to even (`torch.round`); its derivative is 0.
+    fn round_ties_even(self) -> Self;
+    /// The integer part, towards 0; its derivative is 0.
+    fn trunc(self) -> Self;
     /// `|x|`; its derivative is 0 at 0.
     fn abs(self) -> Self;
     /// `1 / x`.
@@ -145,6 +176,62 @@ macro_rules! plain_real {
             #[inline(always)]
             fn erf(self) -> Self {
                 crate::math::$t::erf(self)
+            }
+            #[inline(always)]
+            fn tan(self) -> Self {
+                $t::tan(self)
+            }
+            #[inline(always)]
+            fn asin(self) -> Self {
+                $t::asin(self)
+            }
+            #[inline(always)]
+            fn acos(self) -> Self {
+                $t::acos(self)
+            }
+            #[inline(always)]
+            fn atan(self) -> Self {
+                $t::atan(self)
+            }
+            #[inline(always)]
+            fn atan2(self, other: Self) -> Self {
+                $t::atan2(self, other)
+            }
+            #[inline(always)]
+            fn sinh(self) -> Self {
+                $t::sinh(self)
+            }
+            #[inline(always)]
+            fn cosh(self) -> Self {
+                $t::cosh(self)
+            }
+            #[inline(always)]
+            fn asinh(self) -> Self {
+                $t::asinh(self)
+            }
+            #[inline(always)]
+            fn acosh(self) -> Self {
+                $t::acosh(self)
+            }
+            #[inline(always)]
+            fn atanh(self) -> Self {
+                $t::atanh(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                $t::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                $t::ceil(self)
+            }
+            #[inline(always)]
+            fn round_ties_even(self) -> Self {
+                crate::math::$t::round_ties_even(self)
+            }
+            #[inline(always)]
+            fn trunc(self) -> Self {
+                $t::trunc(self)
             }
             #[inline(always)]
             fn abs(self) -> Self {
@@ -363,6 +450,75 @@ impl<T: Real> Real for Dual<T> {
         self.chain(self.v.erf(), slope)
     }
     #[inline(always)]
+    fn tan(self) -> Self {
+        let t = self.v.tan();
+        self.chain(t, T::lit(1.0) + t * t)
+    }
+    #[inline(always)]
+    fn asin(self) -> Self {
+        let slope = (T::lit(1.0) - self.v * self.v).sqrt().recip();
+        self.chain(self.v.asin(), slope)
+    }
+    #[inline(always)]
+    fn acos(self) -> Self {
+        let slope = -(T::lit(1.0) - self.v * self.v).sqrt().recip();
+        self.chain(self.v.acos(), slope)
+    }
+    #[inline(always)]
+    fn atan(self) -> Self {
+        self.chain(self.v.atan(), (T::lit(1.0) + self.v * self.v).recip())
+    }
+    #[inline(always)]
+    fn atan2(self, x: Self) -> Self {
+        // d atan2(y, x) = (x dy - y dx) / (x² + y²).
+        let r2 = x.v * x.v + self.v * self.v;
+        Dual {
+            v: self.v.atan2(x.v),
+            d: (x.v * self.d - self.v * x.d) / r2,
+        }
+    }
+    #[inline(always)]
+    fn sinh(self) -> Self {
+        self.chain(self.v.sinh(), self.v.cosh())
+    }
+    #[inline(always)]
+    fn cosh(self) -> Self {
+        self.chain(self.v.cosh(), self.v.sinh())
+    }
+    #[inline(always)]
+    fn asinh(self) -> Self {
+        let slope = (self.v * self.v + T::lit(1.0)).sqrt().recip();
+        self.chain(self.v.asinh(), slope)
+    }
+    #[inline(always)]
+    fn acosh(self) -> Self {
+        // 1 / √((x - 1)(x + 1)), as PyTorch's (no cancellation in x² - 1 near 1).
+        let slope = ((self.v - T::lit(1.0)) * (self.v + T::lit(1.0)))
+            .sqrt()
+            .recip();
+        self.chain(self.v.acosh(), slope)
+    }
+    #[inline(always)]
+    fn atanh(self) -> Self {
+        self.chain(self.v.atanh(), (T::lit(1.0) - self.v * self.v).recip())
+    }
+    #[inline(always)]
+    fn floor(self) -> Self {
+        self.chain(self.v.floor(), T::lit(0.0))
+    }
+    #[inline(always)]
+    fn ceil(self) -> Self {
+        self.chain(self.v.ceil(), T::lit(0.0))
+    }
+    #[inline(always)]
+    fn round_ties_even(self) -> Self {
+        self.chain(self.v.round_ties_even(), T::lit(0.0))
+    }
+    #[inline(always)]
+    fn trunc(self) -> Self {
+        self.chain(self.v.trunc(), T::lit(0.0))
+    }
+    #[inline(always)]
     fn abs(self) -> Self {
         let zero = T::lit(0.0);
         let sign = T::select(
@@ -523,7 +679,28 @@ mod tests {
     #[test]
     fn derivatives_of_the_methods() {
         type Case = (fn(Dual<f64>) -> Dual<f64>, fn(f64) -> f64);
-        let cases: [Case; 10] = [
+        let cases: [Case; 19] = [
+            (|x| x.tan(), |x: f64| 1.0 / (x.cos() * x.cos())),
+            (
+                |x| (x * Dual::lit(0.3)).asin(),
+                |x: f64| 0.3 / (1.0 - 0.09 * x * x).sqrt(),
+            ),
+            (
+                |x| (x * Dual::lit(0.3)).acos(),
+                |x: f64| -0.3 / (1.0 - 0.09 * x * x).sqrt(),
+            ),
+            (|x| x.atan(), |x: f64| 1.0 / (1.0 + x * x)),
+            (|x| x.sinh(), |x: f64| x.cosh()),
+            (|x| x.cosh(), |x: f64| x.sinh()),
+            (|x| x.asinh(), |x: f64| 1.0 / (x * x + 1.0).sqrt()),
+            (
+                |x| (x + Dual::lit(1.0)).acosh(),
+                |x: f64| 1.0 / (x * (x + 2.0)).sqrt(),
+            ),
+            (
+                |x| (x * Dual::lit(0.3)).atanh(),
+                |x: f64| 0.3 / (1.0 - 0.09 * x * x),
+            ),
             (|x| x.exp_m1(), |x: f64| x.exp()),
             (|x| x.ln_1p(), |x: f64| 1.0 / (1.0 + x)),
             (|x| x.sqrt(), |x: f64| 0.5 / x.sqrt()),
@@ -547,6 +724,30 @@ mod tests {
                 assert!((got - df(x)).abs() < 1e-12, "{x}: {got} vs {}", df(x));
             }
         }
+    }
+
+    #[test]
+    fn atan2_has_both_partials_and_rounding_has_none() {
+        let (y, x) = (0.7f64, -1.3f64);
+        let r2 = x * x + y * y;
+        let by_y = Dual::variable(y).atan2(Dual::constant(x));
+        assert_eq!(by_y.v, y.atan2(x));
+        assert!((by_y.d - x / r2).abs() < 1e-15);
+        let by_x = Dual::constant(y).atan2(Dual::variable(x));
+        assert!((by_x.d + y / r2).abs() < 1e-15);
+        for f in [
+            Dual::floor as fn(Dual<f64>) -> Dual<f64>,
+            Dual::ceil,
+            Dual::round_ties_even,
+            Dual::trunc,
+        ] {
+            assert_eq!(f(Dual::variable(-2.5)).d, 0.0);
+        }
+        let r = |x: f64| Real::round_ties_even(Dual::variable(x)).v;
+        assert_eq!([r(2.5), r(-2.5), r(3.5), r(-0.4)], [2.0, -2.0, 4.0, -0.0]);
+        assert_eq!(Real::floor(Dual::variable(-2.5)).v, -3.0);
+        assert_eq!(Real::ceil(Dual::variable(-2.5)).v, -2.0);
+        assert_eq!(Real::trunc(Dual::variable(-2.5)).v, -2.0);
     }
 
     #[test]

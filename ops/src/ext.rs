@@ -77,6 +77,9 @@ pub trait TensorExt {
     fn gt(&self, other: &Tensor) -> Result<Tensor>;
     /// The `bool` mask `self >= other` (a constant): [`ge`].
     fn ge(&self, other: &Tensor) -> Result<Tensor>;
+    /// GELU in the form PyTorch's `approximate` chooses (the exact form by
+    /// default, as PyTorch's): [`gelu_with`].
+    fn gelu_with(&self, approximate: GeluApproximate) -> Result<Tensor>;
     /// Dropout with probability `p` in training, the identity otherwise: [`dropout`].
     fn dropout(&self, p: f64, train: bool, rng: &mut Rng) -> Result<Tensor>;
     /// `self` to the power `exponent` elementwise: a tensor exponent (`x.pow(&b)`,
@@ -244,6 +247,11 @@ impl TensorExt for Tensor {
 
     fn ge(&self, other: &Tensor) -> Result<Tensor> {
         ge(self, other)
+    }
+
+    #[track_caller]
+    fn gelu_with(&self, approximate: GeluApproximate) -> Result<Tensor> {
+        gelu_with(self, approximate)
     }
 
     #[track_caller]

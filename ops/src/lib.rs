@@ -26,6 +26,9 @@
 //! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (`bool` masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] (`i64` positions) |
 //! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics; options structs with PyTorch's defaults) | [`conv2d`] ([`Conv2dOptions`]; the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`conv1d`], [`conv3d`], [`conv_transpose2d`], [`conv_transpose1d`] (compositions), [`max_pool2d`](mod@max_pool2d) ([`MaxPool2dOptions`]; [`max_pool2d_with_indices`]), [`avg_pool2d`](mod@avg_pool2d) ([`AvgPool2dOptions`]), [`adaptive_avg_pool2d`], [`adaptive_max_pool2d`] (compositions), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
 //! | resizing and options (compositions) | [`interpolate`] (nearest, bilinear), [`embedding_with`] (`padding_idx`, `max_norm`), [`embedding_renorm`], [`layer_norm_shape`] (several trailing axes) |
+//! | trigonometric and hyperbolic, generated | [`tan`](mod@tan), [`asin`](mod@asin), [`acos`](mod@acos), [`atan`](mod@atan), [`atan2`](mod@atan2) (`atan2(y, x)`, broadcasting), [`sinh`](mod@sinh), [`cosh`](mod@cosh), [`asinh`](mod@asinh), [`acosh`](mod@acosh), [`atanh`](mod@atanh) |
+//! | rounding, generated (gradient 0) | [`floor`](mod@floor), [`ceil`](mod@ceil), [`round`](mod@round) (halves to even), [`trunc`](mod@trunc), [`sign`](mod@sign) |
+//! | PyTorch's activations, generated | [`rsqrt`](mod@rsqrt), [`logsigmoid`](mod@logsigmoid), [`softsign`](mod@softsign), [`selu`](mod@selu), [`celu`](mod@celu), [`hardswish`](mod@hardswish), [`hardsigmoid`](mod@hardsigmoid), [`gelu_erf`](mod@gelu_erf) (and [`gelu_with`], PyTorch's `approximate`), [`softplus_with`](mod@softplus_with), [`hardtanh_with`](mod@hardtanh_with) |
 //! | devices | [`to_device`] (the op [`transfer`](mod@transfer), registered as `to_device`) |
 //! | generated from one scalar function (`#[elementwise]`) | [`erf`](mod@erf), [`softplus`](mod@softplus), [`silu`](mod@silu), [`mish`](mod@mish), [`log1p`](mod@log1p), [`expm1`](mod@expm1), [`leaky_relu`](mod@leaky_relu), [`elu`](mod@elu), [`recip`](mod@recip), [`clamp`](mod@clamp), [`hardtanh`](mod@hardtanh), [`where_op`](mod@where_op) (behind [`r#where`](fn.where.html), registered as `where`) |
 //!
@@ -37,7 +40,9 @@
 //!   equal to its max, as PyTorch; [`avg_pool2d`](mod@avg_pool2d) by default
 //!   divides every window by `kh·kw`, padding included (`count_include_pad = True`).
 //!   Pools take padding of at most half the kernel, as PyTorch does.
-//! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default.
+//! - [`gelu`](mod@gelu) is the tanh approximation, as `jax.nn.gelu` by default;
+//!   PyTorch's default, the exact form, is [`gelu_erf`](mod@gelu_erf), and
+//!   [`gelu_with`] takes PyTorch's `approximate` ([`GeluApproximate`], default `None`).
 //! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` integer class targets
 //!   (`i64`, no gradient); it returns the mean over the batch.
 //! - Index inputs are integer tensors (`i64`, as PyTorch's; `i32` and `u8` are
@@ -73,14 +78,17 @@ mod interpolate;
 mod linalg;
 mod mask;
 mod nn;
+mod nonlinear;
 mod pool;
 mod product;
 mod reduce;
+mod rounding;
 mod sample;
 mod scatter;
 mod select;
 mod shape;
 mod standard;
+mod trig;
 mod unary;
 
 pub use activation::*;
@@ -99,14 +107,17 @@ pub use interpolate::*;
 pub use linalg::*;
 pub use mask::*;
 pub use nn::*;
+pub use nonlinear::*;
 pub use pool::*;
 pub use product::*;
 pub use reduce::*;
+pub use rounding::*;
 pub use sample::*;
 pub use scatter::*;
 pub use select::*;
 pub use shape::*;
 pub use standard::STANDARD_OPS;
+pub use trig::*;
 pub use unary::*;
 
 use autograd_core::{Error, OpRegistry, Result, Tensor, registry};

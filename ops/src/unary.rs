@@ -193,6 +193,10 @@ pub mod sigmoid {
 
 /// Gaussian error linear unit, tanh approximation (as `jax.nn.gelu` by default and
 /// PyTorch's `gelu(approximate="tanh")`): `½ x (1 + tanh(√(2/π) (x + 0.044715 x³)))`.
+///
+/// Not PyTorch's default: `torch.nn.functional.gelu(x)` is the exact form,
+/// [`gelu_erf`](mod@crate::gelu_erf) here; [`gelu_with`](crate::gelu_with) chooses
+/// between the two as PyTorch's `approximate` does.
 #[differentiable(crate = ::autograd_core, method)]
 pub mod gelu {
     use super::*;

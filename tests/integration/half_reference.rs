@@ -295,6 +295,36 @@ fn cases() -> Vec<Case> {
         exact("logcumsumexp axis 1", |v| {
             ops::logcumsumexp(&v[0], 1, false)
         }),
+        // ----- issue 37: elementwise -----
+        exact("tan", |v| ops::tan(&v[0])),
+        exact("asin", |v| ops::asin(&v[0])),
+        exact("acos", |v| ops::acos(&v[0])),
+        exact("atan", |v| ops::atan(&v[0])),
+        exact("atan2 [2,3],[3]", |v| ops::atan2(&v[0], &v[1])),
+        exact("sinh", |v| ops::sinh(&v[0])),
+        exact("cosh", |v| ops::cosh(&v[0])),
+        exact("asinh", |v| ops::asinh(&v[0])),
+        exact("acosh", |v| ops::acosh(&v[0])),
+        exact("atanh", |v| ops::atanh(&v[0])),
+        exact("floor", |v| ops::floor(&v[0])),
+        exact("ceil", |v| ops::ceil(&v[0])),
+        exact("round", |v| ops::round(&v[0])),
+        exact("trunc", |v| ops::trunc(&v[0])),
+        exact("sign", |v| ops::sign(&v[0])),
+        exact("rsqrt", |v| ops::rsqrt(&v[0])),
+        exact("logsigmoid", |v| ops::logsigmoid(&v[0])),
+        exact("softsign", |v| ops::softsign(&v[0])),
+        exact("selu", |v| ops::selu(&v[0])),
+        exact("celu 0.7", |v| ops::celu(&v[0], 0.7)),
+        exact("hardswish", |v| ops::hardswish(&v[0])),
+        exact("hardsigmoid", |v| ops::hardsigmoid(&v[0])),
+        exact("gelu (erf)", |v| ops::gelu_erf(&v[0])),
+        exact("softplus_with beta 2 threshold 3", |v| {
+            ops::softplus_with(&v[0], 2.0, 3.0)
+        }),
+        exact("hardtanh_with [-2,0.5]", |v| {
+            ops::hardtanh_with(&v[0], -2.0, 0.5)
+        }),
     ]
 }
 

@@ -19,6 +19,7 @@ mod operators;
 mod ops_attention;
 mod ops_batch;
 mod ops_conv_more;
+mod ops_elementwise;
 mod ops_errors;
 mod ops_reductions;
 mod ops_reference;

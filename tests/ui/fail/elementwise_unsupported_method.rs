@@ -6,7 +6,7 @@ use autograd::prelude::*;
 mod rounded {
     #[elementwise]
     pub fn forward(x: f32) -> f32 {
-        x.floor() + x.tnah()
+        x.cbrt() + x.tnah()
     }
 }
 

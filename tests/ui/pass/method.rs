@@ -2,11 +2,11 @@
 // first input as `self`, in a trait named `Method` inside the op's module.
 use autograd::prelude::*;
 use scaled_diff::Method as _;
-use softsign::Method as _;
+use squash::Method as _;
 
 /// `x / (1 + |x|)`.
 #[differentiable(method)]
-mod softsign {
+mod squash {
     use autograd::prelude::*;
 
     pub fn forward(x: &Tensor) -> Result<Tensor> {
@@ -39,8 +39,8 @@ mod scaled_diff {
 fn main() -> Result<()> {
     autograd::init()?;
     let x = Tensor::from_vec(vec![-1.0f64, 0.0, 3.0], [3])?.with_requires_grad(true);
-    let y = x.softsign()?;
-    assert_eq!(y.to_vec::<f64>()?, softsign(&x)?.to_vec::<f64>()?);
+    let y = x.squash()?;
+    assert_eq!(y.to_vec::<f64>()?, squash(&x)?.to_vec::<f64>()?);
     assert_eq!(y.to_vec::<f64>()?, vec![-0.5, 0.0, 0.75]);
 
     let b = Tensor::from_vec(vec![1.0f64, 1.0, 1.0], [3])?;

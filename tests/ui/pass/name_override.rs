@@ -2,8 +2,8 @@
 // module's name.
 use autograd::prelude::*;
 
-#[differentiable(name = "mylib.softsign")]
-mod softsign {
+#[differentiable(name = "mylib.squash")]
+mod squash {
     use autograd::prelude::*;
     use autograd::ops;
 
@@ -21,18 +21,18 @@ mod softsign {
 
 fn main() -> Result<()> {
     let reg = autograd::init()?;
-    assert!(reg.contains("mylib.softsign"));
-    assert!(!reg.contains("softsign"));
-    let entry = reg.get("mylib.softsign")?;
+    assert!(reg.contains("mylib.squash"));
+    assert!(!reg.contains("squash"));
+    let entry = reg.get("mylib.squash")?;
     assert!(
-        entry.module_path.ends_with("::softsign"),
+        entry.module_path.ends_with("::squash"),
         "{}",
         entry.module_path
     );
 
     let x = Tensor::scalar(1.0f64).with_requires_grad(true);
-    let y = softsign(&x)?;
-    assert_eq!(y.grad_fn().unwrap().op_name(), "mylib.softsign");
+    let y = squash(&x)?;
+    assert_eq!(y.grad_fn().unwrap().op_name(), "mylib.squash");
     assert_eq!(y.to_scalar::<f64>()?, 0.5);
     y.backward()?;
     assert_eq!(x.grad().unwrap().to_scalar::<f64>()?, 0.25);
