@@ -116,7 +116,7 @@ pub trait TensorExt {
         eps: f64,
     ) -> Result<Tensor>;
     /// `self` where the `bool` `condition` holds, else `other` (PyTorch's
-    /// `x.where(condition, y)`): [`r#where`](fn@r#where)`(condition, self, other)`.
+    /// `x.where(condition, y)`): the function `where` (`autograd_ops::r#where`) with `(condition, self, other)`.
     fn r#where(&self, condition: &Tensor, other: &Tensor) -> Result<Tensor>;
     /// The rows of `self`, a `[V, D]` weight, picked by the integer `indices`:
     /// [`embedding`]`(self, indices)`.
