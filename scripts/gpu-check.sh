@@ -63,8 +63,10 @@ for line in sys.stdin:
         target/release/examples/cnn "$out/bin/"
     for b in gpu cuda_backend cuda_defects nvrtc gpu_workloads layer_norm cnn; do
         [ -x "$out/bin/$b" ] || { echo "gpu-check build: $b was not built" >&2; exit 1; }
-        # Debug info is most of their size; the run needs none of it.
-        if command -v strip >/dev/null; then strip --strip-debug "$out/bin/$b"; fi
+        # Debug info and symbols are most of their size, and the device tool carries
+        # 64 MiB at most (the bundle grew past it with strip --strip-debug alone); a
+        # panic's message still says what failed, only backtraces lose their names.
+        if command -v strip >/dev/null; then strip --strip-all "$out/bin/$b"; fi
     done
     cp scripts/gpu-check.sh scripts/gpu_peer.py "$out/"
     echo "bundle: $out ($(du -sh "$out" | cut -f1))"
