@@ -323,6 +323,9 @@
 
 #![warn(missing_docs)]
 
+// `#[derive(Module)]` refers to `::autograd`: this lets the layers of `nn` use it too.
+extern crate self as autograd;
+
 pub mod amp;
 pub mod functional;
 pub mod nn;

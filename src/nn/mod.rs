@@ -519,3 +519,28 @@ impl<A: Visit, B: Visit> Visit for (A, B) {
         self.1.set_training(training);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The derive works inside this crate too (`extern crate self as autograd`).
+    #[derive(Module)]
+    struct Inner {
+        w: Tensor,
+        #[module(buffer)]
+        n: Tensor,
+    }
+
+    #[test]
+    fn the_derive_names_fields_inside_the_facade() -> Result<()> {
+        let m = Inner {
+            w: Tensor::zeros([2], DType::F32)?,
+            n: Tensor::zeros([], DType::I64)?,
+        };
+        let names: Vec<String> = m.state_dict().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["w", "n"]);
+        assert_eq!(m.num_parameters(), 2);
+        Ok(())
+    }
+}
