@@ -346,11 +346,13 @@ pub mod hardtanh_with {
     }
 
     /// The gradient passes where `min_val < x < max_val`, bounds excluded, and is
-    /// 0 elsewhere (NaN included): PyTorch's `hardtanh_backward`. The mask is a
-    /// constant, so the second derivative is 0.
+    /// 0 elsewhere (NaN included): PyTorch's `hardtanh_backward`. A NaN bound is
+    /// ignored, as the forward's clamp ignores it (no bound on that side), so the
+    /// gradient is the forward's. The mask is a constant, so the second derivative
+    /// is 0.
     #[elementwise]
     pub fn backward(&self, x: f32, grad: f32) -> f32 {
-        if x > self.min_val && x < self.max_val {
+        if x == x && !(x <= self.min_val) && !(x >= self.max_val) {
             grad
         } else {
             0.0

@@ -85,6 +85,8 @@ struct Params {
     affine: (bool, bool),
     /// scaled_dot_product_attention: `is_causal`.
     causal: bool,
+    /// softplus_with: the threshold (`scalar` is beta).
+    scalar2: f64,
 }
 
 #[derive(Clone, Debug)]
@@ -100,8 +102,42 @@ struct Case {
 /// Ops with a property, by kind. `every_standard_op_has_a_property` compares this
 /// list with the registry.
 const UNARY: &[&str] = &[
-    "neg", "exp", "log", "sqrt", "square", "abs", "tanh", "sigmoid", "relu", "gelu", "sin", "cos",
-    "erf", "softplus", "silu", "mish", "log1p", "expm1", "recip", "hardtanh",
+    "neg",
+    "exp",
+    "log",
+    "sqrt",
+    "square",
+    "abs",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "sin",
+    "cos",
+    "erf",
+    "softplus",
+    "silu",
+    "mish",
+    "log1p",
+    "expm1",
+    "recip",
+    "hardtanh",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "sign",
+    "rsqrt",
+    "logsigmoid",
+    "softsign",
+    "selu",
+    "hardswish",
+    "hardsigmoid",
+    "gelu_erf",
 ];
 const WITH_SCALAR: &[&str] = &[
     "add_scalar",
@@ -111,8 +147,12 @@ const WITH_SCALAR: &[&str] = &[
     "leaky_relu",
     "elu",
     "clamp",
+    "celu",
+    "hardtanh_with",
 ];
-const BINARY: &[&str] = &["add", "sub", "mul", "div", "pow", "maximum", "minimum"];
+const BINARY: &[&str] = &[
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2",
+];
 const REDUCE: &[&str] = &["sum", "mean", "max", "min", "logsumexp", "prod"];
 const OTHER: &[&str] = &[
     "sum_all",
@@ -153,6 +193,12 @@ const OTHER: &[&str] = &[
     "scatter_add",
     "dropout",
     "scaled_dot_product_attention",
+    "softplus_with",
+    "tan",
+    "asin",
+    "acos",
+    "acosh",
+    "atanh",
     "layer_norm",
 ];
 
@@ -465,10 +511,35 @@ fn shape_params(shape: BoxedStrategy<Vec<usize>>) -> BoxedStrategy<Params> {
         .boxed()
 }
 
+/// For the unary ops with poles or a bounded domain: where a smooth value (±[0.25, 2))
+/// goes, well inside the domain (their other cases take any value).
+fn smooth_domain(name: &str) -> Option<fn(f64) -> f64> {
+    Some(match name {
+        "tan" => |v| v * 0.7,                      // (-1.4, 1.4): poles at ±π/2
+        "asin" | "acos" | "atanh" => |v| v * 0.45, // (-0.9, 0.9): edges at ±1
+        "acosh" => |v: f64| v.abs() + 1.1,         // (1.35, 3.1): edge at 1
+        _ => return None,
+    })
+}
+
 /// The strategy of cases for op `name`.
 fn strategy(name: &'static str) -> BoxedStrategy<Case> {
     if UNARY.contains(&name) {
         return case(name, no_params(), one_input(0..=4));
+    }
+    if let Some(inside) = smooth_domain(name) {
+        // Smooth values moved inside the domain, short of the poles and the edges,
+        // where the reference's central difference is too coarse to compare with.
+        return case(name, no_params(), move |smooth| {
+            one_input(0..=4)(smooth)
+                .prop_map(move |mut inputs| {
+                    if smooth {
+                        inputs[0].nd.data.iter_mut().for_each(|v| *v = inside(*v));
+                    }
+                    inputs
+                })
+                .boxed()
+        });
     }
     if WITH_SCALAR.contains(&name) {
         let scalar = prop_oneof![
@@ -976,6 +1047,24 @@ fn strategy(name: &'static str) -> BoxedStrategy<Case> {
                 });
             case(name, params, one_input(0..=4))
         }
+        "softplus_with" => {
+            // beta (rarely 0 or negative: a division by it, as PyTorch's) and the
+            // threshold past which the result is x itself.
+            let beta = prop_oneof![
+                4 => 0.25f64..4.0,
+                1 => prop::sample::select(vec![1.0, 0.0, -1.0]),
+            ];
+            let threshold = prop_oneof![
+                3 => 0.0f64..4.0,
+                1 => prop::sample::select(vec![20.0, -1.0]),
+            ];
+            let params = (beta, threshold).prop_map(|(scalar, scalar2)| Params {
+                scalar,
+                scalar2,
+                ..Params::default()
+            });
+            case(name, params, one_input(0..=4))
+        }
         "scaled_dot_product_attention" => {
             let params = any::<bool>().prop_map(|causal| Params {
                 causal,
@@ -1281,6 +1370,31 @@ fn run(c: &Case, x: &[Tensor]) -> Result<Tensor> {
         "expm1" => ops::expm1(&x[0]),
         "recip" => ops::recip(&x[0]),
         "hardtanh" => ops::hardtanh(&x[0]),
+        "tan" => ops::tan(&x[0]),
+        "asin" => ops::asin(&x[0]),
+        "acos" => ops::acos(&x[0]),
+        "atan" => ops::atan(&x[0]),
+        "sinh" => ops::sinh(&x[0]),
+        "cosh" => ops::cosh(&x[0]),
+        "asinh" => ops::asinh(&x[0]),
+        "acosh" => ops::acosh(&x[0]),
+        "atanh" => ops::atanh(&x[0]),
+        "floor" => ops::floor(&x[0]),
+        "ceil" => ops::ceil(&x[0]),
+        "round" => ops::round(&x[0]),
+        "trunc" => ops::trunc(&x[0]),
+        "sign" => ops::sign(&x[0]),
+        "rsqrt" => ops::rsqrt(&x[0]),
+        "logsigmoid" => ops::logsigmoid(&x[0]),
+        "softsign" => ops::softsign(&x[0]),
+        "selu" => ops::selu(&x[0]),
+        "hardswish" => ops::hardswish(&x[0]),
+        "hardsigmoid" => ops::hardsigmoid(&x[0]),
+        "gelu_erf" => ops::gelu_erf(&x[0]),
+        "celu" => ops::celu(&x[0], p.scalar),
+        "hardtanh_with" => ops::hardtanh_with(&x[0], p.scalar, p.scalar + 1.0),
+        "softplus_with" => ops::softplus_with(&x[0], p.scalar, p.scalar2),
+        "atan2" => ops::atan2(&x[0], &x[1]),
         "leaky_relu" => ops::leaky_relu(&x[0], p.scalar),
         "elu" => ops::elu(&x[0], p.scalar),
         "clamp" => ops::clamp(&x[0], p.scalar, p.scalar + 1.0),
@@ -1404,6 +1518,22 @@ fn reference(c: &Case, x: &[Nd]) -> Option<Nd> {
         "to_device" | "to_dtype" => Some(x[0].clone()),
         "leaky_relu" => Some(x[0].map(|v| if v > 0.0 { v } else { p.scalar * v })),
         "elu" => Some(x[0].map(|v| if v > 0.0 { v } else { p.scalar * v.exp_m1() })),
+        "celu" => {
+            let a = p.scalar;
+            Some(x[0].map(|v| if v > 0.0 { v } else { a * (v / a).exp_m1() }))
+        }
+        "hardtanh_with" => Some(x[0].map(|v| r::clamp(v, p.scalar, p.scalar + 1.0))),
+        "softplus_with" => {
+            let (beta, threshold) = (p.scalar, p.scalar2);
+            Some(x[0].map(|v| {
+                let z = v * beta;
+                if z > threshold {
+                    v
+                } else {
+                    (r::max_first(z, 0.0) + (-z.abs()).exp().ln_1p()) / beta
+                }
+            }))
+        }
         "clamp" => Some(x[0].map(|v| r::clamp(v, p.scalar, p.scalar + 1.0))),
         "where" => r::select(&x[0], &x[1], &x[2]),
         "im2col" => r::im2col(&x[0], &p.win, 0.0),
@@ -1713,6 +1843,9 @@ properties! {
     im2col col2im conv2d max_pool2d avg_pool2d
     max_all min_all var std_dev cumsum gather scatter_add dropout layer_norm
     prod cumprod logcumsumexp scaled_dot_product_attention
+    tan asin acos atan sinh cosh asinh acosh atanh floor ceil round trunc sign rsqrt
+    logsigmoid softsign selu hardswish hardsigmoid gelu_erf celu hardtanh_with softplus_with
+    atan2
     eq ne lt le gt ge argmax argmin reshape_infer flatten stack dot embedding
 }
 

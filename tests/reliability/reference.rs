@@ -506,6 +506,55 @@ pub fn unary_fn(op: &str) -> Option<fn(f64) -> f64> {
         "expm1" => f64::exp_m1,
         "recip" => |x: f64| 1.0 / x,
         "hardtanh" => |x: f64| clamp(x, -1.0, 1.0),
+        "tan" => f64::tan,
+        "asin" => f64::asin,
+        "acos" => f64::acos,
+        "atan" => f64::atan,
+        "sinh" => f64::sinh,
+        "cosh" => f64::cosh,
+        "asinh" => f64::asinh,
+        "acosh" => f64::acosh,
+        "atanh" => f64::atanh,
+        "floor" => f64::floor,
+        "ceil" => f64::ceil,
+        "round" => f64::round_ties_even,
+        "trunc" => f64::trunc,
+        // torch.sign: 0 for 0, -0 and NaN.
+        "sign" => |x: f64| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        },
+        "rsqrt" => |x: f64| 1.0 / x.sqrt(),
+        // -softplus(-x), in the form that neither overflows nor cancels.
+        "logsigmoid" => |x: f64| -(max_first(-x, 0.0) + (-x.abs()).exp().ln_1p()),
+        "softsign" => |x: f64| x / (1.0 + x.abs()),
+        "selu" => |x: f64| {
+            const ALPHA: f64 = 1.6732632423543772848170429916717;
+            const SCALE: f64 = 1.0507009873554804934193349852946;
+            if x > 0.0 {
+                SCALE * x
+            } else {
+                SCALE * ALPHA * x.exp_m1()
+            }
+        },
+        // PyTorch's definition, piecewise (so -inf gives 0, not -inf · 0), and
+        // relu6(x + 3) / 6.
+        "hardswish" => |x: f64| {
+            if x <= -3.0 {
+                0.0
+            } else if x >= 3.0 {
+                x
+            } else {
+                x * (x + 3.0) / 6.0
+            }
+        },
+        "hardsigmoid" => |x: f64| clamp(x + 3.0, 0.0, 6.0) / 6.0,
+        "gelu_erf" => |x: f64| 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2)),
         _ => return None,
     })
 }
@@ -520,6 +569,7 @@ pub fn binary_fn(op: &str) -> Option<fn(f64, f64) -> f64> {
         "pow" => f64::powf,
         "maximum" => max_nan,
         "minimum" => min_nan,
+        "atan2" => f64::atan2,
         _ => return None,
     })
 }
