@@ -9,6 +9,14 @@ use std::path::Path;
 
 pub use autograd_macros::Module;
 
+mod layers;
+mod linear;
+mod norm;
+
+pub use layers::{Dropout, Forward, GELU, ReLU, Sequential, SiLU, Sigmoid, Tanh};
+pub use linear::{Embedding, Linear};
+pub use norm::LayerNorm;
+
 /// What a tensor of a module is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TensorKind {

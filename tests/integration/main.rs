@@ -15,6 +15,7 @@ mod graph_dot;
 mod half_reference;
 mod io;
 mod modules;
+mod nn_layers;
 mod operators;
 mod ops_attention;
 mod ops_batch;

@@ -1,0 +1,69 @@
+"""PyTorch layers, their state_dicts, inputs, outputs and gradients, for
+tests/integration/nn_layers.rs.
+
+Run: ~/.cache/peer-venvs/torch/bin/python scripts/reference/nn_layers.py
+It writes tests/data/nn_layers.safetensors. For each case `c`:
+  c.state.<key>   the layer's state_dict (float32, PyTorch's own init, torch.manual_seed)
+  c.x             the input (float32; int64 indices for the embedding)
+  c.y             the output in eval mode, computed in float64 from the float32 state
+  c.grad.x        the gradient of sum(y * r) for the input (floating inputs only),
+  c.grad.<key>    and for each parameter, with r[j] = sin(0.5 j + 0.3) over y flattened.
+"""
+import math
+import pathlib
+
+import torch
+from safetensors.torch import save_file
+
+torch.manual_seed(0)
+out = {}
+
+
+def weights(n):
+    return torch.tensor([math.sin(0.5 * j + 0.3) for j in range(n)], dtype=torch.float64)
+
+
+def case(name, layer, x):
+    layer.eval()
+    print(name, "state_dict keys in order:", list(layer.state_dict()))
+    for k, v in layer.state_dict().items():
+        out[f"{name}.state.{k}"] = v.detach().clone().contiguous()
+    out[f"{name}.x"] = x.clone().contiguous()
+    layer = layer.double()
+    xd = x.double().requires_grad_(True) if x.is_floating_point() else x
+    y = layer(xd)
+    loss = (y.reshape(-1) * weights(y.numel())).sum()
+    params = dict(layer.named_parameters())
+    grads = torch.autograd.grad(loss, ([xd] if x.is_floating_point() else []) + list(params.values()))
+    out[f"{name}.y"] = y.detach().contiguous()
+    if x.is_floating_point():
+        out[f"{name}.grad.x"] = grads[0].contiguous()
+        grads = grads[1:]
+    for k, g in zip(params, grads):
+        out[f"{name}.grad.{k}"] = g.contiguous()
+
+
+nn = torch.nn
+case("linear", nn.Linear(3, 4), torch.randn(2, 3))
+case("linear_nobias", nn.Linear(3, 2, bias=False), torch.randn(2, 2, 3))
+case(
+    "seq",
+    nn.Sequential(
+        nn.Linear(3, 5), nn.ReLU(), nn.Linear(5, 5), nn.GELU(), nn.Linear(5, 5),
+        nn.GELU(approximate="tanh"), nn.Tanh(), nn.Linear(5, 4), nn.Sigmoid(), nn.SiLU(),
+        nn.Dropout(0.5), nn.Linear(4, 2),
+    ),
+    torch.randn(3, 3),
+)
+case("emb", nn.Embedding(5, 3, padding_idx=1), torch.tensor([[0, 1, 4], [1, 2, 2]]))
+ln = nn.LayerNorm((2, 3))
+with torch.no_grad():  # an affine part that is not the identity
+    ln.weight.uniform_(0.5, 1.5)
+    ln.bias.uniform_(-0.5, 0.5)
+case("ln", ln, torch.randn(2, 2, 3))
+case("ln_plain", nn.LayerNorm(4, elementwise_affine=False), torch.randn(3, 4))
+
+path = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "nn_layers.safetensors"
+save_file(out, str(path))
+for k, v in out.items():
+    print(k, list(v.shape), v.dtype)

@@ -1,0 +1,299 @@
+//! Layers of `autograd::nn` against PyTorch's: each layer is built here, loads
+//! PyTorch's state_dict by name (strict), and its eval output and the gradients
+//! of `Σ y · sin(0.5 j + 0.3)` (input and every parameter) match PyTorch's.
+//! `scripts/reference/nn_layers.py` wrote `tests/data/nn_layers.safetensors`
+//! (state in f32; outputs and gradients computed in float64 from it). Also: the
+//! names, dropout's modes, the default initialisation's statistics, the errors.
+
+use autograd::nn::{
+    Dropout, Embedding, Forward, GELU, LayerNorm, Linear, Module, ReLU, Sequential, SiLU, Sigmoid,
+    Tanh,
+};
+use autograd::ops::GeluApproximate;
+use autograd::prelude::*;
+use autograd::random::Rng;
+
+const DATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/data/nn_layers.safetensors"
+);
+
+fn data() -> Vec<(String, Tensor)> {
+    autograd::load(DATA).unwrap()
+}
+
+fn get(data: &[(String, Tensor)], name: &str) -> Tensor {
+    data.iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("{name} is not in {DATA}"))
+        .1
+        .clone()
+}
+
+/// The state saved under `case.state.`, with the prefix removed.
+fn state(data: &[(String, Tensor)], case: &str) -> Vec<(String, Tensor)> {
+    let prefix = format!("{case}.state.");
+    data.iter()
+        .filter_map(|(n, t)| n.strip_prefix(&prefix).map(|k| (k.to_string(), t.clone())))
+        .collect()
+}
+
+fn close(what: &str, got: &Tensor, want: &Tensor, tol: f64) {
+    assert_eq!(got.dims(), want.dims(), "{what}: shape");
+    let (g, w) = (got.to_vec::<f64>().unwrap(), want.to_vec::<f64>().unwrap());
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (a - b).abs() <= tol * (1.0 + b.abs()),
+            "{what}, element {i}: {a} against PyTorch's {b}"
+        );
+    }
+}
+
+/// Loads `case`'s state into `layer` (strict), runs it in eval mode on the saved
+/// input, and compares the output and the gradients with PyTorch's.
+/// `names`: PyTorch's `state_dict()` keys in its order (safetensors sorts them).
+fn check<L: Forward + Module>(case: &str, layer: &mut L, float_input: bool, names_want: &[&str]) {
+    crate::init();
+    let data = data();
+    let st = state(&data, case);
+    let names: Vec<String> = layer.state_dict().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names, names_want,
+        "{case}: the state_dict names are PyTorch's, in order"
+    );
+    let mut saved: Vec<&str> = st.iter().map(|(n, _)| n.as_str()).collect();
+    let mut sorted = names_want.to_vec();
+    saved.sort_unstable();
+    sorted.sort_unstable();
+    assert_eq!(saved, sorted, "{case}: the file holds PyTorch's names");
+    let report = layer.load_state_dict(&st, true).unwrap();
+    assert!(report.is_clean(), "{report}");
+    layer.eval();
+    let x = get(&data, &format!("{case}.x"));
+    let x = if float_input {
+        x.with_requires_grad(true)
+    } else {
+        x
+    };
+    let y = layer.forward(&x).unwrap();
+    assert_eq!(y.dtype(), DType::F32);
+    close(
+        &format!("{case}: output"),
+        &y,
+        &get(&data, &format!("{case}.y")),
+        1e-5,
+    );
+    let n = y.numel();
+    let r: Vec<f32> = (0..n)
+        .map(|j| (0.5 * j as f64 + 0.3).sin() as f32)
+        .collect();
+    let r = Tensor::from_slice(&r, y.dims()).unwrap();
+    (&y * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    if float_input {
+        let gx = x.grad().expect("the input gets a gradient");
+        close(
+            &format!("{case}: grad of x"),
+            &gx,
+            &get(&data, &format!("{case}.grad.x")),
+            1e-5,
+        );
+    }
+    let mut checked = 0;
+    for (name, t) in layer.named_parameters() {
+        let g = t
+            .grad()
+            .unwrap_or_else(|| panic!("{case}: {name} has no gradient"));
+        close(
+            &format!("{case}: grad of {name}"),
+            &g,
+            &get(&data, &format!("{case}.grad.{name}")),
+            1e-5,
+        );
+        checked += 1;
+    }
+    assert_eq!(
+        checked,
+        st.len(),
+        "{case}: every parameter's gradient was checked"
+    );
+}
+
+/// PyTorch's names of a layer with a weight and a bias.
+const WB: [&str; 2] = ["weight", "bias"];
+
+#[test]
+fn linear_matches_pytorch() {
+    let mut rng = Rng::new(1);
+    check(
+        "linear",
+        &mut Linear::new(3, 4, true, &mut rng).unwrap(),
+        true,
+        &WB,
+    );
+    check(
+        "linear_nobias",
+        &mut Linear::new(3, 2, false, &mut rng).unwrap(),
+        true,
+        &["weight"],
+    );
+}
+
+#[test]
+fn sequential_of_linears_and_activations_matches_pytorch() {
+    let mut rng = Rng::new(2);
+    let mut seq = Sequential::new()
+        .add(Linear::new(3, 5, true, &mut rng).unwrap())
+        .add(ReLU)
+        .add(Linear::new(5, 5, true, &mut rng).unwrap())
+        .add(GELU::default())
+        .add(Linear::new(5, 5, true, &mut rng).unwrap())
+        .add(GELU::new(GeluApproximate::Tanh))
+        .add(Tanh)
+        .add(Linear::new(5, 4, true, &mut rng).unwrap())
+        .add(Sigmoid)
+        .add(SiLU)
+        .add(Dropout::new(0.5, 3).unwrap())
+        .add(Linear::new(4, 2, true, &mut rng).unwrap());
+    assert_eq!(seq.len(), 12);
+    let names = [
+        "0.weight",
+        "0.bias",
+        "2.weight",
+        "2.bias",
+        "4.weight",
+        "4.bias",
+        "7.weight",
+        "7.bias",
+        "11.weight",
+        "11.bias",
+    ];
+    check("seq", &mut seq, true, &names);
+    // The dropout in it drops again once the whole sequence is back in training.
+    seq.train();
+    let x = Tensor::ones([64, 3], DType::F32).unwrap();
+    let (a, b) = (seq.forward(&x).unwrap(), seq.forward(&x).unwrap());
+    assert_ne!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    seq.eval();
+    let (a, b) = (seq.forward(&x).unwrap(), seq.forward(&x).unwrap());
+    assert_eq!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+}
+
+#[test]
+fn embedding_with_padding_matches_pytorch() {
+    let mut rng = Rng::new(4);
+    let mut emb = Embedding::new(5, 3, Some(1), &mut rng).unwrap();
+    // The padding row starts at zero, as PyTorch's.
+    assert_eq!(emb.weight.to_vec::<f32>().unwrap()[3..6], [0.0, 0.0, 0.0]);
+    check("emb", &mut emb, false, &["weight"]);
+    // Row 1 (looked up twice) got no gradient.
+    let g = emb.weight.grad().unwrap().to_vec::<f64>().unwrap();
+    assert_eq!(g[3..6], [0.0, 0.0, 0.0]);
+    assert_eq!(
+        Embedding::new(5, 3, Some(-1), &mut rng)
+            .unwrap()
+            .padding_idx,
+        Some(4)
+    );
+}
+
+#[test]
+fn layer_norm_matches_pytorch() {
+    let mut ln = LayerNorm::new(&[2, 3], true).unwrap();
+    assert_eq!(
+        ln.weight.as_ref().unwrap().to_vec::<f32>().unwrap(),
+        [1.0; 6]
+    );
+    assert_eq!(ln.bias.as_ref().unwrap().to_vec::<f32>().unwrap(), [0.0; 6]);
+    check("ln", &mut ln, true, &WB);
+    let mut plain = LayerNorm::new(&[4], false).unwrap();
+    assert_eq!(plain.num_parameters(), 0);
+    check("ln_plain", &mut plain, true, &[]);
+}
+
+#[test]
+fn dropout_drops_in_training_and_is_the_identity_in_eval() {
+    crate::init();
+    let x = Tensor::ones([1000], DType::F32).unwrap();
+    let mut d = Dropout::new(0.25, 7).unwrap();
+    assert!(d.training, "a new layer is in training mode, as PyTorch's");
+    let y = d.forward(&x).unwrap().to_vec::<f32>().unwrap();
+    let zeros = y.iter().filter(|&&v| v == 0.0).count();
+    assert!(
+        (180..320).contains(&zeros),
+        "{zeros} of 1000 dropped at p = 0.25"
+    );
+    assert!(y.iter().all(|&v| v == 0.0 || (v - 1.0 / 0.75).abs() < 1e-6));
+    // The generator is the layer's: the next mask differs.
+    assert_ne!(d.forward(&x).unwrap().to_vec::<f32>().unwrap(), y);
+    // The same seed gives the same masks.
+    let mut again = Dropout::new(0.25, 7).unwrap();
+    assert_eq!(again.forward(&x).unwrap().to_vec::<f32>().unwrap(), y);
+    d.eval();
+    assert_eq!(d.forward(&x).unwrap().to_vec::<f32>().unwrap(), [1.0; 1000]);
+}
+
+#[test]
+fn default_init_follows_pytorchs_bounds() {
+    crate::init();
+    let mut rng = Rng::new(11);
+    let (i, o) = (400, 300);
+    let l = Linear::new(i, o, true, &mut rng).unwrap();
+    let bound = 1.0 / (i as f64).sqrt();
+    for (name, t) in l.named_parameters() {
+        assert!(t.requires_grad());
+        let v = t.to_vec::<f64>().unwrap();
+        let n = v.len() as f64;
+        assert!(v.iter().all(|x| x.abs() <= bound), "{name} within ±1/√in");
+        let mean = v.iter().sum::<f64>() / n;
+        let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+        // U(-b, b): mean 0, variance b²/3.
+        let want = bound * bound / 3.0;
+        let tol = if name == "weight" { 0.03 } else { 0.3 };
+        assert!(mean.abs() < 4.0 * (want / n).sqrt(), "{name}: mean {mean}");
+        assert!(
+            (var / want - 1.0).abs() < tol,
+            "{name}: variance {var}, want {want}"
+        );
+        if name == "weight" {
+            let max = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+            assert!(max > 0.99 * bound, "the weight fills its range: {max}");
+        }
+    }
+    let e = Embedding::new(300, 200, None, &mut rng).unwrap();
+    let v = e.weight.to_vec::<f64>().unwrap();
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+    assert!(
+        mean.abs() < 0.02 && (var - 1.0).abs() < 0.02,
+        "N(0, 1): {mean}, {var}"
+    );
+    // Different seeds, different weights; the same seed, the same.
+    let a = Linear::new(3, 2, false, &mut Rng::new(5)).unwrap();
+    let b = Linear::new(3, 2, false, &mut Rng::new(5)).unwrap();
+    let c = Linear::new(3, 2, false, &mut Rng::new(6)).unwrap();
+    let w = |l: &Linear| l.weight.to_vec::<f32>().unwrap();
+    assert_eq!(w(&a), w(&b));
+    assert_ne!(w(&a), w(&c));
+}
+
+#[test]
+fn bad_arguments_are_errors_naming_the_layer() {
+    crate::init();
+    let mut rng = Rng::new(0);
+    let msg = |e: autograd::Error| e.to_string();
+    assert!(msg(Linear::new(0, 2, true, &mut rng).err().unwrap()).contains("in_features"));
+    let l = Linear::new(3, 2, true, &mut rng).unwrap();
+    let e = msg(l
+        .forward(&Tensor::ones([2, 4], DType::F32).unwrap())
+        .unwrap_err());
+    assert!(e.contains("Linear") && e.contains("in_features = 3"), "{e}");
+    assert!(msg(Embedding::new(5, 3, Some(5), &mut rng).err().unwrap()).contains("padding_idx"));
+    assert!(msg(Dropout::new(1.5, 0).err().unwrap()).contains("probability"));
+    assert!(msg(LayerNorm::new(&[], true).err().unwrap()).contains("normalized_shape"));
+    let ln = LayerNorm::new(&[3], true).unwrap();
+    assert!(
+        ln.forward(&Tensor::ones([2, 4], DType::F32).unwrap())
+            .is_err()
+    );
+}
