@@ -63,6 +63,49 @@ with torch.no_grad():  # an affine part that is not the identity
 case("ln", ln, torch.randn(2, 2, 3))
 case("ln_plain", nn.LayerNorm(4, elementwise_affine=False), torch.randn(3, 4))
 
+case("conv", nn.Conv2d(2, 3, 3), torch.randn(1, 2, 4, 5))
+case(
+    "conv_opts",
+    nn.Conv2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2), groups=2, bias=False),
+    torch.randn(2, 4, 5, 6),
+)
+
+
+def bn_case(name, layer, x0, x1):
+    """A batch norm with a random affine part and running statistics from one
+    training batch x0 is saved; then, from that state: a training forward on x1
+    (c.train.y, its gradients c.grad.*, the running statistics after it
+    c.after.*), and an eval forward on x1 with them (c.eval.y)."""
+    with torch.no_grad():
+        layer.weight.uniform_(0.5, 1.5)
+        layer.bias.uniform_(-0.5, 0.5)
+    layer.train()
+    layer(x0)
+    print(name, "state_dict keys in order:", list(layer.state_dict()))
+    for k, v in layer.state_dict().items():
+        out[f"{name}.state.{k}"] = v.detach().clone().contiguous()
+    out[f"{name}.x"] = x1.clone().contiguous()
+    layer = layer.double()
+    xd = x1.double().requires_grad_(True)
+    y = layer(xd)
+    loss = (y.reshape(-1) * weights(y.numel())).sum()
+    params = dict(layer.named_parameters())
+    grads = torch.autograd.grad(loss, [xd] + list(params.values()))
+    out[f"{name}.train.y"] = y.detach().contiguous()
+    out[f"{name}.grad.x"] = grads[0].contiguous()
+    for k, g in zip(params, grads[1:]):
+        out[f"{name}.grad.{k}"] = g.contiguous()
+    for k, v in layer.named_buffers():
+        out[f"{name}.after.{k}"] = v.detach().clone().contiguous()
+    layer.eval()
+    with torch.no_grad():
+        out[f"{name}.eval.y"] = layer(x1.double()).contiguous()
+
+
+bn_case("bn1", nn.BatchNorm1d(3), torch.randn(4, 3) * 2 + 1, torch.randn(5, 3) * 3 - 1)
+bn_case("bn1_seq", nn.BatchNorm1d(3), torch.randn(2, 3, 4) + 1, torch.randn(3, 3, 2) * 2)
+bn_case("bn2", nn.BatchNorm2d(2), torch.randn(2, 2, 3, 2) + 0.5, torch.randn(3, 2, 2, 3) * 2 - 1)
+
 path = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "nn_layers.safetensors"
 save_file(out, str(path))
 for k, v in out.items():

@@ -9,13 +9,15 @@ use std::path::Path;
 
 pub use autograd_macros::Module;
 
+mod conv;
 mod layers;
 mod linear;
 mod norm;
 
+pub use conv::Conv2d;
 pub use layers::{Dropout, Forward, GELU, ReLU, Sequential, SiLU, Sigmoid, Tanh};
 pub use linear::{Embedding, Linear};
-pub use norm::LayerNorm;
+pub use norm::{BatchNorm1d, BatchNorm2d, LayerNorm};
 
 /// What a tensor of a module is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -2,7 +2,7 @@
 
 use super::layers::Forward;
 use crate::ops;
-use crate::{DType, Error, Result, Tensor};
+use crate::{DType, Error, Result, Shape, Tensor};
 
 /// Layer normalisation over the trailing `normalized_shape` axes
 /// (`nn.LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True)`): the
@@ -68,3 +68,170 @@ impl Forward for LayerNorm {
         LayerNorm::forward(self, x)
     }
 }
+
+/// Batch normalisation over axis 1 of `x`, shared by [`BatchNorm1d`] and
+/// [`BatchNorm2d`]: in training, batch statistics (biased variance) normalise `x`
+/// and update the running ones (`momentum`, unbiased variance) and the batch
+/// count; in evaluation, the running statistics normalise it.
+#[allow(clippy::too_many_arguments)]
+fn batch_norm(
+    op: &'static str,
+    ranks: &[usize],
+    x: &Tensor,
+    weight: &Tensor,
+    bias: &Tensor,
+    running_mean: &mut Tensor,
+    running_var: &mut Tensor,
+    num_batches_tracked: &mut Tensor,
+    eps: f64,
+    momentum: f64,
+    training: bool,
+) -> Result<Tensor> {
+    let c = weight.dims()[0];
+    if !ranks.contains(&x.rank()) || x.dims()[1] != c {
+        return Err(Error::Shape {
+            op,
+            msg: format!(
+                "the input has shape {}; it must have rank {ranks:?} with num_features = {c} \
+                 channels on axis 1",
+                x.shape()
+            ),
+        });
+    }
+    // [1, C, 1, ..]: the per-channel tensors broadcast along axis 1.
+    let mut bshape = vec![1; x.rank()];
+    bshape[1] = c;
+    let axes: Vec<isize> = (0..x.rank() as isize).filter(|&a| a != 1).collect();
+    let (mean, var) = if training {
+        let n = x.numel() / c;
+        if n < 2 {
+            return Err(Error::InvalidArgument {
+                op,
+                msg: format!(
+                    "training needs more than one value per channel; the input {} has {n}: use \
+                     a larger batch, or eval()",
+                    x.shape()
+                ),
+            });
+        }
+        let mean = ops::mean_axes(x, &axes, true)?;
+        let var = ops::var_axes(x, &axes, 0, true)?;
+        // The running statistics: the unbiased variance, without the graph.
+        let xd = x.detach();
+        let bm = ops::to_dtype(&ops::mean_axes(&xd, &axes, false)?, running_mean.dtype())?;
+        let bv = ops::to_dtype(&ops::var_axes(&xd, &axes, 1, false)?, running_var.dtype())?;
+        let blend = |old: &Tensor, new: &Tensor| -> Result<Tensor> {
+            ops::add(
+                &ops::mul_scalar(&old.detach(), 1.0 - momentum)?,
+                &ops::mul_scalar(new, momentum)?,
+            )
+        };
+        let (rm, rv) = (blend(running_mean, &bm)?, blend(running_var, &bv)?);
+        let count = num_batches_tracked.to_vec::<i64>()?[0] + 1;
+        running_mean.set_data(&rm)?;
+        running_var.set_data(&rv)?;
+        num_batches_tracked.set_data(&Tensor::from_slice(&[count], [])?)?;
+        (mean, var)
+    } else {
+        (
+            ops::reshape(
+                &ops::to_dtype(running_mean, x.dtype())?,
+                Shape::from(bshape.as_slice()),
+            )?,
+            ops::reshape(
+                &ops::to_dtype(running_var, x.dtype())?,
+                Shape::from(bshape.as_slice()),
+            )?,
+        )
+    };
+    let inv = ops::rsqrt(&ops::add_scalar(&var, eps)?)?;
+    let y = ops::mul(&ops::sub(x, &mean)?, &inv)?;
+    let y = ops::mul(&y, &ops::reshape(weight, Shape::from(bshape.as_slice()))?)?;
+    ops::add(&y, &ops::reshape(bias, Shape::from(bshape.as_slice()))?)
+}
+
+macro_rules! batch_norm_layer {
+    ($name:ident, $torch:literal, $ranks:expr, $input:literal) => {
+        #[doc = concat!("Batch normalisation (`nn.", $torch, "(num_features, eps=1e-5, momentum=0.1)`, affine, tracking running statistics) of ", $input, ": per channel (axis 1), in training the batch's mean and biased variance normalise `x` and update `running_mean` and `running_var` (`(1 - momentum) · running + momentum · batch`, the variance unbiased) and `num_batches_tracked`; in evaluation the running statistics normalise it. Then `weight` (ones) and `bias` (zeros). A new layer is in training mode, as PyTorch's.")]
+        #[derive(super::Module)]
+        pub struct $name {
+            /// `[num_features]`, initially ones.
+            pub weight: Tensor,
+            /// `[num_features]`, initially zeros.
+            pub bias: Tensor,
+            /// `[num_features]` buffer, initially zeros.
+            #[module(buffer)]
+            pub running_mean: Tensor,
+            /// `[num_features]` buffer, initially ones.
+            #[module(buffer)]
+            pub running_var: Tensor,
+            /// The number of training batches seen (an `i64` scalar buffer).
+            #[module(buffer)]
+            pub num_batches_tracked: Tensor,
+            /// Added to the variance (default `1e-5`).
+            pub eps: f64,
+            /// The weight of a new batch in the running statistics (default `0.1`).
+            pub momentum: f64,
+            /// Training mode: batch statistics, updated running ones.
+            #[module(training)]
+            pub training: bool,
+        }
+
+        impl $name {
+            /// An f32 layer over `num_features` channels with PyTorch's defaults. An
+            /// error when `num_features` is 0.
+            pub fn new(num_features: usize) -> Result<$name> {
+                if num_features == 0 {
+                    return Err(Error::InvalidArgument {
+                        op: $torch,
+                        msg: "num_features must be at least 1".into(),
+                    });
+                }
+                let c = [num_features];
+                Ok($name {
+                    weight: Tensor::ones(c, DType::F32)?.with_requires_grad(true),
+                    bias: Tensor::zeros(c, DType::F32)?.with_requires_grad(true),
+                    running_mean: Tensor::zeros(c, DType::F32)?,
+                    running_var: Tensor::ones(c, DType::F32)?,
+                    num_batches_tracked: Tensor::zeros([], DType::I64)?,
+                    eps: 1e-5,
+                    momentum: 0.1,
+                    training: true,
+                })
+            }
+
+            /// `x` normalised (updating the running statistics in training). An
+            /// error when `x`'s rank or channel count is wrong, or, in training,
+            /// when a channel has a single value.
+            pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+                batch_norm(
+                    $torch,
+                    &$ranks,
+                    x,
+                    &self.weight,
+                    &self.bias,
+                    &mut self.running_mean,
+                    &mut self.running_var,
+                    &mut self.num_batches_tracked,
+                    self.eps,
+                    self.momentum,
+                    self.training,
+                )
+            }
+        }
+
+        impl Forward for $name {
+            fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+                $name::forward(self, x)
+            }
+        }
+    };
+}
+
+batch_norm_layer!(
+    BatchNorm1d,
+    "BatchNorm1d",
+    [2, 3],
+    "`[N, C]` or `[N, C, L]`"
+);
+batch_norm_layer!(BatchNorm2d, "BatchNorm2d", [4], "`[N, C, H, W]`");

@@ -6,10 +6,10 @@
 //! names, dropout's modes, the default initialisation's statistics, the errors.
 
 use autograd::nn::{
-    Dropout, Embedding, Forward, GELU, LayerNorm, Linear, Module, ReLU, Sequential, SiLU, Sigmoid,
-    Tanh,
+    BatchNorm1d, BatchNorm2d, Conv2d, Dropout, Embedding, Forward, GELU, LayerNorm, Linear, Module,
+    ReLU, Sequential, SiLU, Sigmoid, Tanh,
 };
-use autograd::ops::GeluApproximate;
+use autograd::ops::{Conv2dOptions, GeluApproximate};
 use autograd::prelude::*;
 use autograd::random::Rng;
 
@@ -211,6 +211,156 @@ fn layer_norm_matches_pytorch() {
 }
 
 #[test]
+fn conv2d_matches_pytorch() {
+    let mut rng = Rng::new(8);
+    let mut plain = Conv2d::new(2, 3, (3, 3), Conv2dOptions::default(), true, &mut rng).unwrap();
+    check("conv", &mut plain, true, &WB);
+    let opts = Conv2dOptions {
+        stride: (2, 1),
+        padding: (1, 0),
+        dilation: (1, 2),
+        groups: 2,
+    };
+    let mut conv = Conv2d::new(4, 6, (3, 2), opts, false, &mut rng).unwrap();
+    assert_eq!(conv.weight.dims(), [6, 2, 3, 2]);
+    check("conv_opts", &mut conv, true, &["weight"]);
+}
+
+/// PyTorch's names of a batch norm.
+const BN: [&str; 5] = [
+    "weight",
+    "bias",
+    "running_mean",
+    "running_var",
+    "num_batches_tracked",
+];
+
+/// A batch norm loaded from `case`'s state: a training forward (output, gradients,
+/// running statistics and batch count after it) and an eval forward with the
+/// updated statistics, against PyTorch's.
+fn check_batch_norm<L: Forward + Module>(case: &str, bn: &mut L) {
+    crate::init();
+    let data = data();
+    let names: Vec<String> = bn.state_dict().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, BN, "{case}: PyTorch's names, in order");
+    let buffers: Vec<String> = bn.named_buffers().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        buffers,
+        BN[2..],
+        "{case}: the running statistics are buffers"
+    );
+    let report = bn.load_state_dict(&state(&data, case), true).unwrap();
+    assert!(report.is_clean(), "{report}");
+    let get = |k: &str| get(&data, &format!("{case}.{k}"));
+    assert_eq!(
+        get("state.num_batches_tracked").to_vec::<i64>().unwrap(),
+        [1]
+    );
+    bn.train();
+    let x = get("x").with_requires_grad(true);
+    let y = bn.forward(&x).unwrap();
+    close(
+        &format!("{case}: training output"),
+        &y,
+        &get("train.y"),
+        1e-5,
+    );
+    let r: Vec<f32> = (0..y.numel())
+        .map(|j| (0.5 * j as f64 + 0.3).sin() as f32)
+        .collect();
+    let r = Tensor::from_slice(&r, y.dims()).unwrap();
+    (&y * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    close(
+        &format!("{case}: grad of x"),
+        &x.grad().unwrap(),
+        &get("grad.x"),
+        1e-5,
+    );
+    for (name, t) in bn.named_parameters() {
+        let want = get(&format!("grad.{name}"));
+        close(
+            &format!("{case}: grad of {name}"),
+            &t.grad().unwrap(),
+            &want,
+            1e-5,
+        );
+    }
+    let after: Vec<(String, Tensor)> = bn.named_buffers();
+    for (name, t) in &after {
+        if name == "num_batches_tracked" {
+            assert_eq!(t.dtype(), DType::I64);
+            assert_eq!(t.to_vec::<i64>().unwrap(), [2], "{case}: one more batch");
+        } else {
+            close(
+                &format!("{case}: {name} after training"),
+                t,
+                &get(&format!("after.{name}")),
+                1e-5,
+            );
+        }
+    }
+    bn.eval();
+    let before = bn.named_buffers();
+    let y = bn.forward(&x).unwrap();
+    close(&format!("{case}: eval output"), &y, &get("eval.y"), 1e-5);
+    for ((name, a), (_, b)) in before.iter().zip(bn.named_buffers()) {
+        assert_eq!(
+            a.to_vec::<f64>().unwrap(),
+            b.to_vec::<f64>().unwrap(),
+            "{case}: eval keeps {name}"
+        );
+    }
+}
+
+#[test]
+fn batch_norm_matches_pytorch_in_training_and_eval() {
+    let fresh = BatchNorm2d::new(2).unwrap();
+    assert!(fresh.training);
+    assert_eq!(fresh.running_var.to_vec::<f32>().unwrap(), [1.0, 1.0]);
+    assert_eq!((fresh.eps, fresh.momentum), (1e-5, 0.1));
+    check_batch_norm("bn1", &mut BatchNorm1d::new(3).unwrap());
+    check_batch_norm("bn1_seq", &mut BatchNorm1d::new(3).unwrap());
+    check_batch_norm("bn2", &mut BatchNorm2d::new(2).unwrap());
+}
+
+#[test]
+fn batch_norm_errors_name_the_fix() {
+    crate::init();
+    let mut bn = BatchNorm2d::new(2).unwrap();
+    let e = bn
+        .forward(&Tensor::ones([2, 2, 3], DType::F32).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("BatchNorm2d") && e.contains("rank"), "{e}");
+    let e = bn
+        .forward(&Tensor::ones([2, 3, 1, 1], DType::F32).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("num_features = 2"), "{e}");
+    let e = bn
+        .forward(&Tensor::ones([1, 2, 1, 1], DType::F32).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("more than one value per channel"), "{e}");
+    // Nothing was counted on the errors.
+    assert_eq!(bn.num_batches_tracked.to_vec::<i64>().unwrap(), [0]);
+    assert!(BatchNorm1d::new(0).is_err());
+    let mut rng = Rng::new(0);
+    let e = Conv2d::new(
+        3,
+        4,
+        (3, 3),
+        Conv2dOptions {
+            groups: 2,
+            ..Default::default()
+        },
+        true,
+        &mut rng,
+    );
+    assert!(e.err().unwrap().to_string().contains("groups = 2"));
+}
+
+#[test]
 fn dropout_drops_in_training_and_is_the_identity_in_eval() {
     crate::init();
     let x = Tensor::ones([1000], DType::F32).unwrap();
@@ -268,6 +418,21 @@ fn default_init_follows_pytorchs_bounds() {
         mean.abs() < 0.02 && (var - 1.0).abs() < 0.02,
         "N(0, 1): {mean}, {var}"
     );
+    // Conv2d: fan_in = in_channels / groups · kh · kw.
+    let opts = Conv2dOptions {
+        groups: 2,
+        ..Default::default()
+    };
+    let c = Conv2d::new(8, 16, (3, 5), opts, true, &mut rng).unwrap();
+    let bound = 1.0 / ((8 / 2 * 3 * 5) as f64).sqrt();
+    for (name, t) in c.named_parameters() {
+        let v = t.to_vec::<f64>().unwrap();
+        let max = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        assert!(
+            max <= bound && max > 0.8 * bound,
+            "conv {name}: {max} against {bound}"
+        );
+    }
     // Different seeds, different weights; the same seed, the same.
     let a = Linear::new(3, 2, false, &mut Rng::new(5)).unwrap();
     let b = Linear::new(3, 2, false, &mut Rng::new(5)).unwrap();
