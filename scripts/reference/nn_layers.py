@@ -106,6 +106,69 @@ bn_case("bn1", nn.BatchNorm1d(3), torch.randn(4, 3) * 2 + 1, torch.randn(5, 3) *
 bn_case("bn1_seq", nn.BatchNorm1d(3), torch.randn(2, 3, 4) + 1, torch.randn(3, 3, 2) * 2)
 bn_case("bn2", nn.BatchNorm2d(2), torch.randn(2, 2, 3, 2) + 0.5, torch.randn(3, 2, 2, 3) * 2 - 1)
 
+def case_multi(name, layer, inputs, call):
+    """As `case`, for a layer of several inputs: `inputs` maps names to tensors
+    (saved as c.in.<k>; floating ones get gradients c.grad.in.<k>), `call(layer,
+    inputs)` runs it. Every parameter is first moved off its initial value (zero
+    biases, unit norms) by N(0, 0.1²) noise, so that each is tested."""
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    layer.eval()
+    print(name, "state_dict keys in order:", list(layer.state_dict()))
+    for k, v in layer.state_dict().items():
+        out[f"{name}.state.{k}"] = v.detach().clone().contiguous()
+    layer = layer.double()
+    ins = {}
+    for k, v in inputs.items():
+        out[f"{name}.in.{k}"] = v.clone().contiguous()
+        ins[k] = v.double().requires_grad_(True) if v.is_floating_point() else v
+    y = call(layer, ins)
+    loss = (y.reshape(-1) * weights(y.numel())).sum()
+    floats = [k for k, v in ins.items() if v.is_floating_point()]
+    params = dict(layer.named_parameters())
+    grads = torch.autograd.grad(loss, [ins[k] for k in floats] + list(params.values()))
+    out[f"{name}.y"] = y.detach().contiguous()
+    for k, g in zip(floats + list(params), grads):
+        out[f"{name}.grad.{'in.' if k in floats else ''}{k}"] = g.contiguous()
+
+
+pad = torch.tensor([[False, False, False, True, True], [False] * 5])
+case_multi(
+    "mha",
+    nn.MultiheadAttention(4, 2, batch_first=True),
+    {
+        "q": torch.randn(2, 3, 4),
+        "k": torch.randn(2, 5, 4),
+        "v": torch.randn(2, 5, 4),
+        "attn_mask": torch.tensor([[False, True, False, False, False]] * 2 + [[True, False, False, False, False]]),
+        "key_padding_mask": pad,
+    },
+    lambda m, i: m(i["q"], i["k"], i["v"], key_padding_mask=i["key_padding_mask"],
+                   attn_mask=i["attn_mask"], need_weights=False)[0],
+)
+causal = nn.Transformer.generate_square_subsequent_mask(3, dtype=torch.float64)
+case_multi(
+    "mha_causal",
+    nn.MultiheadAttention(6, 3, batch_first=True),
+    {"x": torch.randn(2, 3, 6)},
+    lambda m, i: m(i["x"], i["x"], i["x"], attn_mask=causal, need_weights=False)[0],
+)
+case_multi(
+    "tel",
+    nn.TransformerEncoderLayer(4, 2, dim_feedforward=6, batch_first=True),
+    {"x": torch.randn(2, 5, 4), "key_padding_mask": pad},
+    lambda m, i: m(i["x"], src_key_padding_mask=i["key_padding_mask"]),
+)
+causal5 = nn.Transformer.generate_square_subsequent_mask(5, dtype=torch.float64)
+case_multi(
+    "tel_norm_first",
+    nn.TransformerEncoderLayer(4, 2, dim_feedforward=6, activation="gelu", batch_first=True,
+                               norm_first=True),
+    {"x": torch.randn(2, 5, 4)},
+    lambda m, i: m(i["x"], src_mask=causal5),
+)
+
 path = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "nn_layers.safetensors"
 save_file(out, str(path))
 for k, v in out.items():

@@ -43,7 +43,7 @@ impl Conv2d {
                 ),
             });
         }
-        if in_channels % g != 0 || out_channels % g != 0 {
+        if !in_channels.is_multiple_of(g) || !out_channels.is_multiple_of(g) {
             return Err(Error::InvalidArgument {
                 op: "Conv2d",
                 msg: format!(

@@ -31,7 +31,7 @@ impl Sequential {
     }
 
     /// This sequence with `layer` appended (it takes the next index).
-    pub fn add(mut self, layer: impl Forward + 'static) -> Sequential {
+    pub fn append(mut self, layer: impl Forward + 'static) -> Sequential {
         self.layers.push(Box::new(layer));
         self
     }

@@ -9,11 +9,13 @@ use std::path::Path;
 
 pub use autograd_macros::Module;
 
+mod attention;
 mod conv;
 mod layers;
 mod linear;
 mod norm;
 
+pub use attention::{Activation, MhaMasks, MultiheadAttention, TransformerEncoderLayer};
 pub use conv::Conv2d;
 pub use layers::{Dropout, Forward, GELU, ReLU, Sequential, SiLU, Sigmoid, Tanh};
 pub use linear::{Embedding, Linear};

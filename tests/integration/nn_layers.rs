@@ -6,8 +6,9 @@
 //! names, dropout's modes, the default initialisation's statistics, the errors.
 
 use autograd::nn::{
-    BatchNorm1d, BatchNorm2d, Conv2d, Dropout, Embedding, Forward, GELU, LayerNorm, Linear, Module,
-    ReLU, Sequential, SiLU, Sigmoid, Tanh,
+    Activation, BatchNorm1d, BatchNorm2d, Conv2d, Dropout, Embedding, Forward, GELU, LayerNorm,
+    Linear, MhaMasks, Module, MultiheadAttention, ReLU, Sequential, SiLU, Sigmoid, Tanh,
+    TransformerEncoderLayer,
 };
 use autograd::ops::{Conv2dOptions, GeluApproximate};
 use autograd::prelude::*;
@@ -142,18 +143,18 @@ fn linear_matches_pytorch() {
 fn sequential_of_linears_and_activations_matches_pytorch() {
     let mut rng = Rng::new(2);
     let mut seq = Sequential::new()
-        .add(Linear::new(3, 5, true, &mut rng).unwrap())
-        .add(ReLU)
-        .add(Linear::new(5, 5, true, &mut rng).unwrap())
-        .add(GELU::default())
-        .add(Linear::new(5, 5, true, &mut rng).unwrap())
-        .add(GELU::new(GeluApproximate::Tanh))
-        .add(Tanh)
-        .add(Linear::new(5, 4, true, &mut rng).unwrap())
-        .add(Sigmoid)
-        .add(SiLU)
-        .add(Dropout::new(0.5, 3).unwrap())
-        .add(Linear::new(4, 2, true, &mut rng).unwrap());
+        .append(Linear::new(3, 5, true, &mut rng).unwrap())
+        .append(ReLU)
+        .append(Linear::new(5, 5, true, &mut rng).unwrap())
+        .append(GELU::default())
+        .append(Linear::new(5, 5, true, &mut rng).unwrap())
+        .append(GELU::new(GeluApproximate::Tanh))
+        .append(Tanh)
+        .append(Linear::new(5, 4, true, &mut rng).unwrap())
+        .append(Sigmoid)
+        .append(SiLU)
+        .append(Dropout::new(0.5, 3).unwrap())
+        .append(Linear::new(4, 2, true, &mut rng).unwrap());
     assert_eq!(seq.len(), 12);
     let names = [
         "0.weight",
@@ -358,6 +359,216 @@ fn batch_norm_errors_name_the_fix() {
         &mut rng,
     );
     assert!(e.err().unwrap().to_string().contains("groups = 2"));
+}
+
+/// As [`check`], for a layer of several inputs: `inputs` are the names saved
+/// under `case.in.`, `floats` those that get gradients, `call` runs the layer.
+fn check_multi<L: Module>(
+    case: &str,
+    layer: &mut L,
+    names_want: &[&str],
+    inputs: &[&str],
+    floats: &[&str],
+    call: impl Fn(&mut L, &[Tensor]) -> Result<Tensor>,
+) {
+    crate::init();
+    let data = data();
+    let names: Vec<String> = layer.state_dict().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names, names_want,
+        "{case}: the state_dict names are PyTorch's, in order"
+    );
+    let report = layer.load_state_dict(&state(&data, case), true).unwrap();
+    assert!(report.is_clean(), "{report}");
+    layer.eval();
+    let xs: Vec<Tensor> = inputs
+        .iter()
+        .map(|k| {
+            let t = get(&data, &format!("{case}.in.{k}"));
+            if floats.contains(k) {
+                t.with_requires_grad(true)
+            } else {
+                t
+            }
+        })
+        .collect();
+    let y = call(layer, &xs).unwrap();
+    close(
+        &format!("{case}: output"),
+        &y,
+        &get(&data, &format!("{case}.y")),
+        1e-5,
+    );
+    let r: Vec<f32> = (0..y.numel())
+        .map(|j| (0.5 * j as f64 + 0.3).sin() as f32)
+        .collect();
+    let r = Tensor::from_slice(&r, y.dims()).unwrap();
+    (&y * &r).unwrap().sum_all().unwrap().backward().unwrap();
+    for (k, x) in inputs.iter().zip(&xs) {
+        if floats.contains(k) {
+            let want = get(&data, &format!("{case}.grad.in.{k}"));
+            close(
+                &format!("{case}: grad of {k}"),
+                &x.grad().unwrap(),
+                &want,
+                1e-5,
+            );
+        }
+    }
+    let mut checked = 0;
+    for (name, t) in layer.named_parameters() {
+        let g = t
+            .grad()
+            .unwrap_or_else(|| panic!("{case}: {name} has no gradient"));
+        let want = get(&data, &format!("{case}.grad.{name}"));
+        close(&format!("{case}: grad of {name}"), &g, &want, 1e-5);
+        checked += 1;
+    }
+    assert_eq!(
+        checked,
+        names_want.len(),
+        "{case}: every parameter's gradient was checked"
+    );
+}
+
+const MHA: [&str; 4] = [
+    "in_proj_weight",
+    "in_proj_bias",
+    "out_proj.weight",
+    "out_proj.bias",
+];
+
+#[test]
+fn multihead_attention_matches_pytorch_with_masks() {
+    let mut rng = Rng::new(21);
+    let mut mha = MultiheadAttention::new(4, 2, 0.0, &mut rng).unwrap();
+    check_multi(
+        "mha",
+        &mut mha,
+        &MHA,
+        &["q", "k", "v", "attn_mask", "key_padding_mask"],
+        &["q", "k", "v"],
+        |m, x| {
+            let masks = MhaMasks {
+                attn_mask: Some(&x[3]),
+                key_padding_mask: Some(&x[4]),
+                is_causal: false,
+            };
+            m.forward(&x[0], &x[1], &x[2], masks)
+        },
+    );
+    // PyTorch's float causal mask is is_causal here.
+    let mut mha = MultiheadAttention::new(6, 3, 0.0, &mut rng).unwrap();
+    check_multi("mha_causal", &mut mha, &MHA, &["x"], &["x"], |m, x| {
+        let masks = MhaMasks {
+            is_causal: true,
+            ..Default::default()
+        };
+        m.forward(&x[0], &x[0], &x[0], masks)
+    });
+}
+
+#[test]
+fn transformer_encoder_layer_matches_pytorch() {
+    let names: Vec<String> = MHA
+        .iter()
+        .map(|n| format!("self_attn.{n}"))
+        .chain(
+            ["linear1", "linear2", "norm1", "norm2"]
+                .iter()
+                .flat_map(|l| [format!("{l}.weight"), format!("{l}.bias")]),
+        )
+        .collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut rng = Rng::new(22);
+    let mut tel =
+        TransformerEncoderLayer::new(4, 2, 6, 0.1, Activation::Relu, false, &mut rng).unwrap();
+    check_multi(
+        "tel",
+        &mut tel,
+        &names,
+        &["x", "key_padding_mask"],
+        &["x"],
+        |m, x| {
+            let masks = MhaMasks {
+                key_padding_mask: Some(&x[1]),
+                ..Default::default()
+            };
+            m.forward(&x[0], masks)
+        },
+    );
+    let mut nf =
+        TransformerEncoderLayer::new(4, 2, 6, 0.1, Activation::Gelu, true, &mut rng).unwrap();
+    check_multi("tel_norm_first", &mut nf, &names, &["x"], &["x"], |m, x| {
+        let masks = MhaMasks {
+            is_causal: true,
+            ..Default::default()
+        };
+        m.forward(&x[0], masks)
+    });
+    // In training its four dropouts (attention, feed-forward, two residual) drop.
+    nf.train();
+    let x = Tensor::ones([2, 5, 4], DType::F32).unwrap();
+    let a = Forward::forward(&mut nf, &x)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let b = Forward::forward(&mut nf, &x)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_ne!(a, b);
+    nf.eval();
+    let a = Forward::forward(&mut nf, &x)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let b = Forward::forward(&mut nf, &x)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn attention_errors_name_the_fix() {
+    crate::init();
+    let mut rng = Rng::new(0);
+    let e = MultiheadAttention::new(5, 2, 0.0, &mut rng)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("num_heads = 2 must divide embed_dim = 5"), "{e}");
+    let mut mha = MultiheadAttention::new(4, 2, 0.0, &mut rng).unwrap();
+    let x = Tensor::ones([2, 3, 4], DType::F32).unwrap();
+    let e = mha
+        .forward(
+            &Tensor::ones([3, 4], DType::F32).unwrap(),
+            &x,
+            &x,
+            MhaMasks::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("batch first"), "{e}");
+    let bad = Tensor::ones([2, 3], DType::F32).unwrap();
+    let masks = MhaMasks {
+        key_padding_mask: Some(&bad),
+        ..Default::default()
+    };
+    let e = mha.forward(&x, &x, &x, masks).unwrap_err().to_string();
+    assert!(e.contains("key_padding_mask"), "{e}");
+    let m = Tensor::ones([3, 2], DType::F32).unwrap();
+    let masks = MhaMasks {
+        attn_mask: Some(&m),
+        ..Default::default()
+    };
+    assert!(
+        mha.forward(&x, &x, &x, masks)
+            .unwrap_err()
+            .to_string()
+            .contains("attn_mask")
+    );
 }
 
 #[test]
