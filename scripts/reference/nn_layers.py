@@ -169,6 +169,22 @@ case_multi(
     lambda m, i: m(i["x"], src_mask=causal5),
 )
 
+case("conv1d", nn.Conv1d(4, 2, 3, stride=2, padding=1, dilation=1, groups=2), torch.randn(2, 4, 7))
+case(
+    "convt",
+    nn.ConvTranspose2d(2, 4, (3, 2), stride=(2, 1), padding=(1, 0), output_padding=(1, 0), groups=2),
+    torch.randn(1, 2, 3, 4),
+)
+gn = nn.GroupNorm(2, 4)
+with torch.no_grad():
+    gn.weight.uniform_(0.5, 1.5)
+    gn.bias.uniform_(-0.5, 0.5)
+case("gn", gn, torch.randn(2, 4, 3, 2))
+rms = nn.RMSNorm((2, 3), eps=1e-6)
+with torch.no_grad():
+    rms.weight.uniform_(0.5, 1.5)
+case("rms", rms, torch.randn(3, 2, 3))
+
 path = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "nn_layers.safetensors"
 save_file(out, str(path))
 for k, v in out.items():

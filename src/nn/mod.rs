@@ -16,10 +16,10 @@ mod linear;
 mod norm;
 
 pub use attention::{Activation, MhaMasks, MultiheadAttention, TransformerEncoderLayer};
-pub use conv::Conv2d;
+pub use conv::{Conv1d, Conv2d, ConvTranspose2d};
 pub use layers::{Dropout, Forward, GELU, ReLU, Sequential, SiLU, Sigmoid, Tanh};
 pub use linear::{Embedding, Linear};
-pub use norm::{BatchNorm1d, BatchNorm2d, LayerNorm};
+pub use norm::{BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 
 /// What a tensor of a module is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,4 +1,5 @@
-//! Normalisation layers: [`LayerNorm`].
+//! Normalisation layers: [`LayerNorm`], [`BatchNorm1d`], [`BatchNorm2d`],
+//! [`GroupNorm`], [`RMSNorm`].
 
 use super::layers::Forward;
 use crate::ops;
@@ -235,3 +236,172 @@ batch_norm_layer!(
     "`[N, C]` or `[N, C, L]`"
 );
 batch_norm_layer!(BatchNorm2d, "BatchNorm2d", [4], "`[N, C, H, W]`");
+
+/// Group normalisation (`nn.GroupNorm(num_groups, num_channels, eps=1e-5,
+/// affine)`) of `[N, C, ..]`: the channels are split into `num_groups` groups, each
+/// (with all its positions) normalised by its mean and biased variance plus `eps`,
+/// then scaled by `weight` (ones) and shifted by `bias` (zeros), per channel.
+#[derive(super::Module)]
+pub struct GroupNorm {
+    /// `[num_channels]`, when affine.
+    pub weight: Option<Tensor>,
+    /// `[num_channels]`, when affine.
+    pub bias: Option<Tensor>,
+    /// The number of groups (a divisor of the channel count).
+    pub num_groups: usize,
+    /// The number of channels.
+    pub num_channels: usize,
+    /// Added to the variance.
+    pub eps: f64,
+}
+
+impl GroupNorm {
+    /// An f32 layer with `eps = 1e-5`. An error when `num_groups` does not divide
+    /// `num_channels` (or either is 0).
+    pub fn new(num_groups: usize, num_channels: usize, affine: bool) -> Result<GroupNorm> {
+        if num_groups == 0 || num_channels == 0 || !num_channels.is_multiple_of(num_groups) {
+            return Err(Error::InvalidArgument {
+                op: "GroupNorm",
+                msg: format!(
+                    "num_groups = {num_groups} must divide num_channels = {num_channels} (both at \
+                     least 1)"
+                ),
+            });
+        }
+        let c = [num_channels];
+        let (weight, bias) = if affine {
+            (
+                Some(Tensor::ones(c, DType::F32)?.with_requires_grad(true)),
+                Some(Tensor::zeros(c, DType::F32)?.with_requires_grad(true)),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(GroupNorm {
+            weight,
+            bias,
+            num_groups,
+            num_channels,
+            eps: 1e-5,
+        })
+    }
+
+    /// `x` (`[N, C, ..]`, `C = num_channels`) normalised per group. An error
+    /// naming the expected shape otherwise.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let c = self.num_channels;
+        if x.rank() < 2 || x.dims()[1] != c {
+            return Err(Error::Shape {
+                op: "GroupNorm",
+                msg: format!(
+                    "the input has shape {}; it must be [N, num_channels = {c}, ..]",
+                    x.shape()
+                ),
+            });
+        }
+        let n = x.dims()[0];
+        let g = self.num_groups;
+        let rest = x.numel() / (n * g).max(1);
+        let xg = ops::reshape(x, Shape::from([n, g, rest]))?;
+        let mean = ops::mean_axes(&xg, &[2], true)?;
+        let var = ops::var_axes(&xg, &[2], 0, true)?;
+        let y = ops::mul(
+            &ops::sub(&xg, &mean)?,
+            &ops::rsqrt(&ops::add_scalar(&var, self.eps)?)?,
+        )?;
+        let mut y = ops::reshape(&y, x.shape().clone())?;
+        let mut bshape = vec![1; x.rank()];
+        bshape[1] = c;
+        if let Some(w) = &self.weight {
+            y = ops::mul(&y, &ops::reshape(w, Shape::from(bshape.as_slice()))?)?;
+        }
+        if let Some(b) = &self.bias {
+            y = ops::add(&y, &ops::reshape(b, Shape::from(bshape.as_slice()))?)?;
+        }
+        Ok(y)
+    }
+}
+
+impl Forward for GroupNorm {
+    fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+        GroupNorm::forward(self, x)
+    }
+}
+
+/// Root-mean-square normalisation (`nn.RMSNorm(normalized_shape, eps,
+/// elementwise_affine)`) over the trailing `normalized_shape` axes:
+/// `x / √(mean(x²) + eps) · weight`, `weight` (ones) of shape `normalized_shape`.
+/// `eps = None` is PyTorch's default, the machine epsilon of `x`'s dtype.
+#[derive(super::Module)]
+pub struct RMSNorm {
+    /// `normalized_shape`, when affine.
+    pub weight: Option<Tensor>,
+    /// The trailing sizes normalised over.
+    pub normalized_shape: Vec<usize>,
+    /// Added to the mean square; `None`: the dtype's machine epsilon.
+    pub eps: Option<f64>,
+}
+
+impl RMSNorm {
+    /// An f32 layer. An error when `normalized_shape` is empty or has a 0.
+    pub fn new(
+        normalized_shape: &[usize],
+        eps: Option<f64>,
+        elementwise_affine: bool,
+    ) -> Result<RMSNorm> {
+        if normalized_shape.is_empty() || normalized_shape.contains(&0) {
+            return Err(Error::InvalidArgument {
+                op: "RMSNorm",
+                msg: format!(
+                    "normalized_shape {normalized_shape:?} must name at least one axis, none of \
+                     size 0"
+                ),
+            });
+        }
+        let weight = if elementwise_affine {
+            Some(Tensor::ones(normalized_shape, DType::F32)?.with_requires_grad(true))
+        } else {
+            None
+        };
+        Ok(RMSNorm {
+            weight,
+            normalized_shape: normalized_shape.to_vec(),
+            eps,
+        })
+    }
+
+    /// `x` normalised over its trailing `normalized_shape` axes. An error when
+    /// they are not `x`'s trailing sizes.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let k = self.normalized_shape.len();
+        if k > x.rank() || x.dims()[x.rank() - k..] != *self.normalized_shape {
+            return Err(Error::Shape {
+                op: "RMSNorm",
+                msg: format!(
+                    "normalized_shape {:?} must be the last axes of the input, whose shape is {}",
+                    self.normalized_shape,
+                    x.shape()
+                ),
+            });
+        }
+        let eps = self.eps.unwrap_or(match x.dtype() {
+            DType::F64 => f64::EPSILON,
+            DType::F16 => 0.0009765625,
+            DType::BF16 => 0.0078125,
+            _ => f32::EPSILON as f64,
+        });
+        let axes: Vec<isize> = (x.rank() - k..x.rank()).map(|a| a as isize).collect();
+        let ms = ops::mean_axes(&ops::mul(x, x)?, &axes, true)?;
+        let y = ops::mul(x, &ops::rsqrt(&ops::add_scalar(&ms, eps)?)?)?;
+        match &self.weight {
+            Some(w) => ops::mul(&y, w),
+            None => Ok(y),
+        }
+    }
+}
+
+impl Forward for RMSNorm {
+    fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+        RMSNorm::forward(self, x)
+    }
+}

@@ -2,15 +2,16 @@
 //! PyTorch's state_dict by name (strict), and its eval output and the gradients
 //! of `Σ y · sin(0.5 j + 0.3)` (input and every parameter) match PyTorch's.
 //! `scripts/reference/nn_layers.py` wrote `tests/data/nn_layers.safetensors`
-//! (state in f32; outputs and gradients computed in float64 from it). Also: the
+//! (state in f32; outputs and gradients computed in float64 from it). Batch norms
+//! also: the training output and the running statistics after it. Also: the
 //! names, dropout's modes, the default initialisation's statistics, the errors.
 
 use autograd::nn::{
-    Activation, BatchNorm1d, BatchNorm2d, Conv2d, Dropout, Embedding, Forward, GELU, LayerNorm,
-    Linear, MhaMasks, Module, MultiheadAttention, ReLU, Sequential, SiLU, Sigmoid, Tanh,
-    TransformerEncoderLayer,
+    Activation, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding,
+    Forward, GELU, GroupNorm, LayerNorm, Linear, MhaMasks, Module, MultiheadAttention, RMSNorm,
+    ReLU, Sequential, SiLU, Sigmoid, Tanh, TransformerEncoderLayer,
 };
-use autograd::ops::{Conv2dOptions, GeluApproximate};
+use autograd::ops::{Conv1dOptions, Conv2dOptions, ConvTranspose2dOptions, GeluApproximate};
 use autograd::prelude::*;
 use autograd::random::Rng;
 
@@ -225,6 +226,86 @@ fn conv2d_matches_pytorch() {
     let mut conv = Conv2d::new(4, 6, (3, 2), opts, false, &mut rng).unwrap();
     assert_eq!(conv.weight.dims(), [6, 2, 3, 2]);
     check("conv_opts", &mut conv, true, &["weight"]);
+}
+
+#[test]
+fn conv1d_and_conv_transpose2d_match_pytorch() {
+    let mut rng = Rng::new(9);
+    let opts = Conv1dOptions {
+        stride: 2,
+        padding: 1,
+        dilation: 1,
+        groups: 2,
+    };
+    check(
+        "conv1d",
+        &mut Conv1d::new(4, 2, 3, opts, true, &mut rng).unwrap(),
+        true,
+        &WB,
+    );
+    let opts = ConvTranspose2dOptions {
+        stride: (2, 1),
+        padding: (1, 0),
+        output_padding: (1, 0),
+        dilation: (1, 1),
+        groups: 2,
+    };
+    let mut t = ConvTranspose2d::new(2, 4, (3, 2), opts, true, &mut rng).unwrap();
+    assert_eq!(
+        t.weight.dims(),
+        [2, 2, 3, 2],
+        "PyTorch's layout: [in, out / groups, kh, kw]"
+    );
+    // fan_in of that layout: out / groups · kh · kw = 12.
+    let max = t
+        .weight
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .fold(0.0f64, |m, x| m.max(x.abs()));
+    assert!(max <= 1.0 / 12f64.sqrt());
+    check("convt", &mut t, true, &WB);
+}
+
+#[test]
+fn group_norm_and_rms_norm_match_pytorch() {
+    let mut gn = GroupNorm::new(2, 4, true).unwrap();
+    assert_eq!(
+        gn.weight.as_ref().unwrap().to_vec::<f32>().unwrap(),
+        [1.0; 4]
+    );
+    check("gn", &mut gn, true, &WB);
+    let mut rms = RMSNorm::new(&[2, 3], Some(1e-6), true).unwrap();
+    check("rms", &mut rms, true, &["weight"]);
+    crate::init();
+    assert!(
+        GroupNorm::new(3, 4, true)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("num_groups = 3")
+    );
+    let x = Tensor::ones([2, 3, 2], DType::F32).unwrap();
+    assert!(
+        gn.forward(&x)
+            .unwrap_err()
+            .to_string()
+            .contains("num_channels = 4")
+    );
+    assert!(rms.forward(&x).unwrap_err().to_string().contains("RMSNorm"));
+    // eps = None: x's machine epsilon; all-zero rows stay finite (0).
+    let plain = RMSNorm::new(&[3], None, false).unwrap();
+    let y = plain
+        .forward(&Tensor::zeros([2, 3], DType::F32).unwrap())
+        .unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [0.0; 6]);
+    let y = plain
+        .forward(&Tensor::from_slice(&[3.0f32, 4.0, 0.0], [1, 3]).unwrap())
+        .unwrap()
+        .to_vec::<f64>()
+        .unwrap();
+    let rms_ = (25.0f64 / 3.0).sqrt();
+    assert!((y[0] - 3.0 / rms_).abs() < 1e-6 && (y[1] - 4.0 / rms_).abs() < 1e-6);
 }
 
 /// PyTorch's names of a batch norm.
