@@ -103,7 +103,9 @@ fn batch_norm(
     let mut bshape = vec![1; x.rank()];
     bshape[1] = c;
     let axes: Vec<isize> = (0..x.rank() as isize).filter(|&a| a != 1).collect();
-    let (mean, var) = if training {
+    // The new running statistics are written only once the output is computed:
+    // on an error the layer is unchanged.
+    let (mean, var, update) = if training {
         let n = x.numel() / c;
         if n < 2 {
             return Err(Error::InvalidArgument {
@@ -129,10 +131,8 @@ fn batch_norm(
         };
         let (rm, rv) = (blend(running_mean, &bm)?, blend(running_var, &bv)?);
         let count = num_batches_tracked.to_vec::<i64>()?[0] + 1;
-        running_mean.set_data(&rm)?;
-        running_var.set_data(&rv)?;
-        num_batches_tracked.set_data(&Tensor::from_slice(&[count], [])?)?;
-        (mean, var)
+        let count = Tensor::from_slice(&[count], [])?;
+        (mean, var, Some((rm, rv, count)))
     } else {
         (
             ops::reshape(
@@ -143,12 +143,19 @@ fn batch_norm(
                 &ops::to_dtype(running_var, x.dtype())?,
                 Shape::from(bshape.as_slice()),
             )?,
+            None,
         )
     };
     let inv = ops::rsqrt(&ops::add_scalar(&var, eps)?)?;
     let y = ops::mul(&ops::sub(x, &mean)?, &inv)?;
     let y = ops::mul(&y, &ops::reshape(weight, Shape::from(bshape.as_slice()))?)?;
-    ops::add(&y, &ops::reshape(bias, Shape::from(bshape.as_slice()))?)
+    let y = ops::add(&y, &ops::reshape(bias, Shape::from(bshape.as_slice()))?)?;
+    if let Some((rm, rv, count)) = update {
+        running_mean.set_data(&rm)?;
+        running_var.set_data(&rv)?;
+        num_batches_tracked.set_data(&count)?;
+    }
+    Ok(y)
 }
 
 macro_rules! batch_norm_layer {

@@ -424,8 +424,9 @@ fn batch_norm_errors_name_the_fix() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("more than one value per channel"), "{e}");
-    // Nothing was counted on the errors.
+    // Nothing was counted or updated on the errors.
     assert_eq!(bn.num_batches_tracked.to_vec::<i64>().unwrap(), [0]);
+    assert_eq!(bn.running_mean.to_vec::<f32>().unwrap(), [0.0, 0.0]);
     assert!(BatchNorm1d::new(0).is_err());
     let mut rng = Rng::new(0);
     let e = Conv2d::new(
