@@ -14,6 +14,7 @@ mod fusion;
 mod graph_dot;
 mod half_reference;
 mod io;
+mod losses;
 mod modules;
 mod nn_layers;
 mod operators;
