@@ -8,62 +8,11 @@
 //! The constants were computed by PyTorch 2 in float64 with
 //! `scripts/reference/ops_attention.py` (inputs are closed-form: [`wave`]).
 
+use crate::ops_batch::{check, wave};
 use autograd::ops::{self, AttentionOptions, scaled_dot_product_attention as sdpa};
 use autograd::prelude::*;
 use autograd::random::Rng;
 use autograd::{BackwardOptions, ComputationGraph};
-
-/// Element `i` of a tensor of `shape` is `f(a * i + b)`, as the script's `wave`.
-fn wave(shape: &[usize], a: f64, b: f64, f: fn(f64) -> f64) -> Tensor {
-    let n = shape.iter().product::<usize>();
-    let v: Vec<f64> = (0..n).map(|i| f(a * i as f64 + b)).collect();
-    Tensor::from_slice(&v, shape).unwrap()
-}
-
-/// The output and the gradients of `Σ y · sin(0.5 j + 0.3)` of `f` at `inputs`, in
-/// `dtype`, as f64 values.
-fn run(
-    f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
-    inputs: &[Tensor],
-    dtype: DType,
-) -> Result<Vec<Vec<f64>>> {
-    let leaves: Vec<Tensor> = inputs
-        .iter()
-        .map(|t| Ok(t.to_dtype(dtype)?.detach().with_requires_grad(true)))
-        .collect::<Result<_>>()?;
-    let y = f(&leaves)?;
-    assert_eq!(y.dtype(), dtype);
-    let r = wave(y.dims(), 0.5, 0.3, f64::sin).to_dtype(dtype)?;
-    let loss = (&y * &r)?.sum_all()?;
-    let refs: Vec<&Tensor> = leaves.iter().collect();
-    let grads = autograd::grad(&loss, &refs, BackwardOptions::default())?;
-    let mut out = vec![y.to_vec::<f64>()?];
-    for (g, x) in grads.into_iter().zip(&leaves) {
-        let g = g.expect("every input is used");
-        assert_eq!(g.dims(), x.dims(), "a gradient has its input's shape");
-        out.push(g.to_vec::<f64>()?);
-    }
-    Ok(out)
-}
-
-/// `f` against PyTorch's values (output, then each gradient) in f64 and f32.
-fn check(what: &str, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Tensor], want: &[&[f64]]) {
-    crate::init();
-    for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
-        let got = run(f, inputs, dtype).unwrap();
-        assert_eq!(got.len(), want.len(), "{what}");
-        for (k, (g, w)) in got.iter().zip(want).enumerate() {
-            assert_eq!(g.len(), w.len(), "{what} ({dtype}): result {k}");
-            for (i, (a, b)) in g.iter().zip(w.iter()).enumerate() {
-                assert!(
-                    (a - b).abs() <= tol * (1.0 + b.abs()),
-                    "{what} ({dtype}): result {k} (0: output, then gradients), element {i}: \
-                     {a}, PyTorch {b}"
-                );
-            }
-        }
-    }
-}
 
 fn qkv() -> [Tensor; 3] {
     [

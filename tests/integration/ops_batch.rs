@@ -14,24 +14,24 @@ use autograd::prelude::*;
 use autograd::{BackwardOptions, ComputationGraph, registry};
 
 /// Element `i` of a tensor of `shape` is `f(a * i + b)`, as the script's `wave`.
-fn wave(shape: &[usize], a: f64, b: f64, f: fn(f64) -> f64) -> Tensor {
+pub(crate) fn wave(shape: &[usize], a: f64, b: f64, f: fn(f64) -> f64) -> Tensor {
     let n = shape.iter().product::<usize>();
     let v: Vec<f64> = (0..n).map(|i| f(a * i as f64 + b)).collect();
     Tensor::from_slice(&v, shape).unwrap()
 }
 
-fn values(v: &[f64], shape: &[usize]) -> Tensor {
+pub(crate) fn values(v: &[f64], shape: &[usize]) -> Tensor {
     Tensor::from_slice(v, shape).unwrap()
 }
 
 /// An `i64` index tensor.
-fn ints(v: &[i64], shape: &[usize]) -> Tensor {
+pub(crate) fn ints(v: &[i64], shape: &[usize]) -> Tensor {
     Tensor::from_slice(v, shape).unwrap()
 }
 
 /// The output and the gradients of `Σ y · sin(0.5 j + 0.3)` of `f` at `inputs`, in
 /// `dtype`, as f64 values.
-fn run(
+pub(crate) fn run(
     f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
     inputs: &[Tensor],
     dtype: DType,
@@ -56,7 +56,12 @@ fn run(
 }
 
 /// Checks `f` against PyTorch's values (output, then each gradient) in f64 and f32.
-fn check(what: &str, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Tensor], want: &[&[f64]]) {
+pub(crate) fn check(
+    what: &str,
+    f: &dyn Fn(&[Tensor]) -> Result<Tensor>,
+    inputs: &[Tensor],
+    want: &[&[f64]],
+) {
     crate::init();
     for (dtype, tol) in [(DType::F64, 1e-12), (DType::F32, 2e-5)] {
         let got = run(f, inputs, dtype).unwrap();
@@ -80,7 +85,7 @@ fn check(what: &str, f: &dyn Fn(&[Tensor]) -> Result<Tensor>, inputs: &[Tensor],
 }
 
 /// The error's message, checked to name `op` and every string in `mentions`.
-fn expect_error<T: std::fmt::Debug>(result: Result<T>, op: &str, mentions: &[&str]) {
+pub(crate) fn expect_error<T: std::fmt::Debug>(result: Result<T>, op: &str, mentions: &[&str]) {
     let err = result.expect_err("an error");
     let msg = err.to_string();
     assert_eq!(err.op(), Some(op), "{msg}");
