@@ -49,6 +49,12 @@ impl Rng {
         }
     }
 
+    /// The generator's state: `Rng::new(self.state())` draws what this one would
+    /// draw next (what a checkpoint saves).
+    pub fn state(&self) -> u64 {
+        replay::current(self.id, self.state)
+    }
+
     /// The next 64 random bits.
     #[inline(always)]
     pub fn next_u64(&mut self) -> u64 {

@@ -57,8 +57,11 @@ use valid::Kind;
 /// named `0`, `1`, ..); numbers, `bool` and `String` hold no tensors. A field's
 /// `#[module(..)]` changes that: `buffer` (its tensors are buffers: saved, loaded
 /// and moved, but not parameters), `skip` (not visited: a type that is not a
-/// module), `training` (a `bool` that `train()` and `eval()` set). The struct's
-/// `#[module(crate = path)]` says where the generated code finds `autograd`.
+/// module), `training` (a `bool` that `train()` and `eval()` set), `rng` (an
+/// `autograd::random::Rng`, such as a dropout's, whose state
+/// `generator_states()` reads and `set_generator_states()` restores). The
+/// struct's `#[module(crate = path)]` says where the generated code finds
+/// `autograd`.
 ///
 /// ```
 /// use autograd::nn::Module;

@@ -6,7 +6,8 @@
 //! modules pass through, and numbers, `bool` and `String` are modules with no
 //! tensors), except where the field's `#[module(..)]` attribute says otherwise:
 //! `buffer` (its tensors are buffers), `skip` (not visited: a field of a type that
-//! is not a module), `training` (a `bool` set by `train`/`eval`). The struct's own
+//! is not a module), `training` (a `bool` set by `train`/`eval`), `rng` (an
+//! `autograd::random::Rng`, whose state `generator_states()` reads). The struct's own
 //! `#[module(crate = path)]` says where the generated code finds `autograd`.
 
 use crate::suggest::closest;
@@ -27,14 +28,18 @@ enum Role {
     Skip,
     /// The training flag.
     Training,
+    /// A random generator (`autograd::random::Rng`), saved with the checkpoint.
+    Rng,
 }
 
-const FIELD_ARGS: [&str; 4] = ["param", "buffer", "skip", "training"];
+const FIELD_ARGS: [&str; 5] = ["param", "buffer", "skip", "training", "rng"];
 
 const FIELD_USAGE: &str = "a field's #[module(..)] takes one of `param` (the default: its tensors \
                            are parameters), `buffer` (its tensors are buffers: saved and moved, \
                            not trained), `skip` (not visited: a field of a type that is not a \
-                           module) and `training` (a `bool` field that `train()` and `eval()` set)";
+                           module), `training` (a `bool` field that `train()` and `eval()` set) \
+                           and `rng` (an `autograd::random::Rng` field whose state \
+                           `generator_states()` reads)";
 
 /// The expansion of `#[derive(Module)]` on `input`, or the errors on its tokens.
 pub(crate) fn derive(input: TokenStream) -> TokenStream {
@@ -92,6 +97,7 @@ fn role(field: &syn::Field, errors: &mut Option<syn::Error>) -> Role {
                 "buffer" => Role::Buffers,
                 "skip" => Role::Skip,
                 "training" => Role::Training,
+                "rng" => Role::Rng,
                 _ => {
                     let hint = closest(&name, FIELD_ARGS)
                         .map(|c| format!("did you mean `{c}`? "))
@@ -176,11 +182,18 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
     let mut visits = Vec::new();
     let mut visits_mut = Vec::new();
     let mut training = Vec::new();
+    let mut rngs = Vec::new();
     for (access, name, role, span) in &members {
+        if *role == Role::Rng {
+            rngs.push(quote_spanned! {*span=>
+                out.push((#nn::join(prefix, #name), &mut self.#access));
+            });
+            continue;
+        }
         let kind = match role {
             Role::Parameters => quote!(#nn::TensorKind::Parameter),
             Role::Buffers => quote!(#nn::TensorKind::Buffer),
-            Role::Skip => continue,
+            Role::Skip | Role::Rng => continue,
             Role::Training => {
                 training.push(quote!(self.#access = training;));
                 continue;
@@ -194,6 +207,9 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         });
         training.push(quote_spanned! {*span=>
             #nn::Visit::set_training(&mut self.#access, training);
+        });
+        rngs.push(quote_spanned! {*span=>
+            #nn::Visit::visit_rngs(&mut self.#access, &#nn::join(prefix, #name), out);
         });
     }
     let ident = &input.ident;
@@ -236,6 +252,15 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             fn set_training(&mut self, training: bool) {
                 let _ = training;
                 #(#training)*
+            }
+
+            fn visit_rngs<#lifetime>(
+                &#lifetime mut self,
+                prefix: &str,
+                out: &mut ::std::vec::Vec<(::std::string::String, &#lifetime mut #krate::random::Rng)>,
+            ) {
+                let _ = (prefix, &out);
+                #(#rngs)*
             }
         }
     })

@@ -42,7 +42,7 @@ pub struct MultiheadAttention {
     /// Training mode: whether attention weights are dropped.
     #[module(training)]
     pub training: bool,
-    #[module(skip)]
+    #[module(rng)]
     rng: Rng,
 }
 

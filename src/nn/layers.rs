@@ -90,6 +90,14 @@ impl Visit for Sequential {
     fn set_training(&mut self, training: bool) {
         self.layers.set_training(training);
     }
+
+    fn visit_rngs<'a>(
+        &'a mut self,
+        prefix: &str,
+        out: &mut Vec<(String, &'a mut crate::random::Rng)>,
+    ) {
+        self.layers.visit_rngs(prefix, out);
+    }
 }
 
 impl Module for Sequential {}
@@ -196,7 +204,7 @@ pub struct Dropout {
     /// Training mode: whether elements are dropped.
     #[module(training)]
     pub training: bool,
-    #[module(skip)]
+    #[module(rng)]
     rng: Rng,
 }
 

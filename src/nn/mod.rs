@@ -4,6 +4,7 @@
 //! `load_state_dict()`, `save`/`load` through safetensors, `to_device`,
 //! `to_dtype`, `train()`/`eval()`, `zero_grad()` and `num_parameters()`.
 
+use crate::random::Rng;
 use crate::{DType, Device, Error, Result, Shape, Tensor};
 use std::path::Path;
 
@@ -119,6 +120,15 @@ pub trait Visit {
     /// Sets training mode here and in everything below (dropout drops, batch norm
     /// uses and updates batch statistics).
     fn set_training(&mut self, training: bool);
+
+    /// Pushes every random generator under this value (a dropout's) onto `out`,
+    /// with its dotted name: what [`Module::generator_states`] reads and
+    /// [`Module::set_generator_states`] writes, so that a resumed run draws the
+    /// masks it would have drawn. A derived module visits its `#[module(rng)]`
+    /// fields and its submodules; the default has none.
+    fn visit_rngs<'a>(&'a mut self, prefix: &str, out: &mut Vec<(String, &'a mut Rng)>) {
+        let _ = (prefix, out);
+    }
 }
 
 /// A model, a layer, or a part of one: a tree of tensors by name, with PyTorch's
@@ -195,6 +205,50 @@ pub trait Module: Visit {
             .filter(|(_, k, _)| *k == TensorKind::Parameter)
             .map(|(_, _, t)| t.numel())
             .sum()
+    }
+
+    /// The state of every random generator in the tree (a dropout's), by dotted
+    /// name: with the parameters, buffers and the optimizer's state, what a
+    /// checkpoint needs for a resumed run to draw the same masks.
+    fn generator_states(&mut self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        self.visit_rngs("", &mut out);
+        out.into_iter().map(|(n, r)| (n, r.state())).collect()
+    }
+
+    /// Sets the generators named in `states` (from [`Module::generator_states`])
+    /// to their saved states. Every generator of the tree must be named, and every
+    /// name must be one of them: otherwise an error, and no generator has changed.
+    fn set_generator_states(&mut self, states: &[(String, u64)]) -> Result<()> {
+        let mut rngs = Vec::new();
+        self.visit_rngs("", &mut rngs);
+        let missing: Vec<&str> = rngs
+            .iter()
+            .filter(|(n, _)| !states.iter().any(|(s, _)| s == n))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let unexpected: Vec<&str> = states
+            .iter()
+            .filter(|(s, _)| !rngs.iter().any(|(n, _)| n == s))
+            .map(|(s, _)| s.as_str())
+            .collect();
+        if !missing.is_empty() || !unexpected.is_empty() {
+            return Err(Error::InvalidArgument {
+                op: "set_generator_states",
+                msg: format!(
+                    "no generator was set: missing {missing:?}, unexpected {unexpected:?} (the \
+                     names come from `generator_states()` of a module of the same structure)"
+                ),
+            });
+        }
+        for (name, rng) in rngs {
+            let (_, state) = states
+                .iter()
+                .find(|(s, _)| *s == name)
+                .expect("checked above");
+            *rng = Rng::new(*state);
+        }
+        Ok(())
     }
 
     /// Clears every parameter's gradient.
@@ -371,6 +425,12 @@ impl Visit for Tensor {
 }
 
 impl<M: Visit> Visit for Vec<M> {
+    fn visit_rngs<'a>(&'a mut self, prefix: &str, out: &mut Vec<(String, &'a mut Rng)>) {
+        for (i, m) in self.iter_mut().enumerate() {
+            m.visit_rngs(&join(prefix, &i.to_string()), out);
+        }
+    }
+
     fn visit<'a>(
         &'a self,
         prefix: &str,
@@ -401,6 +461,12 @@ impl<M: Visit> Visit for Vec<M> {
 }
 
 impl<M: Visit, const N: usize> Visit for [M; N] {
+    fn visit_rngs<'a>(&'a mut self, prefix: &str, out: &mut Vec<(String, &'a mut Rng)>) {
+        for (i, m) in self.iter_mut().enumerate() {
+            m.visit_rngs(&join(prefix, &i.to_string()), out);
+        }
+    }
+
     fn visit<'a>(
         &'a self,
         prefix: &str,
@@ -431,6 +497,12 @@ impl<M: Visit, const N: usize> Visit for [M; N] {
 }
 
 impl<M: Visit> Visit for Option<M> {
+    fn visit_rngs<'a>(&'a mut self, prefix: &str, out: &mut Vec<(String, &'a mut Rng)>) {
+        if let Some(m) = self {
+            m.visit_rngs(prefix, out);
+        }
+    }
+
     fn visit<'a>(
         &'a self,
         prefix: &str,
@@ -461,6 +533,10 @@ impl<M: Visit> Visit for Option<M> {
 }
 
 impl<M: Visit + ?Sized> Visit for Box<M> {
+    fn visit_rngs<'a>(&'a mut self, prefix: &str, out: &mut Vec<(String, &'a mut Rng)>) {
+        (**self).visit_rngs(prefix, out);
+    }
+
     fn visit<'a>(
         &'a self,
         prefix: &str,
@@ -506,6 +582,11 @@ no_tensors!(
 );
 
 impl<A: Visit, B: Visit> Visit for (A, B) {
+    fn visit_rngs<'a>(&'a mut self, prefix: &str, out: &mut Vec<(String, &'a mut Rng)>) {
+        self.0.visit_rngs(&join(prefix, "0"), out);
+        self.1.visit_rngs(&join(prefix, "1"), out);
+    }
+
     fn visit<'a>(
         &'a self,
         prefix: &str,

@@ -306,3 +306,65 @@ fn dtype_training_mode_gradients_and_an_optimizer_step() -> Result<()> {
     assert!(n.fc1.weight.grad().is_none());
     Ok(())
 }
+
+/// A derived module holding dropouts directly, in a `Sequential` and inside an
+/// attention layer, with one generator of its own.
+#[derive(Module)]
+struct Noisy {
+    first: autograd::nn::Dropout,
+    stack: autograd::nn::Sequential,
+    attn: autograd::nn::MultiheadAttention,
+    #[module(rng)]
+    own: autograd::random::Rng,
+}
+
+fn noisy(seed: u64) -> Result<Noisy> {
+    let mut rng = Rng::new(seed);
+    Ok(Noisy {
+        first: autograd::nn::Dropout::new(0.5, rng.next_u64())?,
+        stack: autograd::nn::Sequential::new()
+            .append(autograd::nn::ReLU)
+            .append(autograd::nn::Dropout::new(0.25, rng.next_u64())?),
+        attn: autograd::nn::MultiheadAttention::new(4, 2, 0.5, &mut rng)?,
+        own: Rng::new(rng.next_u64()),
+    })
+}
+
+/// The masks `m` draws on one call of each part (and a number from its own
+/// generator).
+fn draws(m: &mut Noisy) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>, u64)> {
+    let x = Tensor::ones([2, 3, 4], DType::F32)?;
+    let a = m.first.forward(&x)?.to_vec::<f32>()?;
+    let b = m.stack.forward(&x)?.to_vec::<f32>()?;
+    let c = m
+        .attn
+        .forward(&x, &x, &x, autograd::nn::MhaMasks::default())?
+        .to_vec::<f32>()?;
+    Ok((a, b, c, m.own.next_u64()))
+}
+
+#[test]
+fn generator_states_name_every_dropout_and_restore_its_masks() -> Result<()> {
+    crate::init();
+    let mut m = noisy(5)?;
+    let names: Vec<String> = m.generator_states().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["first.rng", "stack.1.rng", "attn.rng", "own"]);
+    draws(&mut m)?; // the generators move on
+    let saved = m.generator_states();
+    let want = draws(&mut m)?;
+    // A fresh model (the same weights, its generators at their start) given the
+    // saved states draws the same masks.
+    let mut fresh = noisy(5)?;
+    assert_ne!(draws(&mut noisy(5)?)?, want);
+    fresh.set_generator_states(&saved)?;
+    assert_eq!(draws(&mut fresh)?, want);
+    // An incomplete or foreign list is refused, and nothing is set.
+    let before = fresh.generator_states();
+    let err = fresh
+        .set_generator_states(&[("first.rng".to_string(), 1), ("nope".to_string(), 2)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("stack.1.rng") && err.contains("nope"), "{err}");
+    assert_eq!(fresh.generator_states(), before);
+    Ok(())
+}
