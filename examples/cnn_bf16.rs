@@ -14,6 +14,7 @@
 //! (the same for every run).
 
 use autograd::amp::{GradScaler, autocast};
+use autograd::nn::Module;
 use autograd::optim::{Adam, Optimizer};
 use autograd::prelude::*;
 use std::time::Instant;
@@ -98,6 +99,7 @@ fn train(precision: Precision, epochs: usize) -> Result<Outcome> {
         let decay = (epoch as f64 - 2.0 * epochs as f64 / 3.0).max(0.0) / (epochs as f64 / 3.0);
         opt.set_learning_rate(LEARNING_RATE * (1.0 - 0.9 * decay));
         let order = shuffled(TRAIN, &mut rng);
+        model.train();
         let mut loss_sum = 0.0;
         let mut batches = 0;
         for chunk in order.chunks(BATCH) {
@@ -107,9 +109,9 @@ fn train(precision: Precision, epochs: usize) -> Result<Outcome> {
             let yb = targets.index_select(&index, 0)?;
             let loss = precision.run(|| model.forward(&xb)?.cross_entropy(&yb))?;
             scaler.scale(&loss)?.backward()?;
-            scaler.step(&mut opt, &mut model.params_mut())?;
+            scaler.step(&mut opt, &mut model.parameters_mut())?;
             scaler.update()?;
-            opt.zero_grad(&mut model.params_mut());
+            model.zero_grad();
             loss_sum += loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
             batches += 1;
         }
@@ -119,6 +121,7 @@ fn train(precision: Precision, epochs: usize) -> Result<Outcome> {
             precision.label()
         );
     }
+    model.eval(); // batch norm's running statistics
     let test_accuracy = accuracy(&test_x, &test_labels, |x| {
         precision.run(|| model.forward(x))
     })?;

@@ -1,8 +1,10 @@
 //! What both CNN examples (`examples/cnn.rs`, `examples/cnn_bf16.rs`) share: the
 //! generated images (squares, circles and crosses, as outlines of random size,
 //! position and brightness on `SIZE x SIZE` pixels with Gaussian noise, drawn with
-//! the library's `Rng`: fixed seed, no download) and the network.
+//! the library's `Rng`: fixed seed, no download) and the network, built from
+//! `autograd::nn`'s layers.
 
+use autograd::nn::{BatchNorm2d, Conv2d, Linear, Module};
 use autograd::ops;
 use autograd::prelude::*;
 
@@ -77,66 +79,48 @@ pub fn dataset(n: usize, rng: &mut Rng) -> Result<(Tensor, Vec<usize>)> {
     Ok((Tensor::from_vec(pixels, [n, 1, SIZE, SIZE])?, labels))
 }
 
-/// The network's parameters.
+/// The network, as modules with PyTorch's names (`conv1.weight`,
+/// `bn1.running_mean`, `fc.bias`, ..): `conv 1→8 (3x3, padding 1, no bias) →
+/// batch norm → relu → max pool 2x2 → conv 8→16 → batch norm → relu → avg pool 2x2
+/// → linear 256→3`.
+#[derive(Module)]
 pub struct Cnn {
-    conv1: Tensor,
-    b1: Tensor,
-    conv2: Tensor,
-    b2: Tensor,
-    fc: Tensor,
-    bfc: Tensor,
+    pub conv1: Conv2d,
+    pub bn1: BatchNorm2d,
+    pub conv2: Conv2d,
+    pub bn2: BatchNorm2d,
+    pub fc: Linear,
 }
 
 impl Cnn {
-    /// The network on `device`, its parameters in `dtype`.
+    /// The network on `device` with its floating tensors in `dtype`, initialised
+    /// as PyTorch's layers are, from `rng`.
     pub fn new(rng: &mut Rng, device: Device, dtype: DType) -> Result<Cnn> {
-        // He initialisation for the layers followed by relu, 1/fan_in for the last.
-        let mut normal = |shape: &[usize], var: f64| -> Result<Tensor> {
-            let t = rng.normal(shape, 0.0, var.sqrt(), DType::F32)?;
-            Ok(t.to_dtype(dtype)?.to(device)?.with_requires_grad(true))
-        };
-        let conv1 = normal(&[8, 1, 3, 3], 2.0 / 9.0)?;
-        let conv2 = normal(&[16, 8, 3, 3], 2.0 / 72.0)?;
-        let fc = normal(&[256, CLASSES], 1.0 / 256.0)?;
-        let zeros = |n: usize| -> Result<Tensor> {
-            Ok(Tensor::zeros([n], dtype)?
-                .to(device)?
-                .with_requires_grad(true))
-        };
-        Ok(Cnn {
-            conv1,
-            b1: zeros(8)?,
-            conv2,
-            b2: zeros(16)?,
-            fc,
-            bfc: zeros(CLASSES)?,
-        })
-    }
-
-    /// Class scores `[n, 3]` for images `[n, 1, 16, 16]`.
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let same = ops::Conv2dOptions {
             padding: (1, 1),
             ..Default::default()
         };
-        let h = ops::conv2d(x, &self.conv1, Some(&self.b1), same)?;
-        let h = h.relu()?.max_pool2d(ops::MaxPool2dOptions::new((2, 2)))?; // [n, 8, 8, 8]
-        let h = ops::conv2d(&h, &self.conv2, Some(&self.b2), same)?;
-        let h = h.relu()?.avg_pool2d(ops::AvgPool2dOptions::new((2, 2)))?; // [n, 16, 4, 4]
-        let n = h.dims()[0];
-        let flat = ops::reshape(&h, Shape::from([n, 256]))?;
-        flat.matmul(&self.fc)? + &self.bfc
+        let mut cnn = Cnn {
+            conv1: Conv2d::new(1, 8, (3, 3), same, false, rng)?,
+            bn1: BatchNorm2d::new(8)?,
+            conv2: Conv2d::new(8, 16, (3, 3), same, false, rng)?,
+            bn2: BatchNorm2d::new(16)?,
+            fc: Linear::new(256, CLASSES, true, rng)?,
+        };
+        cnn.to_dtype(dtype)?;
+        cnn.to_device(device)?;
+        Ok(cnn)
     }
 
-    pub fn params_mut(&mut self) -> [&mut Tensor; 6] {
-        [
-            &mut self.conv1,
-            &mut self.b1,
-            &mut self.conv2,
-            &mut self.b2,
-            &mut self.fc,
-            &mut self.bfc,
-        ]
+    /// Class scores `[n, 3]` for images `[n, 1, 16, 16]` (batch statistics in
+    /// training mode, the running ones after `eval()`).
+    pub fn forward(&mut self, x: &Tensor) -> Result<Tensor> {
+        let h = self.bn1.forward(&self.conv1.forward(x)?)?;
+        let h = h.relu()?.max_pool2d(ops::MaxPool2dOptions::new((2, 2)))?; // [n, 8, 8, 8]
+        let h = self.bn2.forward(&self.conv2.forward(&h)?)?;
+        let h = h.relu()?.avg_pool2d(ops::AvgPool2dOptions::new((2, 2)))?; // [n, 16, 4, 4]
+        let n = h.dims()[0];
+        self.fc.forward(&ops::reshape(&h, Shape::from([n, 256]))?)
     }
 }
 
@@ -145,7 +129,7 @@ impl Cnn {
 pub fn accuracy(
     x: &Tensor,
     labels: &[usize],
-    scores: impl Fn(&Tensor) -> Result<Tensor>,
+    mut scores: impl FnMut(&Tensor) -> Result<Tensor>,
 ) -> Result<f64> {
     let mut right = 0;
     for start in (0..labels.len()).step_by(200) {

@@ -6,6 +6,7 @@ mod amp;
 mod cases;
 mod checkpoint;
 mod conv;
+mod curves;
 mod dtypes;
 mod elementwise;
 mod engine;
