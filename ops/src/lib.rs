@@ -22,7 +22,7 @@
 //! | sampling (constants) | [`multinomial`] (from the library's seeded `Rng`) |
 //! | indexing with an index tensor of the data's rank (`torch.gather`, `scatter_add`) | [`gather`](mod@gather), [`scatter_add`](mod@scatter_add) (raw kernels: a CPU kernel and a CUDA program, [`INDEX_PROGRAM`]) |
 //! | linear algebra | [`matmul`](mod@matmul) (2-D, batched, batch axes broadcast, 1-D operands as NumPy takes them), [`dot`] |
-//! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`l1_loss`], [`mse_loss_with`], [`smooth_l1_loss`] and [`huber_loss`] (with a [`Reduction`]), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
+//! | neural networks | [`softmax`](mod@softmax), [`log_softmax`](mod@log_softmax), [`cross_entropy`](mod@cross_entropy), [`mse_loss`](mod@mse_loss), [`l1_loss`], [`mse_loss_with`], [`smooth_l1_loss`] and [`huber_loss`] (with a [`Reduction`]), [`cross_entropy_with`] and [`nll_loss`] (weights, `ignore_index`, label smoothing, `[N, C, d..]`, class probabilities), [`binary_cross_entropy`], [`binary_cross_entropy_with_logits`], [`kl_div`] (with PyTorch's options), [`dropout`] (the op [`dropout_op`](mod@dropout_op), registered as `dropout`), [`layer_norm`] (the op [`layer_norm_op`](mod@layer_norm_op), registered as `layer_norm`, plus the weight and bias), [`embedding`], [`one_hot`] (a constant) |
 //! | constants: not recorded, no gradient | [`eq`], [`ne`], [`lt`], [`le`], [`gt`], [`ge`] (`bool` masks, broadcasting: the condition of `where`), [`argmax`], [`argmin`] (`i64` positions) |
 //! | convolution and pooling (`[N, C, H, W]`, `torch.nn.functional` semantics; options structs with PyTorch's defaults) | [`conv2d`] ([`Conv2dOptions`]; the op [`conv2d_op`](mod@conv2d_op), registered as `conv2d`, plus the bias), [`conv1d`], [`conv3d`], [`conv_transpose2d`], [`conv_transpose1d`] (compositions), [`max_pool2d`](mod@max_pool2d) ([`MaxPool2dOptions`]; [`max_pool2d_with_indices`]), [`avg_pool2d`](mod@avg_pool2d) ([`AvgPool2dOptions`]), [`adaptive_avg_pool2d`], [`adaptive_max_pool2d`] (compositions), [`im2col`](mod@im2col) (torch's `unfold`), [`col2im`](mod@col2im) (`fold`) |
 //! | resizing and options (compositions) | [`interpolate`] (nearest, bilinear), [`embedding_with`] (`padding_idx`, `max_norm`), [`embedding_renorm`], [`layer_norm_shape`] (several trailing axes) |
@@ -44,7 +44,8 @@
 //!   PyTorch's default, the exact form, is [`gelu_erf`](mod@gelu_erf), and
 //!   [`gelu_with`] takes PyTorch's `approximate` ([`GeluApproximate`], default `None`).
 //! - [`cross_entropy`](mod@cross_entropy) takes `[N, C]` logits and `[N]` integer class targets
-//!   (`i64`, no gradient); it returns the mean over the batch.
+//!   (`i64`, no gradient); it returns the mean over the batch. [`cross_entropy_with`]
+//!   takes PyTorch's options and shapes (and is that op for its defaults).
 //! - Index inputs are integer tensors (`i64`, as PyTorch's; `i32` and `u8` are
 //!   taken too), read on the host: [`index_select`](mod@index_select) and
 //!   [`index_add`](mod@index_add) take vectors; [`gather`](mod@gather) and

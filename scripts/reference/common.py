@@ -17,8 +17,17 @@ def wave(shape, a, b, f=torch.sin):
     return f(torch.arange(n, dtype=torch.float64) * a + b).reshape(shape)
 
 
+def rust_f64(v):
+    """`v` as a Rust f64 literal (NaN and the infinities by name)."""
+    if v != v:
+        return "f64::NAN"
+    if v in (float("inf"), float("-inf")):
+        return "f64::INFINITY" if v > 0 else "f64::NEG_INFINITY"
+    return repr(v)
+
+
 def emit(name, t):
-    vals = [repr(v) for v in t.detach().flatten().tolist()]
+    vals = [rust_f64(v) for v in t.detach().flatten().tolist()]
     rows = [", ".join(vals[i : i + 4]) + "," for i in range(0, len(vals), 4)]
     body = "".join(f"\n    {r}" for r in rows)
     print(f"#[rustfmt::skip]\nconst {name}: &[f64] = &[{body}\n];")
