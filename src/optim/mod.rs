@@ -1,4 +1,7 @@
-//! Optimizers: [`Sgd`] (with momentum) and [`Adam`].
+//! Optimizers: [`Sgd`] (with momentum), [`Adam`], [`AdamW`] (decoupled weight
+//! decay) and [`RMSprop`], with parameter groups ([`GroupOptions`]), state
+//! dicts by parameter name for resuming training bit for bit, and the
+//! learning-rate schedules of [`lr_scheduler`].
 //!
 //! An optimizer reads each parameter's accumulated gradient ([`Tensor::grad`]) and
 //! writes the parameter's new values with [`Tensor::set_data`]: in place when nothing
@@ -13,6 +16,32 @@
 //! and computed at each step (with fusion on, together with the new parameter
 //! values in one pass), so it never holds the gradients it was computed from.
 //! A parameter listed more than once in one `step` is updated once.
+//!
+//! # Parameter groups
+//!
+//! Every parameter is in group 0, which has the optimizer's own learning rate
+//! and weight decay, unless it was added to a group of its own with
+//! `add_param_group` (each optimizer has it), which may set another learning
+//! rate and weight decay ([`GroupOptions`]; what it leaves `None` is taken from
+//! group 0 at the call). A step takes every parameter as before; each is updated
+//! with its group's settings. [`Optimizer::num_groups`],
+//! [`Optimizer::group_learning_rate`] and [`Optimizer::set_group_learning_rate`]
+//! are what a schedule ([`lr_scheduler::LrScheduler`]) drives;
+//! [`Optimizer::learning_rate`] is group 0's.
+//!
+//! # Saving and resuming
+//!
+//! [`Optimizer::state_dict`] lists everything a step depends on by the
+//! parameters' names (`model.named_parameters()`): the groups'
+//! `param_groups.{i}.lr` and `param_groups.{i}.weight_decay`, the other
+//! hyperparameters as `options.{name}` (all `f64` scalars, so exact), and per
+//! parameter `state.{name}.group`, `state.{name}.step` (an `i64` scalar) and its
+//! buffers (`state.{name}.exp_avg`, ..., `state.{name}.master` for the `f32`
+//! master of an `f16`/`bf16` parameter). [`Optimizer::load_state_dict`] checks
+//! all of it against the parameters before changing anything. With
+//! [`crate::nn::add_prefix`] and [`crate::nn::strip_prefix`] a model, its
+//! optimizer and its schedule share one safetensors file (see
+//! [`lr_scheduler`]'s example).
 //!
 //! # Mixed precision
 //!
@@ -50,10 +79,22 @@
 //! # }
 //! ```
 
-use crate::{
-    BinaryOp, DType, Error, Result, Tensor, TensorId, UnaryOp, WeakTensor, compute, no_grad,
+use crate::nn::StateDict;
+use crate::{BinaryOp, Error, Result, Tensor, UnaryOp, compute};
+
+mod adam;
+mod core;
+pub mod lr_scheduler;
+mod rmsprop;
+mod sgd;
+
+pub use adam::{Adam, AdamW};
+pub use lr_scheduler::{
+    Anneal, ChainedScheduler, CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, LrScheduler,
+    OneCycleLR, Schedule, SequentialLR, StepLR,
 };
-use std::collections::{HashMap, HashSet};
+pub use rmsprop::RMSprop;
+pub use sgd::Sgd;
 
 /// Something that updates parameters from their gradients.
 pub trait Optimizer {
@@ -79,11 +120,68 @@ pub trait Optimizer {
         )))
     }
 
-    /// The learning rate the next step uses.
+    /// The learning rate the next step uses (group 0's, with parameter groups).
     fn learning_rate(&self) -> f64;
 
-    /// Changes the learning rate (for a schedule).
+    /// Changes the learning rate (group 0's, with parameter groups).
     fn set_learning_rate(&mut self, lr: f64);
+
+    /// The number of parameter groups (at least 1: group 0 holds every parameter
+    /// not added to another). The default: 1.
+    fn num_groups(&self) -> usize {
+        1
+    }
+
+    /// The learning rate of parameter group `group`, `None` past the last group.
+    /// The default knows group 0 only ([`Optimizer::learning_rate`]).
+    fn group_learning_rate(&self, group: usize) -> Option<f64> {
+        (group == 0).then(|| self.learning_rate())
+    }
+
+    /// Changes the learning rate of parameter group `group` (for a schedule); an
+    /// error naming the number of groups past the last one. The default knows
+    /// group 0 only ([`Optimizer::set_learning_rate`]).
+    fn set_group_learning_rate(&mut self, group: usize, lr: f64) -> Result<()> {
+        if group == 0 {
+            self.set_learning_rate(lr);
+            return Ok(());
+        }
+        Err(no_group(group, self.num_groups()))
+    }
+
+    /// Everything the next steps depend on (hyperparameters, groups, and each
+    /// parameter's state and `f32` master), keyed by the names of `named`
+    /// (`model.named_parameters()`, which must list every parameter the
+    /// optimizer holds state for); see the [module docs](self) for the keys. The
+    /// tensors are handles of the optimizer's own (it never writes into them).
+    /// The default is an error: an optimizer that can be saved implements it.
+    fn state_dict(&self, named: &[(String, Tensor)]) -> Result<StateDict> {
+        let _ = named;
+        Err(invalid(
+            "this optimizer does not implement `state_dict`; implement              `Optimizer::state_dict` and `Optimizer::load_state_dict` to save it"
+                .to_string(),
+        ))
+    }
+
+    /// Replaces the optimizer's hyperparameters, groups and state with those of
+    /// `state` (written by [`Optimizer::state_dict`]), matched to the parameters
+    /// by the names of `named`. Everything is checked first: a parameter of
+    /// `named` the state does not know, an entry of the state that no name of
+    /// `named` or no option explains, a buffer whose shape is not its
+    /// parameter's, an incomplete state: the error lists every problem and the
+    /// optimizer is left unchanged. Buffers are converted to the parameter's
+    /// dtype (`f32` for a half one) and device. The default is an error.
+    fn load_state_dict(
+        &mut self,
+        named: &[(String, Tensor)],
+        state: &[(String, Tensor)],
+    ) -> Result<()> {
+        let _ = (named, state);
+        Err(invalid(
+            "this optimizer does not implement `load_state_dict`; implement              `Optimizer::state_dict` and `Optimizer::load_state_dict` to load it"
+                .to_string(),
+        ))
+    }
 
     /// Clears the gradients of `params`, before the next backward pass accumulates
     /// into them.
@@ -94,428 +192,233 @@ pub trait Optimizer {
     }
 }
 
-/// Stochastic gradient descent with optional momentum, Nesterov momentum and L2
-/// weight decay, with PyTorch's conventions:
+/// The settings of a parameter group that differ from the optimizer's own: what
+/// is `None` is taken from group 0 when the group is added.
 ///
-/// ```text
-/// g ← grad + weight_decay · p
-/// b ← g                      (first step)
-/// b ← momentum · b + g       (later steps)
-/// p ← p − lr · b             (or p − lr · (g + momentum · b) with nesterov)
 /// ```
+/// use autograd::optim::{AdamW, GroupOptions, Optimizer};
+/// use autograd::prelude::*;
 ///
-/// Without momentum the step is `p ← p − lr · g`.
-#[derive(Debug, Clone)]
-pub struct Sgd {
-    lr: f64,
-    momentum: f64,
-    nesterov: bool,
-    weight_decay: f64,
-    buffers: HashMap<TensorId, (WeakTensor, Tensor)>,
-    masters: Masters,
-}
-
-impl Sgd {
-    /// Plain gradient descent with learning rate `lr`.
-    pub fn new(lr: f64) -> Sgd {
-        Sgd {
-            lr,
-            momentum: 0.0,
-            nesterov: false,
-            weight_decay: 0.0,
-            buffers: HashMap::new(),
-            masters: Masters::default(),
-        }
-    }
-
-    /// Momentum factor in `[0, 1)` (default 0: none).
-    pub fn momentum(mut self, momentum: f64) -> Sgd {
-        self.momentum = momentum;
-        self
-    }
-
-    /// Nesterov momentum (needs a momentum above 0).
-    pub fn nesterov(mut self, nesterov: bool) -> Sgd {
-        self.nesterov = nesterov;
-        self
-    }
-
-    /// L2 penalty: `weight_decay · p` is added to every gradient (default 0).
-    pub fn weight_decay(mut self, weight_decay: f64) -> Sgd {
-        self.weight_decay = weight_decay;
-        self
-    }
-
-    fn validate(&self) -> Result<()> {
-        check_finite_non_negative("learning rate", self.lr)?;
-        check_unit_interval("momentum", self.momentum)?;
-        check_finite_non_negative("weight decay", self.weight_decay)?;
-        if self.nesterov && self.momentum == 0.0 {
-            return Err(invalid(
-                "Nesterov momentum needs a momentum above 0; set `.momentum(..)`".to_string(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-impl Sgd {
-    /// Forgets the momentum (and the `f32` master copy of an `f16`/`bf16`
-    /// parameter) kept for `param`; they are also forgotten once every handle of
-    /// the parameter is dropped.
-    pub fn remove(&mut self, param: &Tensor) {
-        self.buffers.remove(&param.id());
-        self.masters.remove(param);
-    }
-
-    /// The `f32` master copy kept for `param` when it is `f16` or `bf16` (after
-    /// its first step), else `None`.
-    pub fn master(&self, param: &Tensor) -> Option<Tensor> {
-        self.masters.get(param)
-    }
-
-    /// Number of parameters with a momentum buffer.
-    pub fn state_len(&self) -> usize {
-        self.buffers.len()
-    }
-}
-
-impl Optimizer for Sgd {
-    fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
-        self.step_unscaled(params, 1.0)
-    }
-
-    fn step_unscaled(&mut self, params: &mut [&mut Tensor], inv_scale: f64) -> Result<()> {
-        self.validate()?;
-        check_inv_scale(inv_scale)?;
-        self.buffers.retain(|_, (p, _)| p.is_alive());
-        self.masters.retain_alive();
-        let mut seen = HashSet::new();
-        no_grad(|| {
-            for p in params.iter_mut() {
-                if !seen.insert(p.id()) {
-                    continue; // listed twice: updated once
-                }
-                let Some(g) = gradient_of(p, inv_scale)? else {
-                    continue;
-                };
-                let w = self.masters.working(p)?;
-                let g = with_weight_decay(g, &w, self.weight_decay)?;
-                let direction = if self.momentum == 0.0 {
-                    g
-                } else {
-                    let buf = match self.buffers.get(&p.id()) {
-                        None => g.clone(),
-                        Some((_, b)) => add(&scale(b, self.momentum)?, &g)?,
-                    };
-                    let direction = if self.nesterov {
-                        add(&g, &scale(&buf, self.momentum)?)?
-                    } else {
-                        buf.clone()
-                    };
-                    self.buffers.insert(p.id(), (p.downgrade(), buf));
-                    direction
-                };
-                let new = sub(&w, &scale(&direction, self.lr)?)?;
-                drop(w); // no second handle of the parameter when it is written
-                // Computed now, together (one pass when fused): a deferred buffer
-                // would hold the gradients and buffers it is computed from.
-                if let Some((_, buf)) = self.buffers.get(&p.id()) {
-                    crate::fusion::realize_all(&[&new, buf])?;
-                }
-                self.masters.write(p, new)?;
-            }
-            Ok(())
-        })
-    }
-
-    fn learning_rate(&self) -> f64 {
-        self.lr
-    }
-
-    fn set_learning_rate(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-}
-
-/// Adam (Kingma & Ba, 2015) with bias correction and optional L2 weight decay, as
-/// PyTorch's `torch.optim.Adam` computes it; each parameter counts its own steps `t`:
-///
-/// ```text
-/// g ← grad + weight_decay · p
-/// m ← β₁ · m + (1 − β₁) · g
-/// v ← β₂ · v + (1 − β₂) · g²
-/// p ← p − lr · (m / (1 − β₁ᵗ)) / (√(v / (1 − β₂ᵗ)) + ε)
+/// # fn main() -> Result<()> {
+/// let bias = Tensor::zeros([4], DType::F32)?.with_requires_grad(true);
+/// let mut opt = AdamW::new(1e-3).weight_decay(0.1);
+/// // No weight decay on biases and norm weights.
+/// let g = opt.add_param_group(&[&bias], GroupOptions::weight_decay(0.0))?;
+/// assert_eq!((g, opt.num_groups()), (1, 2));
+/// assert_eq!(opt.group_learning_rate(1), Some(1e-3));
+/// # Ok(())
+/// # }
 /// ```
-#[derive(Debug, Clone)]
-pub struct Adam {
-    lr: f64,
-    beta1: f64,
-    beta2: f64,
-    eps: f64,
-    weight_decay: f64,
-    moments: HashMap<TensorId, AdamState>,
-    masters: Masters,
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GroupOptions {
+    /// The group's learning rate (default: group 0's).
+    pub lr: Option<f64>,
+    /// The group's weight decay (default: group 0's).
+    pub weight_decay: Option<f64>,
 }
 
-#[derive(Debug, Clone)]
-struct AdamState {
-    param: WeakTensor,
-    step: i32,
-    m: Tensor,
-    v: Tensor,
-}
-
-impl Adam {
-    /// Adam with learning rate `lr` and the usual defaults: β₁ = 0.9, β₂ = 0.999,
-    /// ε = 1e-8, no weight decay.
-    pub fn new(lr: f64) -> Adam {
-        Adam {
-            lr,
-            beta1: 0.9,
-            beta2: 0.999,
-            eps: 1e-8,
-            weight_decay: 0.0,
-            moments: HashMap::new(),
-            masters: Masters::default(),
+impl GroupOptions {
+    /// A group with its own learning rate.
+    pub fn lr(lr: f64) -> GroupOptions {
+        GroupOptions {
+            lr: Some(lr),
+            weight_decay: None,
         }
     }
 
-    /// Decay rates of the first and second moment estimates, each in `[0, 1)`.
-    pub fn betas(mut self, beta1: f64, beta2: f64) -> Adam {
-        self.beta1 = beta1;
-        self.beta2 = beta2;
-        self
-    }
-
-    /// The term added to the denominator for stability (default 1e-8).
-    pub fn eps(mut self, eps: f64) -> Adam {
-        self.eps = eps;
-        self
-    }
-
-    /// L2 penalty: `weight_decay · p` is added to every gradient (default 0).
-    pub fn weight_decay(mut self, weight_decay: f64) -> Adam {
-        self.weight_decay = weight_decay;
-        self
-    }
-
-    fn validate(&self) -> Result<()> {
-        check_finite_non_negative("learning rate", self.lr)?;
-        check_unit_interval("beta1", self.beta1)?;
-        check_unit_interval("beta2", self.beta2)?;
-        check_finite_non_negative("eps", self.eps)?;
-        check_finite_non_negative("weight decay", self.weight_decay)
+    /// A group with its own weight decay.
+    pub fn weight_decay(weight_decay: f64) -> GroupOptions {
+        GroupOptions {
+            lr: None,
+            weight_decay: Some(weight_decay),
+        }
     }
 }
 
-impl Adam {
-    /// Forgets the moments (and the `f32` master copy of an `f16`/`bf16`
-    /// parameter) kept for `param`; they are also forgotten once every handle of
-    /// the parameter is dropped.
-    pub fn remove(&mut self, param: &Tensor) {
-        self.moments.remove(&param.id());
-        self.masters.remove(param);
-    }
-
-    /// The `f32` master copy kept for `param` when it is `f16` or `bf16` (after
-    /// its first step), else `None`.
-    pub fn master(&self, param: &Tensor) -> Option<Tensor> {
-        self.masters.get(param)
-    }
-
-    /// Number of parameters with moments.
-    pub fn state_len(&self) -> usize {
-        self.moments.len()
-    }
+/// The settings of one parameter group.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Group {
+    pub lr: f64,
+    pub weight_decay: f64,
 }
 
-impl Optimizer for Adam {
-    fn step(&mut self, params: &mut [&mut Tensor]) -> Result<()> {
-        self.step_unscaled(params, 1.0)
-    }
-
-    fn step_unscaled(&mut self, params: &mut [&mut Tensor], inv_scale: f64) -> Result<()> {
-        self.validate()?;
-        check_inv_scale(inv_scale)?;
-        self.moments.retain(|_, s| s.param.is_alive());
-        self.masters.retain_alive();
-        let (b1, b2) = (self.beta1, self.beta2);
-        let mut seen = HashSet::new();
-        no_grad(|| {
-            for p in params.iter_mut() {
-                if !seen.insert(p.id()) {
-                    continue; // listed twice: updated once
-                }
-                let Some(g) = gradient_of(p, inv_scale)? else {
-                    continue;
-                };
-                let w = self.masters.working(p)?;
-                let g = with_weight_decay(g, &w, self.weight_decay)?;
-                let state = match self.moments.get(&p.id()) {
-                    None => AdamState {
-                        param: p.downgrade(),
-                        step: 1,
-                        m: scale(&g, 1.0 - b1)?,
-                        v: scale(&crate::ops::square(&g)?, 1.0 - b2)?,
-                    },
-                    Some(s) => AdamState {
-                        param: s.param.clone(),
-                        step: s.step.saturating_add(1),
-                        m: add(&scale(&s.m, b1)?, &scale(&g, 1.0 - b1)?)?,
-                        v: add(
-                            &scale(&s.v, b2)?,
-                            &scale(&crate::ops::square(&g)?, 1.0 - b2)?,
-                        )?,
-                    },
-                };
-                let correction1 = 1.0 - b1.powi(state.step);
-                let correction2 = 1.0 - b2.powi(state.step);
-                let denom = compute::unary(
-                    &crate::ops::sqrt(&scale(&state.v, 1.0 / correction2)?)?,
-                    UnaryOp::AddScalar(self.eps),
-                )?;
-                let update = compute::binary(
-                    &scale(&state.m, self.lr / correction1)?,
-                    &denom,
-                    BinaryOp::Div,
-                )?;
-                let new = sub(&w, &update)?;
-                drop(w); // no second handle of the parameter when it is written
-                // Computed now, together (one pass when fused): deferred moments
-                // would hold the gradients and moments they are computed from.
-                crate::fusion::realize_all(&[&new, &state.m, &state.v])?;
-                self.masters.write(p, new)?;
-                self.moments.insert(p.id(), state);
+/// The inherent methods every optimizer here shares (through its `core`), and
+/// its [`Optimizer`] implementation (through its `cfg`, an `Algorithm`).
+macro_rules! optimizer_common {
+    ($ty:ident) => {
+        impl $ty {
+            /// Adds a parameter group holding `params` (a slice of tensors or of
+            /// references, as `&model.parameters()` or `&[&w, &b]`) with its own
+            /// settings; returns its index (1 for the first added). What
+            /// `options` leaves `None` is taken from group 0 now. A parameter
+            /// belongs to one group: adding one that is in another added group is
+            /// an error (nothing added), and so are a parameter that is not a
+            /// leaf and a learning rate or weight decay that is not a finite
+            /// number `>= 0`. Add the groups before building a schedule on the
+            /// optimizer, which reads every group's learning rate.
+            pub fn add_param_group<T: $crate::nn::AsTensor>(
+                &mut self,
+                params: &[T],
+                options: $crate::optim::GroupOptions,
+            ) -> $crate::Result<usize> {
+                self.core
+                    .add_group(params.iter().map(|p| p.as_tensor()), options)
             }
-            Ok(())
-        })
-    }
 
-    fn learning_rate(&self) -> f64 {
-        self.lr
-    }
+            /// The weight decay of parameter group `group` (`None` past the last).
+            pub fn group_weight_decay(&self, group: usize) -> Option<f64> {
+                self.core.groups.get(group).map(|g| g.weight_decay)
+            }
 
-    fn set_learning_rate(&mut self, lr: f64) {
-        self.lr = lr;
-    }
-}
+            /// Changes the weight decay of parameter group `group`.
+            pub fn set_group_weight_decay(
+                &mut self,
+                group: usize,
+                weight_decay: f64,
+            ) -> $crate::Result<()> {
+                let n = self.core.groups.len();
+                match self.core.groups.get_mut(group) {
+                    Some(g) => {
+                        g.weight_decay = weight_decay;
+                        Ok(())
+                    }
+                    None => Err($crate::optim::no_group(group, n)),
+                }
+            }
 
-/// The parameter's gradient, if it has one that fits it, cut off from any graph (a
-/// `create_graph` backward leaves a recorded gradient, whose graph the optimizer's
-/// state must not keep alive), in `f32` for an `f16`/`bf16` parameter, times
-/// `inv_scale` (unless 1).
-fn gradient_of(p: &Tensor, inv_scale: f64) -> Result<Option<Tensor>> {
-    let Some(g) = p.grad() else { return Ok(None) };
-    let g = if g.requires_grad() { g.detach() } else { g };
-    if g.shape() != p.shape() {
-        return Err(invalid(format!(
-            "the gradient of parameter {} has shape {} but the parameter has shape {}",
-            p.id(),
-            g.shape(),
-            p.shape()
-        )));
-    }
-    let g = if p.dtype().is_half() || g.dtype().is_half() {
-        compute::cast(&g, DType::F32)?
-    } else {
-        g
+            /// The parameter group of `param` (0 unless it was added to another).
+            pub fn group_of(&self, param: &$crate::Tensor) -> usize {
+                self.core.group_of(param)
+            }
+
+            /// Forgets the state (and the `f32` master copy of an `f16`/`bf16`
+            /// parameter) kept for `param`; they are also forgotten once every
+            /// handle of the parameter is dropped.
+            pub fn remove(&mut self, param: &$crate::Tensor) {
+                self.core.remove(param);
+            }
+
+            /// The `f32` master copy kept for `param` when it is `f16` or `bf16`
+            /// (after its first step), else `None`.
+            pub fn master(&self, param: &$crate::Tensor) -> Option<$crate::Tensor> {
+                self.core.master(param)
+            }
+
+            /// Number of parameters with state.
+            pub fn state_len(&self) -> usize {
+                self.core.state_len()
+            }
+        }
+
+        impl $crate::optim::Optimizer for $ty {
+            fn step(&mut self, params: &mut [&mut $crate::Tensor]) -> $crate::Result<()> {
+                self.core.step(&self.cfg, params, 1.0)
+            }
+
+            fn step_unscaled(
+                &mut self,
+                params: &mut [&mut $crate::Tensor],
+                inv_scale: f64,
+            ) -> $crate::Result<()> {
+                self.core.step(&self.cfg, params, inv_scale)
+            }
+
+            fn learning_rate(&self) -> f64 {
+                self.core.groups[0].lr
+            }
+
+            fn set_learning_rate(&mut self, lr: f64) {
+                self.core.groups[0].lr = lr;
+            }
+
+            fn num_groups(&self) -> usize {
+                self.core.groups.len()
+            }
+
+            fn group_learning_rate(&self, group: usize) -> Option<f64> {
+                self.core.groups.get(group).map(|g| g.lr)
+            }
+
+            fn set_group_learning_rate(&mut self, group: usize, lr: f64) -> $crate::Result<()> {
+                let n = self.core.groups.len();
+                match self.core.groups.get_mut(group) {
+                    Some(g) => {
+                        g.lr = lr;
+                        Ok(())
+                    }
+                    None => Err($crate::optim::no_group(group, n)),
+                }
+            }
+
+            fn state_dict(
+                &self,
+                named: &[(String, $crate::Tensor)],
+            ) -> $crate::Result<$crate::nn::StateDict> {
+                self.core.state_dict(&self.cfg, named)
+            }
+
+            fn load_state_dict(
+                &mut self,
+                named: &[(String, $crate::Tensor)],
+                state: &[(String, $crate::Tensor)],
+            ) -> $crate::Result<()> {
+                let (core, cfg) = self.core.load_state_dict(&self.cfg, named, state)?;
+                self.core = core;
+                self.cfg = cfg;
+                Ok(())
+            }
+        }
     };
-    if inv_scale == 1.0 {
-        Ok(Some(g))
-    } else {
-        scale(&g, inv_scale).map(Some)
-    }
+}
+pub(crate) use optimizer_common;
+
+pub(crate) fn no_group(group: usize, groups: usize) -> Error {
+    invalid(format!(
+        "there is no parameter group {group}: the optimizer has {groups} (0 to {}); add          groups with `add_param_group`",
+        groups - 1
+    ))
 }
 
-/// The `f32` master copies of the `f16`/`bf16` parameters an optimizer updates,
-/// keyed like its state, each with a weak handle of its parameter (freed with it).
-#[derive(Debug, Clone, Default)]
-struct Masters {
-    map: HashMap<TensorId, (WeakTensor, Tensor)>,
-}
-
-impl Masters {
-    /// The values a step updates: the master copy of an `f16`/`bf16` parameter
-    /// (made from its values at its first step), the parameter itself otherwise.
-    fn working(&self, p: &Tensor) -> Result<Tensor> {
-        if !p.dtype().is_half() {
-            return Ok(p.clone());
-        }
-        match self.map.get(&p.id()) {
-            Some((_, m)) if m.shape() == p.shape() => Ok(m.clone()),
-            _ => compute::cast(&p.detach(), DType::F32),
-        }
-    }
-
-    /// Writes the step's result: into the master (then rounded into the
-    /// parameter) for an `f16`/`bf16` parameter, into the parameter otherwise.
-    fn write(&mut self, p: &mut Tensor, new: Tensor) -> Result<()> {
-        if !p.dtype().is_half() {
-            return p.set_data(&new);
-        }
-        // Computed now: a deferred master would hold the one before it.
-        let new = compute::contiguous(&new)?;
-        crate::fusion::realize_all(&[&new])?;
-        p.set_data(&compute::cast(&new, p.dtype())?)?;
-        self.map.insert(p.id(), (p.downgrade(), new));
-        Ok(())
-    }
-
-    /// The master copy of `p`, if one is kept.
-    fn get(&self, p: &Tensor) -> Option<Tensor> {
-        self.map.get(&p.id()).map(|(_, m)| m.clone())
-    }
-
-    fn remove(&mut self, p: &Tensor) {
-        self.map.remove(&p.id());
-    }
-
-    /// Frees the copies of parameters whose last handle was dropped.
-    fn retain_alive(&mut self) {
-        self.map.retain(|_, (p, _)| p.is_alive());
-    }
-}
-
-/// An error unless `inv_scale` (the inverse of a loss scale) is finite and above 0.
-fn check_inv_scale(inv_scale: f64) -> Result<()> {
-    if inv_scale.is_finite() && inv_scale > 0.0 {
-        Ok(())
-    } else {
-        Err(invalid(format!(
-            "the inverse loss scale is {inv_scale}; it must be a finite number > 0 (a loss \
-             scale that is finite and above 0)"
-        )))
-    }
-}
-
-fn with_weight_decay(g: Tensor, p: &Tensor, weight_decay: f64) -> Result<Tensor> {
+/// `g + weight_decay · p` (L2 weight decay, added to the gradient).
+pub(crate) fn with_weight_decay(g: Tensor, p: &Tensor, weight_decay: f64) -> Result<Tensor> {
     if weight_decay == 0.0 {
         return Ok(g);
     }
     add(&g, &scale(p, weight_decay)?)
 }
 
-fn scale(x: &Tensor, s: f64) -> Result<Tensor> {
+pub(crate) fn scale(x: &Tensor, s: f64) -> Result<Tensor> {
     compute::unary(x, UnaryOp::MulScalar(s))
 }
 
-fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     compute::binary(a, b, BinaryOp::Add)
 }
 
-fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+pub(crate) fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     compute::binary(a, b, BinaryOp::Sub)
 }
 
-fn invalid(msg: String) -> Error {
+pub(crate) fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compute::binary(a, b, BinaryOp::Mul)
+}
+
+pub(crate) fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    compute::binary(a, b, BinaryOp::Div)
+}
+
+pub(crate) fn add_scalar(x: &Tensor, s: f64) -> Result<Tensor> {
+    compute::unary(x, UnaryOp::AddScalar(s))
+}
+
+pub(crate) fn invalid(msg: String) -> Error {
     Error::InvalidArgument {
         op: "optimizer step",
         msg,
     }
 }
 
-fn check_finite_non_negative(what: &str, value: f64) -> Result<()> {
+pub(crate) fn check_finite_non_negative(what: &str, value: f64) -> Result<()> {
     if value.is_finite() && value >= 0.0 {
         Ok(())
     } else {
@@ -525,7 +428,7 @@ fn check_finite_non_negative(what: &str, value: f64) -> Result<()> {
     }
 }
 
-fn check_unit_interval(what: &str, value: f64) -> Result<()> {
+pub(crate) fn check_unit_interval(what: &str, value: f64) -> Result<()> {
     if (0.0..1.0).contains(&value) {
         Ok(())
     } else {
