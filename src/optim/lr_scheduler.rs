@@ -26,8 +26,8 @@
 //!
 //! # fn main() -> Result<()> {
 //! autograd::init()?;
-//! let mut rng = Rng::seed(0);
-//! let mut model = Linear::new(3, 2, true, DType::F32, &mut rng)?;
+//! let mut rng = Rng::new(0);
+//! let mut model = Linear::new(3, 2, true, &mut rng)?;
 //! let mut opt = AdamW::new(1e-2).weight_decay(0.1);
 //! opt.add_param_group(&[&model.bias.clone().unwrap()], GroupOptions::weight_decay(0.0))?;
 //! let warmup = LinearLR::new(0.1, 1.0, 3);
@@ -59,7 +59,7 @@
 //! let mut opt2 = AdamW::new(1e-2);
 //! opt2.load_state_dict(&model.named_parameters(), &nn::strip_prefix("optimizer.", &loaded))?;
 //! let mut sched2 = LrScheduler::new(&mut opt2, schedule_again())?;
-//! sched2.load_state_dict(&nn::strip_prefix("scheduler.", &loaded))?;
+//! sched2.load_state_dict(&mut opt2, &nn::strip_prefix("scheduler.", &loaded))?;
 //! assert_eq!(sched2.last_lr(), sched.last_lr());
 //! assert_eq!(opt2.group_learning_rate(1), opt.group_learning_rate(1));
 //! # std::fs::remove_file(&path).ok();
@@ -636,7 +636,7 @@ impl LrScheduler {
     }
 
     /// Writes [`LrScheduler::last_lr`] into the optimizer's groups (what `new`,
-    /// `step` do; after `load_state_dict`, for an optimizer not loaded too).
+    /// `step` and `load_state_dict` do).
     pub fn apply<O: Optimizer + ?Sized>(&self, opt: &mut O) -> Result<()> {
         if opt.num_groups() != self.base_lrs.len() {
             return Err(invalid(format!(
@@ -683,7 +683,7 @@ impl LrScheduler {
 
     /// The step count (`step`, an `i64` scalar) and the base learning rates
     /// (`base_lrs.{i}`, `f64` scalars). The schedule itself is code: build the
-    /// same one to load into.
+    /// same one to load into (its learning rates are a function of these).
     pub fn state_dict(&self) -> StateDict {
         let mut out = vec![("step".to_string(), Tensor::scalar(self.step as i64))];
         for (i, &b) in self.base_lrs.iter().enumerate() {
@@ -693,12 +693,18 @@ impl LrScheduler {
     }
 
     /// Takes the step count and base learning rates of `state` (written by
-    /// [`LrScheduler::state_dict`]) and recomputes [`LrScheduler::last_lr`]. It
-    /// does not write the optimizer, whose own state holds its learning rates
-    /// (or call [`LrScheduler::apply`]). Everything is checked first: a missing
-    /// or unknown entry, another number of groups, a step the schedule does not
-    /// reach; on an error nothing changes.
-    pub fn load_state_dict(&mut self, state: &[(String, Tensor)]) -> Result<()> {
+    /// [`LrScheduler::state_dict`]), and sets `opt`'s learning rates to those
+    /// of that step, so that it does not matter whether the optimizer's own
+    /// state was loaded before or after, or whether this scheduler was built
+    /// before or after loading it. Everything is checked first: a missing or
+    /// unknown entry, another number of groups (than the state's, this
+    /// scheduler's or `opt`'s), a step the schedule does not reach; on an error
+    /// nothing changes.
+    pub fn load_state_dict<O: Optimizer + ?Sized>(
+        &mut self,
+        opt: &mut O,
+        state: &[(String, Tensor)],
+    ) -> Result<()> {
         let fail = |msg: String| Error::InvalidArgument {
             op: "LrScheduler::load_state_dict",
             msg: format!("nothing was loaded: {msg}"),
@@ -730,11 +736,13 @@ impl LrScheduler {
             .iter()
             .filter(|(k, _)| k.starts_with("base_lrs."))
             .count();
-        if n != self.base_lrs.len() {
+        if n != self.base_lrs.len() || n != opt.num_groups() {
             return Err(fail(format!(
-                "the state has {n} base learning rates, but this scheduler's optimizer has {} \
-                 parameter groups; add the same groups before building the scheduler",
-                self.base_lrs.len()
+                "the state has {n} base learning rates, but this scheduler was built for {} \
+                 parameter groups and the optimizer has {}; add the same groups before \
+                 building the scheduler",
+                self.base_lrs.len(),
+                opt.num_groups()
             )));
         }
         let base_lrs = (0..n)
@@ -755,6 +763,6 @@ impl LrScheduler {
         self.base_lrs = base_lrs;
         self.step = step;
         self.last_lrs = lrs;
-        Ok(())
+        self.apply(opt)
     }
 }

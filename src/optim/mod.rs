@@ -9,7 +9,7 @@
 //! The update is computed with recording off, so the parameters stay leaves that
 //! require grad, with the same ids and gradient slots. A parameter is one tensor
 //! however many handles hold it, so the model's handles see each update. The
-//! per-parameter state (momentum, Adam's moments) is keyed by [`TensorId`], which
+//! per-parameter state (momentum, Adam's moments) is keyed by [`TensorId`](crate::TensorId), which
 //! `set_data` preserves, and goes with the parameter: the state of a parameter whose
 //! last handle was dropped is freed at the next step (or at once with `remove`).
 //! State is always detached from any graph, even after a `create_graph` backward,

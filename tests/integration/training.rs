@@ -628,7 +628,7 @@ fn resuming_from_a_checkpoint_gives_the_same_bits() -> Result<()> {
         &m2.named_parameters(),
         &nn::strip_prefix("optimizer.", &loaded),
     )?;
-    sched2.load_state_dict(&nn::strip_prefix("scheduler.", &loaded))?;
+    sched2.load_state_dict(&mut opt2, &nn::strip_prefix("scheduler.", &loaded))?;
     assert_eq!(sched2.step_count(), 5);
     assert_eq!(opt2.state_len(), 4);
     for _ in 0..5 {
@@ -680,11 +680,10 @@ fn resuming_half_parameters_restores_their_masters() -> Result<()> {
         let w = m2.fc1.weight.clone();
         assert_eq!(opt2.master(&w).unwrap().dtype(), DType::F32);
         // Built now, the scheduler sets step-0 learning rates from the loaded
-        // ones; its state puts back its step and base rates, and `apply` the
-        // learning rates of that step.
+        // ones; its state puts back its step and base rates, and the learning
+        // rates of that step.
         let mut sched2 = LrScheduler::new(&mut opt2, schedule())?;
-        sched2.load_state_dict(&nn::strip_prefix("scheduler.", &loaded))?;
-        sched2.apply(&mut opt2)?;
+        sched2.load_state_dict(&mut opt2, &nn::strip_prefix("scheduler.", &loaded))?;
         assert_eq!(opt2.group_learning_rate(1), Some(sched2.last_lr()[1]));
         for _ in 0..5 {
             train(&mut m2, &mut opt2, &mut sched2, dtype)?;
@@ -779,8 +778,11 @@ fn a_state_that_does_not_fit_loads_nothing() -> Result<()> {
     // The scheduler: another number of groups, loads nothing.
     let mut one_group = Sgd::new(0.1);
     let mut s1 = LrScheduler::new(&mut one_group, schedule())?;
-    let err = s1.load_state_dict(&sched.state_dict()).unwrap_err();
+    let err = s1
+        .load_state_dict(&mut one_group, &sched.state_dict())
+        .unwrap_err();
     assert!(err.to_string().contains("2 base learning rates"), "{err}");
     assert_eq!(s1.step_count(), 0);
+    assert_eq!(one_group.learning_rate(), s1.last_lr()[0]);
     Ok(())
 }
