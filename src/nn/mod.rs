@@ -11,12 +11,14 @@ use std::path::Path;
 pub use autograd_macros::Module;
 
 mod attention;
+mod clip;
 mod conv;
 mod layers;
 mod linear;
 mod norm;
 
 pub use attention::{Activation, MhaMasks, MultiheadAttention, TransformerEncoderLayer};
+pub use clip::{AsTensor, clip_grad_norm, clip_grad_norm_with, clip_grad_value};
 pub use conv::{Conv1d, Conv2d, ConvTranspose2d};
 pub use layers::{Dropout, Forward, GELU, ReLU, Sequential, SiLU, Sigmoid, Tanh};
 pub use linear::{Embedding, Linear};
@@ -43,6 +45,24 @@ pub fn join(prefix: &str, name: &str) -> String {
 
 /// The tensors `state_dict` lists and `load_state_dict` writes, by dotted name.
 pub type StateDict = Vec<(String, Tensor)>;
+
+/// `state` with every name prefixed by `prefix` (as `"optimizer."`): to keep
+/// several state dicts (a model's, its optimizer's, its schedule's) in one file.
+pub fn add_prefix(prefix: &str, state: StateDict) -> StateDict {
+    state
+        .into_iter()
+        .map(|(n, t)| (format!("{prefix}{n}"), t))
+        .collect()
+}
+
+/// The entries of `state` whose names start with `prefix`, with it removed: the
+/// inverse of [`add_prefix`] (handles of the same tensors).
+pub fn strip_prefix(prefix: &str, state: &[(String, Tensor)]) -> StateDict {
+    state
+        .iter()
+        .filter_map(|(n, t)| n.strip_prefix(prefix).map(|s| (s.to_string(), t.clone())))
+        .collect()
+}
 
 /// What [`Module::load_state_dict`] found: the module's names the state lacked, the
 /// state's names the module lacks, and the names whose shapes differ (the module's

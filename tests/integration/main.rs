@@ -36,6 +36,7 @@ mod registry;
 mod reuse;
 mod saved_flags;
 mod sizes;
+mod training;
 mod worked_examples;
 
 /// Whether NVRTC is here to compile CUDA sources with. Without it, says loudly that

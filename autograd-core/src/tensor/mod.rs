@@ -694,6 +694,104 @@ impl Tensor {
         }
     }
 
+    /// Replaces the gradient accumulated in this leaf (PyTorch's `p.grad = g`):
+    /// what gradient clipping and other in-between steps write. `None` clears
+    /// it (as [`Tensor::zero_grad`]). The gradient is stored detached from any
+    /// graph, and never written into: a later backward accumulates into a new
+    /// buffer while `grad` (or a tensor sharing its buffer) is held elsewhere.
+    ///
+    /// Errors (the gradient unchanged) when `grad`'s shape, dtype or device is
+    /// not this tensor's, and when this tensor is not a leaf that requires grad
+    /// (an op output keeps no gradient of its own; a constant has no slot).
+    ///
+    /// ```
+    /// # use autograd_core::{DType, Tensor};
+    /// let w = Tensor::zeros([2], DType::F32)?.with_requires_grad(true);
+    /// w.set_grad(Some(Tensor::from_slice(&[1.0f32, -1.0], [2])?))?;
+    /// assert_eq!(w.grad().unwrap().to_vec::<f32>()?, [1.0, -1.0]);
+    /// assert!(w.set_grad(Some(Tensor::zeros([3], DType::F32)?)).is_err());
+    /// w.set_grad(None)?;
+    /// assert!(w.grad().is_none());
+    /// # Ok::<(), autograd_core::Error>(())
+    /// ```
+    pub fn set_grad(&self, grad: Option<Tensor>) -> Result<()> {
+        const OP: &str = "set_grad";
+        let slot = match &self.0.autograd {
+            Autograd::Leaf(slot) => slot,
+            Autograd::Interior(_) => {
+                let op = self.grad_fn().map_or("op", |n| n.op_name());
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    msg: format!(
+                        "this tensor (shape {}) is the output of a recorded `{op}`, not a leaf: \
+                         only a leaf that requires grad holds a gradient to set; set the \
+                         gradient of the leaf it was computed from",
+                        self.shape(),
+                    ),
+                });
+            }
+            Autograd::None => {
+                return Err(Error::InvalidArgument {
+                    op: OP,
+                    msg: format!(
+                        "this tensor (shape {}) does not require grad, so it has no gradient \
+                         to set; make it a parameter with `.with_requires_grad(true)` first",
+                        self.shape()
+                    ),
+                });
+            }
+        };
+        let Some(grad) = grad else {
+            slot.clear();
+            return Ok(());
+        };
+        if grad.shape() != self.shape() {
+            return Err(Error::Shape {
+                op: OP,
+                msg: format!(
+                    "the gradient has shape {} but the tensor has shape {}; pass a gradient of \
+                     the tensor's shape",
+                    grad.shape(),
+                    self.shape()
+                ),
+            });
+        }
+        if grad.dtype() != self.dtype() {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                msg: format!(
+                    "the gradient (shape {}) is {} but the tensor (shape {}) is {}; convert the \
+                     gradient to {} first",
+                    grad.shape(),
+                    grad.dtype(),
+                    self.shape(),
+                    self.dtype(),
+                    self.dtype()
+                ),
+            });
+        }
+        if grad.device() != self.device() {
+            return Err(Error::InvalidArgument {
+                op: OP,
+                msg: format!(
+                    "the gradient (shape {}) is on {} but the tensor (shape {}) is on {}; move \
+                     the gradient to {} first",
+                    grad.shape(),
+                    grad.device(),
+                    self.shape(),
+                    self.device(),
+                    self.device()
+                ),
+            });
+        }
+        // A handle of its own, outside any graph: a stored leaf or recorded
+        // gradient would keep a graph (or the user's tensor) alive from the slot.
+        let grad = grad.detach();
+        let old = slot.lock().replace(grad);
+        drop(old);
+        Ok(())
+    }
+
     /// The handle a node saves for its backward: the tensor itself, except for a
     /// leaf that requires grad, which is saved as a second handle (same id, storage
     /// and gradient slot) so that the graph never keeps the user's leaf alive: a
