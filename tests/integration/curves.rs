@@ -1,11 +1,18 @@
-//! The examples' models against PyTorch's loss curves: the CNN of
+//! The examples' models against PyTorch's loss curves, and the transformer's
+//! resume: the CNN of
 //! `examples/cnn.rs` (with batch norm, built from `autograd::nn`'s layers)
 //! trained in f64 gives, step for step, the losses PyTorch's same network gave
 //! from the same initial weights on the same batches
 //! (`tests/data/curves/cnn_torch_f64.txt`, written by
 //! `scripts/curves/cnn_curve.py` from the example's `--export --f64`). The test
 //! trains the first `CNN_STEPS` of its 200 steps (a debug build takes ~0.2 s a
-//! step); the script compares all 200 with the release build.
+//! step); the script compares all 200 with the release build. The same for the
+//! character-level transformer of `examples/char_lm.rs` (AdamW with two parameter
+//! groups, warm-up then cosine, gradient clipping: its first 8 steps, ~3 s each
+//! in a debug build; `char_lm_torch_f64.txt` from
+//! `scripts/curves/char_lm_curve.py`), and its checkpoint: a run resumed from the
+//! middle ends with the same bits as the run that went straight through, dropout
+//! and all.
 
 use autograd::nn::Module;
 use autograd::optim::{Adam, Optimizer};
@@ -14,6 +21,10 @@ use autograd::prelude::*;
 #[allow(dead_code)]
 #[path = "../../examples/cnn/common.rs"]
 mod cnn;
+
+#[allow(dead_code)]
+#[path = "../../examples/char_lm/model.rs"]
+mod char_lm;
 
 /// PyTorch's losses, one per step.
 fn torch_curve(name: &str) -> Vec<f64> {
@@ -71,5 +82,74 @@ fn the_cnn_example_follows_pytorchs_loss_curve_in_f64() -> Result<()> {
         }
     }
     assert_curve("cnn_torch_f64.txt", &losses, 1e-8);
+    Ok(())
+}
+
+#[test]
+fn the_char_lm_example_follows_pytorchs_loss_curve_in_f64() -> Result<()> {
+    use char_lm::{Config, Corpus, Hyper, TEXT, Trainer};
+    crate::init();
+    const LM_STEPS: usize = 8;
+    let torch = torch_curve("char_lm_torch_f64.txt");
+    // The example's run: 200 steps (the schedule's length), dropout 0, f64.
+    let corpus = Corpus::new(TEXT);
+    let cfg = Config::small(corpus.chars.len(), 0.0, DType::F64);
+    let mut run = Trainer::new(cfg, Hyper::new(torch.len()), corpus, 1234)?;
+    let mut losses = Vec::new();
+    for _ in 0..LM_STEPS {
+        losses.push(run.train_step()?.loss);
+    }
+    assert_curve("char_lm_torch_f64.txt", &losses, 1e-8);
+    Ok(())
+}
+
+#[test]
+fn a_char_lm_run_resumed_from_its_checkpoint_ends_with_the_same_bits() -> Result<()> {
+    use autograd::nn::Module;
+    use char_lm::{Config, Corpus, Hyper, TEXT, Trainer};
+    crate::init();
+    let cfg = Config::small(Corpus::new(TEXT).chars.len(), 0.1, DType::F32);
+    let hyper = Hyper::new(20); // warm-up 2 steps: the resume lands in the cosine
+    let dir = std::env::temp_dir().join(format!("curves-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let checkpoint = dir.join("char_lm.safetensors");
+    let mut straight = Trainer::new(cfg, hyper, Corpus::new(TEXT), 1234)?;
+    for _ in 0..3 {
+        straight.train_step()?;
+    }
+    straight.save(&checkpoint)?;
+    for _ in 0..3 {
+        straight.train_step()?;
+    }
+    let mut resumed = Trainer::resume(cfg, hyper, Corpus::new(TEXT), 1234, &checkpoint)?;
+    assert_eq!(resumed.step, 3);
+    for _ in 0..3 {
+        resumed.train_step()?;
+    }
+    let bits = |t: &Tensor| -> Result<Vec<u32>> {
+        Ok(t.to_vec::<f32>()?.iter().map(|v| v.to_bits()).collect())
+    };
+    for ((name, a), (_, b)) in straight
+        .model
+        .named_parameters()
+        .iter()
+        .zip(resumed.model.named_parameters())
+    {
+        assert_eq!(bits(a)?, bits(&b)?, "{name}");
+    }
+    assert_eq!(straight.schedule.last_lr(), resumed.schedule.last_lr());
+    // Resumed without the dropouts' generators (left where a fresh model's
+    // start), the masks differ, and so do the weights.
+    let mut forgetful = Trainer::resume(cfg, hyper, Corpus::new(TEXT), 1234, &checkpoint)?;
+    let fresh = Trainer::new(cfg, hyper, Corpus::new(TEXT), 1234)?
+        .model
+        .generator_states();
+    forgetful.model.set_generator_states(&fresh)?;
+    for _ in 0..3 {
+        forgetful.train_step()?;
+    }
+    let w = |t: &Trainer| t.model.head.weight.clone();
+    assert_ne!(bits(&w(&straight))?, bits(&w(&forgetful))?);
+    std::fs::remove_dir_all(&dir).ok();
     Ok(())
 }

@@ -330,9 +330,12 @@ fn noisy(seed: u64) -> Result<Noisy> {
     })
 }
 
+/// What each part of a `Noisy` gives for ones, and a draw of its own generator.
+type Draws = (Vec<f32>, Vec<f32>, Vec<f32>, u64);
+
 /// The masks `m` draws on one call of each part (and a number from its own
 /// generator).
-fn draws(m: &mut Noisy) -> Result<(Vec<f32>, Vec<f32>, Vec<f32>, u64)> {
+fn draws(m: &mut Noisy) -> Result<Draws> {
     let x = Tensor::ones([2, 3, 4], DType::F32)?;
     let a = m.first.forward(&x)?.to_vec::<f32>()?;
     let b = m.stack.forward(&x)?.to_vec::<f32>()?;
