@@ -158,7 +158,8 @@ pub trait Optimizer {
     fn state_dict(&self, named: &[(String, Tensor)]) -> Result<StateDict> {
         let _ = named;
         Err(invalid(
-            "this optimizer does not implement `state_dict`; implement              `Optimizer::state_dict` and `Optimizer::load_state_dict` to save it"
+            "this optimizer does not implement `state_dict`; implement \
+             `Optimizer::state_dict` and `Optimizer::load_state_dict` to save it"
                 .to_string(),
         ))
     }
@@ -178,7 +179,8 @@ pub trait Optimizer {
     ) -> Result<()> {
         let _ = (named, state);
         Err(invalid(
-            "this optimizer does not implement `load_state_dict`; implement              `Optimizer::state_dict` and `Optimizer::load_state_dict` to load it"
+            "this optimizer does not implement `load_state_dict`; implement \
+             `Optimizer::state_dict` and `Optimizer::load_state_dict` to load it"
                 .to_string(),
         ))
     }
