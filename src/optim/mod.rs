@@ -376,7 +376,8 @@ pub(crate) use optimizer_common;
 
 pub(crate) fn no_group(group: usize, groups: usize) -> Error {
     invalid(format!(
-        "there is no parameter group {group}: the optimizer has {groups} (0 to {}); add          groups with `add_param_group`",
+        "there is no parameter group {group}: the optimizer has {groups} (0 to {}); add \
+         groups with `add_param_group`",
         groups - 1
     ))
 }
