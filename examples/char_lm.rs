@@ -13,7 +13,8 @@
 //! every parameter comes out bit for bit the same. Then it samples some text.
 //!
 //! `cargo run --release --example char_lm` (about ten seconds on two cores).
-//! Options: `--steps N` (default 200), `--dropout P` (default 0.1), `--f64`, and
+//! Options: `--steps N` (default 200), `--dropout P` (default 0.1), `--f64`,
+//! `--cuda` (train on `Device::Cuda(0)`), and
 //! `--export DIR`, which writes `DIR/char_lm_init.safetensors` (the initial
 //! state, the text and every step's batch offsets) and `DIR/char_lm_curve.txt`
 //! (each step's loss), from which `scripts/curves/char_lm_curve.py` trains
@@ -65,12 +66,15 @@ fn main() -> Result<()> {
         });
     }
     let corpus = Corpus::new(TEXT);
-    let cfg = Config::small(corpus.chars.len(), dropout, dtype);
+    let mut cfg = Config::small(corpus.chars.len(), dropout, dtype);
+    if args.iter().any(|a| a == "--cuda") {
+        cfg.device = Device::Cuda(0);
+    }
     let hyper = Hyper::new(steps);
     let mut run = Trainer::new(cfg, hyper, Corpus::new(TEXT), SEED)?;
     println!(
         "{} characters ({} distinct); {} layers, d_model {}, {} heads, context {}, batches \
-         of {}, dropout {dropout}, {dtype}: {} parameters",
+         of {}, dropout {dropout}, {dtype} on {}: {} parameters",
         corpus.ids.len(),
         cfg.vocab,
         cfg.layers,
@@ -78,6 +82,7 @@ fn main() -> Result<()> {
         cfg.heads,
         cfg.context,
         cfg.batch,
+        cfg.device,
         run.model.num_parameters()
     );
     println!(

@@ -73,6 +73,7 @@ fn main() -> Result<()> {
     let mut opt = Adam::new(LEARNING_RATE);
     // The first CURVE_STEPS batches and their losses, for --export.
     let (mut batches_seen, mut curve) = (Vec::new(), Vec::new());
+    let (mut train_seconds, mut steps) = (0.0, 0);
     println!(
         "{} / {} / {}: {TRAIN} training and {TEST} test images of {SIZE}x{SIZE}, noise \
          {NOISE}; conv-bn-relu-maxpool-conv-bn-relu-avgpool-linear on {device} in {dtype}, Adam lr \
@@ -87,6 +88,7 @@ fn main() -> Result<()> {
         let mut loss_sum = 0.0;
         let mut batches = 0;
         model.train();
+        let epoch_start = Instant::now();
         for chunk in order.chunks(BATCH) {
             let index: Vec<i64> = chunk.iter().map(|&i| i as i64).collect();
             if curve.len() < CURVE_STEPS {
@@ -109,6 +111,8 @@ fn main() -> Result<()> {
             loss_sum += value;
             batches += 1;
         }
+        train_seconds += epoch_start.elapsed().as_secs_f64();
+        steps += batches;
         model.eval();
         let train_acc = accuracy(&train_x, &train_labels, |b| model.forward(b))?;
         println!(
@@ -118,6 +122,10 @@ fn main() -> Result<()> {
         );
     }
     let test_acc = accuracy(&test_x, &test_labels, |b| model.forward(b))?;
+    println!(
+        "{steps} training steps, {:.2} ms/step",
+        1000.0 * train_seconds / steps as f64
+    );
     println!(
         "test accuracy {:.1}% ({TEST} unseen images) in {:.1} s",
         100.0 * test_acc,

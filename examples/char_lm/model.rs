@@ -37,6 +37,9 @@ pub struct Config {
     pub dropout: f64,
     /// The parameters' dtype.
     pub dtype: DType,
+    /// Where the model trains (the ids and targets stay on the host: the ops
+    /// read them there).
+    pub device: Device,
 }
 
 impl Config {
@@ -52,6 +55,7 @@ impl Config {
             batch: 16,
             dropout,
             dtype,
+            device: Device::Cpu,
         }
     }
 }
@@ -267,6 +271,7 @@ impl Trainer {
         let mut rng = Rng::new(seed);
         let mut model = CharLm::new(&cfg, &mut rng)?;
         model.to_dtype(cfg.dtype)?;
+        model.to_device(cfg.device)?;
         let data = Rng::new(rng.next_u64());
         let mut opt = AdamW::new(hyper.lr)
             .betas(0.9, 0.99)
@@ -309,7 +314,10 @@ impl Trainer {
         self.schedule.step(&mut self.opt)?;
         self.step += 1;
         Ok(StepReport {
-            loss: loss.to_dtype(DType::F64)?.to_scalar::<f64>()?,
+            loss: loss
+                .to(Device::Cpu)?
+                .to_dtype(DType::F64)?
+                .to_scalar::<f64>()?,
             grad_norm,
             lr,
         })
@@ -396,7 +404,8 @@ impl Trainer {
                 let last = logits
                     .narrow(1, window.len() - 1, 1)?
                     .reshape([self.cfg.vocab])?;
-                let probs = (last.to_dtype(DType::F64)? * (1.0 / temperature))?.softmax(-1)?;
+                let last = last.to(Device::Cpu)?.to_dtype(DType::F64)?;
+                let probs = (last * (1.0 / temperature))?.softmax(-1)?;
                 let next = autograd::ops::multinomial(&probs, 1, false, rng)?;
                 ids.push(next.to_vec::<i64>()?[0]);
             }
