@@ -24,9 +24,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file
 
-from compare import compare, read_curve
+from compare import compare, load_safetensors, read_curve
 
 # The example's sizes and schedule (examples/char_lm/model.rs: Config::small, Hyper::new).
 D_MODEL, HEADS, D_FF, LAYERS, CONTEXT = 64, 4, 256, 2, 64
@@ -47,22 +46,22 @@ class CharLm(torch.nn.Module):
 
     def forward(self, ids):
         t = ids.shape[1]
-        x = self.tok(ids) + self.pos(torch.arange(t))
-        mask = torch.nn.Transformer.generate_square_subsequent_mask(t, dtype=x.dtype)
+        x = self.tok(ids) + self.pos(torch.arange(t, device=ids.device))
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(t, device=x.device, dtype=x.dtype)
         for block in self.blocks:
             x = block(x, src_mask=mask, is_causal=True)
         return self.head(self.norm(x))
 
 
-def train(init, dtype):
+def train(init, dtype, device="cpu"):
     """The losses of training from `init` in `dtype`, and the seconds it took."""
     vocab = init["model.tok.weight"].shape[0]
     model = CharLm(vocab)
     state = {k[len("model."):]: v for k, v in init.items() if k.startswith("model.")}
     model.load_state_dict(state, strict=True)
-    model.to(dtype)
+    model.to(dtype).to(device)
     model.train()
-    text, offsets = init["data.text"], init["data.offsets"]
+    text, offsets = init["data.text"].to(device), init["data.offsets"]
     steps = offsets.shape[0]
     warmup = steps // 10
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -93,14 +92,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for PyTorch's step time on a GPU")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     d = pathlib.Path(args.dir)
-    init = load_file(str(d / "char_lm_init.safetensors"))
+    init = load_safetensors(str(d / "char_lm_init.safetensors"))
     dtype = init["model.head.weight"].dtype
-    losses, seconds = train(init, dtype)
+    losses, seconds = train(init, dtype, args.device)
     (d / "char_lm_torch_curve.txt").write_text("".join(f"{v:.10f}\n" for v in losses))
-    print(f"PyTorch {torch.__version__} in {dtype}, {args.threads} thread(s): "
+    print(f"PyTorch {torch.__version__} in {dtype} on {args.device}, {args.threads} thread(s): "
           f"{1000 * seconds / len(losses):.2f} ms per step over {len(losses)} steps")
     ok = compare("char_lm", read_curve(d / "char_lm_curve.txt"), losses)
     if dtype == torch.float32:

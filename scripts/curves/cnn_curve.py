@@ -22,9 +22,8 @@ import time
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file
 
-from compare import compare, read_curve
+from compare import compare, load_safetensors, read_curve
 
 
 class Cnn(torch.nn.Module):
@@ -46,14 +45,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for PyTorch's step time on a GPU")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     d = pathlib.Path(args.dir)
-    init = load_file(str(d / "cnn_init.safetensors"))
+    init = load_safetensors(str(d / "cnn_init.safetensors"))
     dtype = init["model.fc.weight"].dtype
-    losses, seconds = train(init, dtype)
+    losses, seconds = train(init, dtype, args.device)
     (d / "cnn_torch_curve.txt").write_text("".join(f"{v:.10f}\n" for v in losses))
-    print(f"PyTorch {torch.__version__} in {dtype}, {args.threads} thread(s): "
+    print(f"PyTorch {torch.__version__} in {dtype} on {args.device}, {args.threads} thread(s): "
           f"{1000 * seconds / len(losses):.2f} ms per step over {len(losses)} steps")
     ok = compare("cnn", read_curve(d / "cnn_curve.txt"), losses)
     if dtype == torch.float32:
@@ -63,13 +63,14 @@ def main():
     raise SystemExit(0 if ok else 1)
 
 
-def train(init, dtype):
+def train(init, dtype, device="cpu"):
     """The losses of training from `init` in `dtype`, and the seconds it took."""
     model = Cnn()
     state = {k[len("model."):]: v for k, v in init.items() if k.startswith("model.")}
     model.load_state_dict(state, strict=True)
-    model.to(dtype)
-    images, labels, batches = init["data.images"].to(dtype), init["data.labels"], init["data.batches"]
+    model.to(dtype).to(device)
+    images = init["data.images"].to(dtype).to(device)
+    labels, batches = init["data.labels"].to(device), init["data.batches"].to(device)
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     model.train()
     losses = []

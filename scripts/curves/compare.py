@@ -21,3 +21,34 @@ def compare(name, rust, torch_losses, every=20):
           f"{same4}/{len(rust)} print the same to 4 decimals; "
           f"{'AGREE' if ok else 'DIFFER'} to 4 decimals (|diff| < 5e-5 at every step)")
     return ok
+
+
+def load_safetensors(path):
+    """A safetensors file as a dict of torch tensors (through the `safetensors`
+    package when installed, else read here: an 8-byte header length, a JSON
+    header, then the raw little-endian data)."""
+    try:
+        from safetensors.torch import load_file
+        return load_file(str(path))
+    except ImportError:
+        pass
+    import json
+    import struct
+
+    import torch
+    dtypes = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16,
+              "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
+              "U8": torch.uint8, "BOOL": torch.bool}
+    data = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    base = 8 + n
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = info["data_offsets"]
+        raw = bytearray(data[base + lo:base + hi])
+        t = torch.frombuffer(raw, dtype=dtypes[info["dtype"]]) if raw else torch.empty(0, dtype=dtypes[info["dtype"]])
+        out[name] = t.reshape(info["shape"]).clone()
+    return out

@@ -131,7 +131,10 @@ fn batch_norm(
         };
         let (rm, rv) = (blend(running_mean, &bm)?, blend(running_var, &bv)?);
         let count = num_batches_tracked.to_vec::<i64>()?[0] + 1;
-        let count = Tensor::from_slice(&[count], [])?;
+        let count = crate::compute::to_device(
+            &Tensor::from_slice(&[count], [])?,
+            num_batches_tracked.device(),
+        )?;
         (mean, var, Some((rm, rv, count)))
     } else {
         (

@@ -25,6 +25,7 @@ mod elementwise;
 mod engine;
 mod functional;
 mod fusion;
+mod modules;
 mod op_names;
 mod ops_batch;
 mod ops_parity;
