@@ -127,3 +127,29 @@ fn fuzz_seed_corpus_runs() {
     }
     assert!(count >= 100, "{count} seeds");
 }
+
+/// Programs the fuzzer found observing something different fused and unfused.
+const FUSED_REGRESSIONS: &[(&str, &[u8])] = &[(
+    "the sign of a zero of a matmul (an outer product of a transposed view) \
+     differed: gemm's kernels for a contiguous operand and for a view disagree on \
+     whether a sum of -0 products is -0, so matmul now gives +0 for every zero",
+    &[
+        1, 13, 64, 26, 96, 19, 63, 0, 128, 109, 126, 216, 195, 178, 236, 178, 77, 255, 255, 255,
+        255, 245, 255, 255, 3, 0, 0, 0, 0, 0, 0, 0, 157, 156, 157, 157, 50, 77, 77, 77, 77, 77, 30,
+        30, 30, 30, 30, 30, 30, 30, 77, 77, 77, 77, 77, 35, 35, 35, 43, 35, 35, 35, 35, 35, 35, 35,
+        35, 35, 157, 157, 156, 3, 0, 0, 0, 157, 157, 157, 77, 77, 77, 77, 77, 30, 30, 126, 216, 24,
+        255, 21, 136, 211, 2, 109, 75, 115, 15, 0, 255, 255, 77, 77, 179, 178, 98, 98, 98, 98, 99,
+        102, 157, 50, 77, 77, 77, 77, 77, 30, 30, 30, 30, 30, 30, 30, 30, 77, 77, 77, 77, 77, 35,
+        35, 35, 43, 35, 35, 35, 35, 35, 35, 35, 35, 252, 252, 252, 252, 252, 252, 252, 252, 252, 6,
+        252, 252, 252, 252, 35, 157, 157, 156, 157, 157, 157, 77, 77, 77, 157, 157,
+    ],
+)];
+
+#[test]
+fn fused_fuzzer_regressions() {
+    crate::init();
+    for (what, program) in FUSED_REGRESSIONS {
+        let result = std::panic::catch_unwind(|| fused_matches_unfused(program));
+        assert!(result.is_ok(), "regression `{what}` fails again");
+    }
+}

@@ -128,6 +128,14 @@ pub(crate) fn matmul<T: Element>(
     // (with `read_dst` false it sets alpha to 0 and stores without reading the
     // destination), so the pieces initialise elements 0..total.
     unsafe { out.set_len(total) };
+    // A zero result is +0 whatever path gemm took: its kernels differ by layout
+    // (a contiguous operand or a strided view of the same values) in whether a
+    // sum of -0 products starts from +0, so without this a fused run (operands
+    // realized contiguous) and an unfused one (views) could differ in the sign
+    // of a zero. `x + 0` is `x` for every other value.
+    for v in out.iter_mut() {
+        *v += T::ZERO;
+    }
     Ok(out)
 }
 
