@@ -18,14 +18,12 @@ must be 0 on both sides (the libraries draw different masks). In f32 the two
 libraries' rounding, amplified by training, parts late in the run; the script
 then prints PyTorch's own f32-against-f64 difference as the yardstick.
 """
-import argparse
-import pathlib
 import time
 
 import torch
 import torch.nn.functional as F
 
-from compare import compare, load_safetensors, read_curve
+from compare import main
 
 # The example's sizes and schedule (examples/char_lm/model.rs: Config::small, Hyper::new).
 D_MODEL, HEADS, D_FF, LAYERS, CONTEXT = 64, 4, 256, 2, 64
@@ -88,27 +86,5 @@ def train(init, dtype, device="cpu"):
     return losses, time.perf_counter() - start
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dir")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu", help="cpu, or cuda for PyTorch's step time on a GPU")
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    d = pathlib.Path(args.dir)
-    init = load_safetensors(str(d / "char_lm_init.safetensors"))
-    dtype = init["model.head.weight"].dtype
-    losses, seconds = train(init, dtype, args.device)
-    (d / "char_lm_torch_curve.txt").write_text("".join(f"{v:.10f}\n" for v in losses))
-    print(f"PyTorch {torch.__version__} in {dtype} on {args.device}, {args.threads} thread(s): "
-          f"{1000 * seconds / len(losses):.2f} ms per step over {len(losses)} steps")
-    ok = compare("char_lm", read_curve(d / "char_lm_curve.txt"), losses)
-    if dtype == torch.float32:
-        wide, _ = train(init, torch.float64)
-        print("yardstick: PyTorch f32 against PyTorch f64, largest difference "
-              f"{max(abs(a - b) for a, b in zip(losses, wide)):.2e}")
-    raise SystemExit(0 if ok else 1)
-
-
 if __name__ == "__main__":
-    main()
+    main("char_lm", "model.head.weight", train)

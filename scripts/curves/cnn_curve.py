@@ -16,14 +16,12 @@ It trains in the dtype of the initial weights. In f32 (an export without
 steps, so the script also prints PyTorch's own f32-against-f64 difference as the
 yardstick; in f64 the curves agree to ~1e-10.
 """
-import argparse
-import pathlib
 import time
 
 import torch
 import torch.nn.functional as F
 
-from compare import compare, load_safetensors, read_curve
+from compare import main
 
 
 class Cnn(torch.nn.Module):
@@ -39,28 +37,6 @@ class Cnn(torch.nn.Module):
         h = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
         h = F.avg_pool2d(F.relu(self.bn2(self.conv2(h))), 2)
         return self.fc(h.reshape(h.shape[0], 256))
-
-
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("dir")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--device", default="cpu", help="cpu, or cuda for PyTorch's step time on a GPU")
-    args = ap.parse_args()
-    torch.set_num_threads(args.threads)
-    d = pathlib.Path(args.dir)
-    init = load_safetensors(str(d / "cnn_init.safetensors"))
-    dtype = init["model.fc.weight"].dtype
-    losses, seconds = train(init, dtype, args.device)
-    (d / "cnn_torch_curve.txt").write_text("".join(f"{v:.10f}\n" for v in losses))
-    print(f"PyTorch {torch.__version__} in {dtype} on {args.device}, {args.threads} thread(s): "
-          f"{1000 * seconds / len(losses):.2f} ms per step over {len(losses)} steps")
-    ok = compare("cnn", read_curve(d / "cnn_curve.txt"), losses)
-    if dtype == torch.float32:
-        wide, _ = train(init, torch.float64)
-        print("yardstick: PyTorch f32 against PyTorch f64, largest difference "
-              f"{max(abs(a - b) for a, b in zip(losses, wide)):.2e}")
-    raise SystemExit(0 if ok else 1)
 
 
 def train(init, dtype, device="cpu"):
@@ -85,4 +61,4 @@ def train(init, dtype, device="cpu"):
 
 
 if __name__ == "__main__":
-    main()
+    main("cnn", "model.fc.weight", train)

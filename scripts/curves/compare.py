@@ -52,3 +52,35 @@ def load_safetensors(path):
         t = torch.frombuffer(raw, dtype=dtypes[info["dtype"]]) if raw else torch.empty(0, dtype=dtypes[info["dtype"]])
         out[name] = t.reshape(info["shape"]).clone()
     return out
+
+
+def main(name, weight, train):
+    """The command line both curve scripts share: `DIR [--threads N] [--device
+    cpu|cuda]`. Reads DIR/{name}_init.safetensors, trains with `train(init,
+    dtype, device) -> (losses, seconds)` in the dtype of the weight `weight`,
+    writes DIR/{name}_torch_curve.txt, prints the step time and the comparison
+    with DIR/{name}_curve.txt (and, in f32, PyTorch's own f32-against-f64
+    difference), and exits 0 when the curves agree to 4 decimals."""
+    import argparse
+    import pathlib
+
+    import torch
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda for PyTorch's step time on a GPU")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    d = pathlib.Path(args.dir)
+    init = load_safetensors(str(d / f"{name}_init.safetensors"))
+    dtype = init[weight].dtype
+    losses, seconds = train(init, dtype, args.device)
+    (d / f"{name}_torch_curve.txt").write_text("".join(f"{v:.10f}\n" for v in losses))
+    print(f"PyTorch {torch.__version__} in {dtype} on {args.device}, {args.threads} thread(s): "
+          f"{1000 * seconds / len(losses):.2f} ms per step over {len(losses)} steps")
+    ok = compare(name, read_curve(d / f"{name}_curve.txt"), losses)
+    if dtype == torch.float32:
+        wide, _ = train(init, torch.float64, "cpu")
+        print("yardstick: PyTorch f32 against PyTorch f64, largest difference "
+              f"{max(abs(a - b) for a, b in zip(losses, wide)):.2e}")
+    raise SystemExit(0 if ok else 1)
