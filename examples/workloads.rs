@@ -27,7 +27,10 @@
 //! also times the same activation composed of standard ops (stderr), for comparison,
 //! and W2 its five matrix products alone (stderr): the step's floor with `gemm`,
 //! timed in pairs with the step (step, then products, each repetition), and the
-//! median of the pairs' ratios (how far the step is above its floor). W7 and W8
+//! median of the pairs' ratios (how far the step is above its floor). W3 and W4
+//! are timed in pairs the same way with their one-pass floor (stderr): one thread
+//! reading the inputs once and writing the gradient into a fresh buffer, the
+//! bytes they must move and nothing else. W7 and W8
 //! print their loss on stderr beside the float64 reference it was checked against,
 //! and a fingerprint of the bits of the loss and every gradient: the same for every
 //! thread count.
@@ -132,6 +135,50 @@ fn fingerprint(outputs: &[(String, Vec<f32>)]) -> u64 {
     h
 }
 
+/// W3's one-pass floor: one thread reads `x` and `a` once and writes the
+/// gradient `2x(a + 1)` into a fresh buffer (allocated and first touched here, as
+/// the library's result is), summing the loss `(xa + x)x` on the way: the bytes
+/// W3 must move, with nothing else.
+fn w3_floor(x: &[f32], a: &[f32]) -> (Vec<f32>, f32) {
+    // 16 lanes at a time (16 partial sums), so that the loop vectorizes.
+    const L: usize = 16;
+    let mut grad = Vec::with_capacity(x.len());
+    let mut lanes = [0.0f32; L];
+    let (xc, ac) = (x.chunks_exact(L), a.chunks_exact(L));
+    let (xr, ar) = (xc.remainder(), ac.remainder());
+    for (x, a) in xc.zip(ac) {
+        let mut g = [0.0f32; L];
+        for i in 0..L {
+            lanes[i] += (x[i] * a[i] + x[i]) * x[i];
+            g[i] = 2.0 * x[i] * (a[i] + 1.0);
+        }
+        grad.extend_from_slice(&g);
+    }
+    let mut loss: f32 = lanes.iter().sum();
+    for (&x, &a) in xr.iter().zip(ar) {
+        loss += (x * a + x) * x;
+        grad.push(2.0 * x * (a + 1.0));
+    }
+    (grad, loss)
+}
+
+/// W4's one-pass floor: one thread reads `x` once and writes the gradient `2x`
+/// into a fresh buffer (the bias's gradient, a column count, is a constant).
+fn w4_floor(x: &[f32]) -> Vec<f32> {
+    x.iter().map(|&x| 2.0 * x).collect()
+}
+
+/// The floor's median and the median of the (step / floor) ratios of the pairs.
+fn floor_note(id: &str, steps: &[f64], floors: &[f64]) {
+    eprintln!(
+        "# {id} one-pass floor (one thread, the same bytes): median {:.4} ms, min {:.4} ms; \
+         {id} / floor, each repetition's pair: median {:.2}",
+        median(floors) * 1e3,
+        minimum(floors) * 1e3,
+        median_ratio(steps, floors)
+    );
+}
+
 fn note(id: &str, reps: usize, median: f64, min: f64, unit: &str) {
     eprintln!(
         "# {id}: median {median:.4} {unit}, min {min:.4} {unit}, {reps} repetitions after {WARMUPS} warm-ups"
@@ -183,8 +230,11 @@ fn main() -> Result<()> {
         let w = W3::new()?;
         w.check()?;
         let reps = reps(20);
-        let (med, min) = time(reps, || w.step())?;
+        let (xs, a) = (w.x.to_vec::<f32>()?, w.a.to_vec::<f32>()?);
+        let (steps, floors) = time_pairs(reps, || w.step(), || Ok(w3_floor(&xs, &a)))?;
+        let (med, min) = (median(&steps), minimum(&steps));
         note("W3", reps, med * 1e3, min * 1e3, "ms");
+        floor_note("W3", &steps, &floors);
         println!("W3 ms {:.3}", med * 1e3);
     }
     if runs("W3-bf16") {
@@ -199,8 +249,11 @@ fn main() -> Result<()> {
         let w = W4::new()?;
         w.check()?;
         let reps = reps(30);
-        let (med, min) = time(reps, || w.step())?;
+        let xs = w.x.to_vec::<f32>()?;
+        let (steps, floors) = time_pairs(reps, || w.step(), || Ok(w4_floor(&xs)))?;
+        let (med, min) = (median(&steps), minimum(&steps));
         note("W4", reps, med * 1e3, min * 1e3, "ms");
+        floor_note("W4", &steps, &floors);
         println!("W4 ms {:.3}", med * 1e3);
     }
     if runs("W4-bf16") {
