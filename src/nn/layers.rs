@@ -102,20 +102,11 @@ impl Visit for Sequential {
 
 impl Module for Sequential {}
 
-/// A layer without tensors: an empty walk.
+/// A layer without tensors: an empty walk (`no_tensors!`), a module, and its
+/// forward as a `Forward`.
 macro_rules! stateless {
     ($($t:ty),*) => {$(
-        impl Visit for $t {
-            fn visit<'a>(&'a self, _: &str, _: TensorKind, _: &mut Vec<(String, TensorKind, &'a Tensor)>) {}
-            fn visit_mut<'a>(
-                &'a mut self,
-                _: &str,
-                _: TensorKind,
-                _: &mut Vec<(String, TensorKind, &'a mut Tensor)>,
-            ) {
-            }
-            fn set_training(&mut self, _: bool) {}
-        }
+        super::no_tensors!($t);
 
         impl Module for $t {}
 

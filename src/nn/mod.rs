@@ -596,6 +596,7 @@ macro_rules! no_tensors {
         }
     )*};
 }
+pub(crate) use no_tensors;
 
 no_tensors!(
     bool, u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, String, DType, Device
