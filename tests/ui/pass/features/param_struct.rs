@@ -46,7 +46,7 @@ mod view_as {
     }
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     let reg = autograd::init()?;
     let x =
         Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3])?.with_requires_grad(true);

@@ -1,9 +1,10 @@
 // `name = "..."` registers the op under another name; the function keeps the
-// module's name.
+// module's name. (`method.rs` registers an op named `squash`: this one is
+// `squish`, so that the two share a program.)
 use autograd::prelude::*;
 
-#[differentiable(name = "mylib.squash")]
-mod squash {
+#[differentiable(name = "mylib.squish")]
+mod squish {
     use autograd::prelude::*;
     use autograd::ops;
 
@@ -19,20 +20,20 @@ mod squash {
     }
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     let reg = autograd::init()?;
-    assert!(reg.contains("mylib.squash"));
-    assert!(!reg.contains("squash"));
-    let entry = reg.get("mylib.squash")?;
+    assert!(reg.contains("mylib.squish"));
+    assert!(!reg.contains("squish"));
+    let entry = reg.get("mylib.squish")?;
     assert!(
-        entry.module_path.ends_with("::squash"),
+        entry.module_path.ends_with("::squish"),
         "{}",
         entry.module_path
     );
 
     let x = Tensor::scalar(1.0f64).with_requires_grad(true);
-    let y = squash(&x)?;
-    assert_eq!(y.grad_fn().unwrap().op_name(), "mylib.squash");
+    let y = squish(&x)?;
+    assert_eq!(y.grad_fn().unwrap().op_name(), "mylib.squish");
     assert_eq!(y.to_scalar::<f64>()?, 0.5);
     y.backward()?;
     assert_eq!(x.grad().unwrap().to_scalar::<f64>()?, 0.25);

@@ -23,7 +23,7 @@ struct Wrapper(Block<Tensor>, [Tensor; 2]);
 #[derive(Module)]
 struct Empty;
 
-fn main() {
+pub fn main() {
     let mut w = Wrapper(
         Block {
             attn: Tensor::scalar(1.0f32),

@@ -2,7 +2,7 @@
 // `x.pow_scalar(3.0)`, values and gradient.
 use autograd::prelude::*;
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     autograd::init()?;
     let x = Tensor::from_slice(&[-1.5f64, 0.5, 2.0], [3])?.with_requires_grad(true);
     let y = x.pow(3.0)?;

@@ -35,7 +35,7 @@ mod masked {
     }
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     let reg = autograd::init()?;
     let x =
         Tensor::from_vec(vec![1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], [3, 2])?.with_requires_grad(true);

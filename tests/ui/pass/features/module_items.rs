@@ -32,7 +32,7 @@ pub mod smooth_abs {
     }
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     let reg = autograd::init()?;
     let entry = reg.get("smooth_abs")?;
     assert_eq!(entry.saved_names(), vec!["x", "output"]);

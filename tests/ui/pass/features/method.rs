@@ -36,7 +36,7 @@ mod scaled_diff {
     }
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     autograd::init()?;
     let x = Tensor::from_vec(vec![-1.0f64, 0.0, 3.0], [3])?.with_requires_grad(true);
     let y = x.squash()?;

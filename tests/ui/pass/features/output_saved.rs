@@ -70,7 +70,7 @@ fn check(f: fn(&Tensor) -> Result<Tensor>, name: &str, x0: f64, expected: f64) -
     Ok(())
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     autograd::init()?;
     let x0 = 0.3f64;
     let s = 1.0 / (1.0 + (-x0).exp());

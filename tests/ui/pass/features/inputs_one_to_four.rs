@@ -81,7 +81,7 @@ fn grad_of(t: &Tensor) -> f64 {
     t.grad().expect("a gradient").to_scalar::<f64>().unwrap()
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     let reg = autograd::init()?;
 
     let x = leaf(3.0);
