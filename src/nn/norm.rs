@@ -130,10 +130,11 @@ fn batch_norm(
             )
         };
         let (rm, rv) = (blend(running_mean, &bm)?, blend(running_var, &bv)?);
-        let count = num_batches_tracked.to_vec::<i64>()?[0] + 1;
-        let count = crate::compute::to_device(
-            &Tensor::from_slice(&[count], [])?,
-            num_batches_tracked.device(),
+        // Counted where the buffer is (an integer op, unrecorded): no read back
+        // to the host, which on a GPU would wait for the step's kernels.
+        let count = crate::compute::unary(
+            &num_batches_tracked.detach(),
+            crate::UnaryOp::AddScalar(1.0),
         )?;
         (mean, var, Some((rm, rv, count)))
     } else {

@@ -104,16 +104,32 @@ pub(crate) fn matmul<T: Element>(
         // columns) `first..first + len` of entry i's m x n block of `out` (row
         // stride n), which has room for batch * m * n elements, and no other piece
         // writes them.
-        unsafe {
+        let block = unsafe {
+            let block = dst.ptr().cast::<T>().add(i * m * n + at);
             product(
                 shape,
                 n,
-                dst.ptr().cast::<T>().add(i * m * n + at),
+                block,
                 a.as_ptr().offset(ao),
                 b.as_ptr().offset(bo),
                 &strides,
-            )
+            );
+            block
         };
+        // A zero result is +0 whatever path gemm took: its kernels differ by
+        // layout (a contiguous operand or a strided view of the same values) in
+        // whether a sum of -0 products starts from +0, so without this a fused
+        // run (operands realized contiguous) and an unfused one (views) could
+        // differ in the sign of a zero. `x + 0` is `x` for every other value.
+        // Here, by the piece, on the rows it just wrote while they are in cache.
+        for r in 0..shape.0 {
+            // SAFETY: row r of the piece's rows x columns block (row stride n),
+            // which gemm just initialised and which only this piece touches.
+            let row = unsafe { std::slice::from_raw_parts_mut(block.add(r * n), shape.1) };
+            for v in row {
+                *v += T::ZERO;
+            }
+        }
     };
     if batch > 1 && (pieces == 1 || batch >= MANY) {
         // Pieces: one batch entry each (its own pieces in turn).
@@ -128,14 +144,6 @@ pub(crate) fn matmul<T: Element>(
     // (with `read_dst` false it sets alpha to 0 and stores without reading the
     // destination), so the pieces initialise elements 0..total.
     unsafe { out.set_len(total) };
-    // A zero result is +0 whatever path gemm took: its kernels differ by layout
-    // (a contiguous operand or a strided view of the same values) in whether a
-    // sum of -0 products starts from +0, so without this a fused run (operands
-    // realized contiguous) and an unfused one (views) could differ in the sign
-    // of a zero. `x + 0` is `x` for every other value.
-    for v in out.iter_mut() {
-        *v += T::ZERO;
-    }
     Ok(out)
 }
 
