@@ -29,8 +29,8 @@
 //! timed in pairs with the step (step, then products, each repetition), and the
 //! median of the pairs' ratios (how far the step is above its floor). W3 and W4
 //! are timed in pairs the same way with their one-pass floor (stderr): one thread
-//! reading the inputs once and writing the gradient into a fresh buffer, the
-//! bytes they must move and nothing else. W7 and W8
+//! reading the inputs once and writing the gradient into a new `Vec`, the bytes
+//! they must move and nothing else. W7 and W8
 //! print their loss on stderr beside the float64 reference it was checked against,
 //! and a fingerprint of the bits of the loss and every gradient: the same for every
 //! thread count.
@@ -136,9 +136,10 @@ fn fingerprint(outputs: &[(String, Vec<f32>)]) -> u64 {
 }
 
 /// W3's one-pass floor: one thread reads `x` and `a` once and writes the
-/// gradient `2x(a + 1)` into a fresh buffer (allocated and first touched here, as
-/// the library's result is), summing the loss `(xa + x)x` on the way: the bytes
-/// W3 must move, with nothing else.
+/// gradient `2x(a + 1)` into a new `Vec` (which the allocator may serve from the
+/// block the previous repetition freed, as the library's pool serves its
+/// result), summing the loss `(xa + x)x` on the way: the bytes W3 must move, with
+/// nothing else.
 fn w3_floor(x: &[f32], a: &[f32]) -> (Vec<f32>, f32) {
     // 16 lanes at a time (16 partial sums), so that the loop vectorizes.
     const L: usize = 16;
@@ -163,7 +164,7 @@ fn w3_floor(x: &[f32], a: &[f32]) -> (Vec<f32>, f32) {
 }
 
 /// W4's one-pass floor: one thread reads `x` once and writes the gradient `2x`
-/// into a fresh buffer (the bias's gradient, a column count, is a constant).
+/// into a new `Vec` (the bias's gradient, a column count, is a constant).
 fn w4_floor(x: &[f32]) -> Vec<f32> {
     x.iter().map(|&x| 2.0 * x).collect()
 }

@@ -48,7 +48,10 @@ fn a_module_trained_on_the_gpu_matches_the_cpu() -> Result<()> {
     let host = |t: &Tensor| -> Result<Vec<f64>> {
         t.to(Device::Cpu)?.to_dtype(DType::F64)?.to_vec::<f64>()
     };
-    for ((name, g), (_, c)) in on_gpu.state_dict().iter().zip(cpu.state_dict()) {
+    let (on_gpu_dict, cpu_dict) = (on_gpu.state_dict(), cpu.state_dict());
+    assert_eq!(on_gpu_dict.len(), cpu_dict.len());
+    for ((name, g), (cpu_name, c)) in on_gpu_dict.iter().zip(cpu_dict) {
+        assert_eq!(*name, cpu_name);
         assert_eq!(g.device(), gpu, "{name}");
         let (g, c) = (host(g)?, host(&c)?);
         for (a, b) in g.iter().zip(&c) {

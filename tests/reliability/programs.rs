@@ -102,13 +102,18 @@ const REGRESSIONS: &[(&str, &[u8])] = &[
     ),
 ];
 
-#[test]
-fn fuzzer_regressions() {
+/// Runs `check` on every program of `regressions`, each named by what it found.
+fn replay<R>(regressions: &[(&str, &[u8])], check: fn(&[u8]) -> R) {
     crate::init();
-    for (what, program) in REGRESSIONS {
-        let result = std::panic::catch_unwind(|| execute(program));
+    for (what, program) in regressions {
+        let result = std::panic::catch_unwind(|| check(program));
         assert!(result.is_ok(), "regression `{what}` fails again");
     }
+}
+
+#[test]
+fn fuzzer_regressions() {
+    replay(REGRESSIONS, execute);
 }
 
 /// The fuzzer's seed corpus (`fuzz/seeds/op_program`), among them programs that use
@@ -147,9 +152,5 @@ const FUSED_REGRESSIONS: &[(&str, &[u8])] = &[(
 
 #[test]
 fn fused_fuzzer_regressions() {
-    crate::init();
-    for (what, program) in FUSED_REGRESSIONS {
-        let result = std::panic::catch_unwind(|| fused_matches_unfused(program));
-        assert!(result.is_ok(), "regression `{what}` fails again");
-    }
+    replay(FUSED_REGRESSIONS, fused_matches_unfused);
 }
