@@ -37,6 +37,16 @@ use super::program::{
     Source, Sources, as_f32, as_f32_mut, in_pieces, narrow, piece, piece_range, round_to,
 };
 
+/// Bytes per array (elements times the element's size) from which a program's
+/// blocks prefetch their dense leaves: below it the arrays stay in the caches
+/// between passes, and the prefetch instructions would only cost (the threshold
+/// and the distance were measured: see the CHANGELOG).
+const PREFETCH_BYTES: usize = 8 << 20;
+
+/// How many blocks ahead of the one computing the prefetches reach: far enough
+/// that the lines arrive before the block that reads them starts.
+const PREFETCH_AHEAD: usize = 2;
+
 /// Runs `steps` (in dependency order; the last is the result) over `n` elements.
 /// `leaves[k]` is leaf `k`'s buffer with its layout, already broadcast to the
 /// output's shape (`n` elements); all hold `dtype`.
@@ -154,6 +164,9 @@ struct Plan {
     block: usize,
     /// Whether stored results are written past the caches (see `stream`).
     stream: bool,
+    /// Whether the blocks ask for their dense leaves' next values ahead (see
+    /// `Source::prefetch`): when the arrays are larger than the caches.
+    prefetch: bool,
     /// `pairs[p] = (value, derivative)`: a generated op's value and its first
     /// derivative over the same operands, in one loop at step `p`, the first of
     /// the two.
@@ -167,6 +180,9 @@ struct Plan {
     folded: Vec<bool>,
     /// `own[j] = Some(k)`: step `j`'s loop writes (or sums) result `k` directly.
     own: Vec<Option<usize>>,
+    /// How many loops a block runs (steps neither folded nor the second of a
+    /// pair): the parts its prefetching is spread over.
+    loops: usize,
     /// Whether the blocks run in pieces on the pool: a generated op's step then
     /// writes no result directly (its kernel appends to a `Vec`, not a region).
     pieces: bool,
@@ -194,11 +210,13 @@ impl Plan {
         let mut plan = Plan {
             block: BLOCK.min(n.max(1)),
             stream: n * size >= STREAM_BYTES,
+            prefetch: n * size >= PREFETCH_BYTES,
             pairs: vec![None; len],
             in_pair: vec![false; len],
             folds: vec![None; len],
             folded: vec![false; len],
             own: Vec::new(),
+            loops: len,
             pieces,
             round,
         };
@@ -208,6 +226,13 @@ impl Plan {
                 plan.fold(steps, read);
             }
         }
+        // (A folded step runs in its reader's loop, the second of a pair in the
+        // first's.)
+        let second_of_pair = |j: usize| plan.in_pair[j] && plan.pairs[j].is_none();
+        plan.loops = (0..len)
+            .filter(|&j| !plan.folded[j] && !second_of_pair(j))
+            .count()
+            .max(1);
         plan.own = (0..len)
             .map(|j| match round {
                 None => plan.owner(steps, j, n, outputs, read),
@@ -555,9 +580,18 @@ fn run_blocks<T: CpuElement + crate::Element>(
             len,
         };
         with_value.fill(false);
+        // The block `PREFETCH_AHEAD` blocks on, asked for part by part, one part
+        // before each loop of this block.
+        let ahead = (start + PREFETCH_AHEAD * len).min(range.end)
+            ..(start + (PREFETCH_AHEAD + 1) * len).min(range.end);
+        let mut part = 0;
         for j in 0..steps.len() {
             if with_value[j] || plan.folded[j] {
                 continue; // computed with its pair, or in the loop of the step reading it
+            }
+            if plan.prefetch {
+                Source::prefetch(block.sources, ahead.clone(), part, plan.loops);
+                part += 1;
             }
             if let Some((v, d)) = plan.pairs[j]
                 && pair_block(steps, j, (v, d), bufs, &block, pair)
@@ -1067,9 +1101,10 @@ mod tests {
 
     #[test]
     fn several_results_come_from_one_pass_with_the_bits_of_separate_runs() {
-        // Past `STREAM_BYTES` (stored results are streamed), and a length that
-        // leaves a partial block and an unaligned tail.
-        let n = (STREAM_BYTES / 4) + 2 * BLOCK + 3;
+        // Past `STREAM_BYTES` (stored results are streamed) and `PREFETCH_BYTES`
+        // (the blocks prefetch their leaves), and a length that leaves a partial
+        // block and an unaligned tail.
+        let n = (STREAM_BYTES.max(PREFETCH_BYTES) / 4) + 2 * BLOCK + 3;
         let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
         let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
         let (sx, sa) = (leaf(x), leaf(a));
@@ -1283,7 +1318,8 @@ mod tests {
     /// buffers, a generated op's value and derivative in one loop, a folded
     /// step) over dense, gathered and repeated leaves gives the bits of one
     /// serial pass, at lengths that are no whole number of pieces, blocks or sum
-    /// blocks, below and past the streaming size, for both dtypes.
+    /// blocks, below and past the sizes from which results stream and leaves are
+    /// prefetched, for both dtypes.
     #[test]
     fn a_chain_in_pieces_gives_the_bits_of_one_pass() {
         let kernel = |k: Arc<dyn BlockKernel>, args: &[Operand]| Step {
@@ -1316,7 +1352,7 @@ mod tests {
         for (dtype, size) in [(DType::F32, 4), (DType::F64, 8)] {
             for total in [
                 3 * PIECE + reduce::SUM_BLOCK / 2 + 5,
-                STREAM_BYTES / size + BLOCK + 3,
+                STREAM_BYTES.max(PREFETCH_BYTES) / size + BLOCK + 3,
             ] {
                 let rows = total / 8;
                 let n = rows * 8;
