@@ -3,7 +3,7 @@
 //!
 //! The program is a list of [`Step`]s in dependency order, each an op over earlier
 //! steps and over leaves (buffers with a layout broadcast to the output's shape).
-//! It runs over blocks of [`BLOCK`] elements: every step of the block is computed
+//! It runs over blocks of up to [`BLOCK`] elements: every step of the block is computed
 //! into a buffer of its own that stays in cache, then the last step's block is
 //! appended to the output (or added to a running sum). So a chain of k ops reads
 //! each leaf once and writes one result, where k separate kernels would write and
@@ -42,6 +42,17 @@ use super::program::{
 /// between passes, and the prefetch instructions would only cost (the threshold
 /// and the distance were measured: see the CHANGELOG).
 const PREFETCH_BYTES: usize = 8 << 20;
+
+/// Elements per block of a program computed in its own dtype (f32 or f64): half
+/// a [`BLOCK`], one block of the sum, so that the block buffers, the leaves' blocks
+/// and the blocks being prefetched stay in the first level of cache, which the
+/// steps' loops are bound by. A program of halves keeps whole `BLOCK`s, which
+/// measured faster for it (see the CHANGELOG): each of its blocks makes more
+/// passes (widening, rounding, narrowing), none of them prefetched. (Pieces start
+/// at multiples of `BLOCK`, so at multiples of this too.)
+const SHORT_BLOCK: usize = BLOCK / 2;
+const _: () =
+    assert!(SHORT_BLOCK.is_multiple_of(reduce::SUM_BLOCK) && BLOCK.is_multiple_of(SHORT_BLOCK));
 
 /// How many blocks ahead of the one computing the prefetches reach: far enough
 /// that the lines arrive before the block that reads them starts.
@@ -208,7 +219,11 @@ impl Plan {
     ) -> Plan {
         let len = steps.len();
         let mut plan = Plan {
-            block: BLOCK.min(n.max(1)),
+            block: match round {
+                None => SHORT_BLOCK,
+                Some(_) => BLOCK,
+            }
+            .min(n.max(1)),
             stream: n * size >= STREAM_BYTES,
             prefetch: n * size >= PREFETCH_BYTES,
             pairs: vec![None; len],

@@ -10,18 +10,18 @@ use crate::{DType, KernelError, Layout, Result, Shape};
 use smallvec::SmallVec;
 use std::mem::MaybeUninit;
 
-/// Elements per block: a whole number of the sum's blocks (one: the 1024
-/// elements of the sum reduction's blocks), and small enough that a program's
-/// block buffers, the leaves' blocks and the blocks being prefetched stay in the
-/// first level of cache, which the steps' loops are bound by.
-pub const BLOCK: usize = super::reduce::SUM_BLOCK;
+/// Elements per block: a whole number of the sum's blocks (the 1024 elements of
+/// the sum reduction's blocks), and small enough that a dozen steps' buffers stay
+/// in the first two levels of cache. (A fused program of f32 or f64 runs in
+/// blocks of half this: see `fused::SHORT_BLOCK`.)
+pub const BLOCK: usize = 2 * super::reduce::SUM_BLOCK;
 
 /// Elements per piece of a program run on several threads: a whole number of
 /// blocks (so every piece starts at a multiple of [`BLOCK`], where a repeated
 /// leaf's block and the sum's blocks line up as in one serial pass), fixed, never
 /// derived from the thread count, so the pieces and the results are the same for
 /// any number of threads.
-pub const PIECE: usize = 32 * BLOCK;
+pub const PIECE: usize = 16 * BLOCK;
 
 /// Whether a program over `n` elements with `arrays` leaves and results runs in
 /// pieces of [`PIECE`] on the pool; a short one (the tiny tensors of a long
