@@ -132,10 +132,7 @@ fn batch_norm(
         let (rm, rv) = (blend(running_mean, &bm)?, blend(running_var, &bv)?);
         // Counted where the buffer is (an integer op, unrecorded): no read back
         // to the host, which on a GPU would wait for the step's kernels.
-        let count = crate::compute::unary(
-            &num_batches_tracked.detach(),
-            crate::UnaryOp::AddScalar(1.0),
-        )?;
+        let count = crate::compute::unary(num_batches_tracked, crate::UnaryOp::AddScalar(1.0))?;
         (mean, var, Some((rm, rv, count)))
     } else {
         (

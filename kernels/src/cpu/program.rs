@@ -492,10 +492,12 @@ impl<'a, T: CpuElement + crate::Element> Source<'a, T> {
             {
                 let line = (64 / std::mem::size_of::<T>()).max(1);
                 let lines = next.len().div_ceil(line);
-                let (from, to) = (lines * part / parts, lines * (part + 1) / parts);
-                for l in from..to {
-                    // SAFETY: a prefetch reads nothing into the program and
-                    // cannot fault; the address is within `d` anyway.
+                // (A part past the count, from a block that ran a loop more
+                // than planned, asks for nothing: no address past `next`.)
+                let share = |p: usize| lines * p.min(parts) / parts;
+                for l in share(part)..share(part + 1) {
+                    // SAFETY: `l < lines`, so the address is within `next`; a
+                    // prefetch reads nothing into the program and cannot fault.
                     unsafe {
                         use std::arch::x86_64::*;
                         let p = next.as_ptr().add(l * line).cast::<i8>();
