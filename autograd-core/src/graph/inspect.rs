@@ -71,7 +71,11 @@ impl NodeRef {
         self.0.location
     }
 
-    /// Order of recording (smaller numbers were recorded earlier).
+    /// Order of recording: unique in the process, larger than the numbers of the
+    /// nodes that produced its inputs, and larger than those of the nodes recorded
+    /// before it on the same thread (threads number their nodes from blocks of their
+    /// own, so the numbers of nodes recorded on two threads do not say which came
+    /// first).
     pub fn sequence_number(&self) -> u64 {
         self.0.seq
     }

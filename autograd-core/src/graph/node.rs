@@ -7,6 +7,7 @@ use crate::tensor::{Autograd, GradFn, GradSlot, HookList, TensorId};
 use crate::{DType, Device, Layout, Shape, Tensor};
 use smallvec::SmallVec;
 use std::any::Any;
+use std::cell::Cell;
 use std::panic::Location;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -163,7 +164,9 @@ impl NodeState {
 /// A recorded op call: its op, an edge per input, what it saved for backward.
 pub(crate) struct Node {
     /// Creation order: a node's inputs always have smaller numbers, so visiting in
-    /// decreasing order visits every node after all of its consumers.
+    /// decreasing order visits every node after all of its consumers. Unique
+    /// process-wide and increasing on each thread; nodes recorded on different
+    /// threads are numbered from different blocks (see `next_seq`).
     pub(crate) seq: u64,
     pub(crate) entry: &'static OpEntry,
     /// The op value itself (its non-tensor parameters), which runs the backward.
@@ -222,8 +225,36 @@ impl Drop for Node {
     }
 }
 
-/// Creation numbers of nodes (see [`Node::seq`]).
-static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+/// Creation numbers of nodes (see [`Node::seq`]), handed to threads in blocks of
+/// [`SEQ_BLOCK`], as tensor ids are: a recorded op takes no locked instruction for
+/// its number.
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
+const SEQ_BLOCK: u64 = 1024;
+
+thread_local! {
+    /// The rest of this thread's block of creation numbers: `(next, end)`.
+    static SEQ: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// A creation number for a node whose input nodes' numbers are all below `floor`:
+/// unique process-wide, larger than `floor - 1`, and larger than every number this
+/// thread gave before. The next of this thread's block, unless the block is used
+/// up or an input came from a later block (another thread's): then a new block,
+/// which starts past every block handed out so far, the inputs' included.
+#[inline]
+fn next_seq(floor: u64) -> u64 {
+    let from_block = SEQ.try_with(|r| {
+        let (mut next, mut end) = r.get();
+        if next == end || floor > next {
+            next = NEXT_SEQ.fetch_add(SEQ_BLOCK, Ordering::Relaxed);
+            end = next + SEQ_BLOCK;
+        }
+        r.set((next + 1, end));
+        next
+    });
+    // During thread teardown the block is gone: take a single number.
+    from_block.unwrap_or_else(|_| NEXT_SEQ.fetch_add(1, Ordering::Relaxed))
+}
 
 /// What a released node holds in place of its op.
 pub(super) struct Released;
@@ -266,7 +297,6 @@ impl Node {
         output: &Tensor,
         location: &'static Location<'static>,
     ) {
-        self.seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
         self.entry = entry;
         self.op = op;
         self.output_id = output.id();
@@ -286,12 +316,17 @@ impl Node {
         }
         state.saved.clear();
         self.inputs.clear();
+        // (Above every input node's number: see `Node::seq`.)
+        let mut floor = 0;
         for (spec, t) in entry.inputs.iter().zip(inputs) {
             let edge = if spec.differentiable {
                 t.edge()
             } else {
                 Edge::None
             };
+            if let Edge::Node(n) = &edge {
+                floor = floor.max(n.seq + 1);
+            }
             self.inputs.push(NodeInput {
                 edge,
                 shape: t.shape().clone(),
@@ -303,6 +338,7 @@ impl Node {
         state.saved_output = entry
             .saves_output
             .then(|| Box::new(SavedOutput::of(output)));
+        self.seq = next_seq(floor);
     }
 }
 
