@@ -17,7 +17,7 @@ use crate::{DType, Error, Result, Shape, Tensor, compute, grad_mode};
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
@@ -178,35 +178,62 @@ impl GradDestination for Capture {
     }
 }
 
-/// Leaves with gradient hooks get one gradient per pass, the sum of its
-/// contributions, as an op's node does: their contributions wait here until the pass
-/// has run every node, then go through the hooks into the dest. Leaves without hooks
-/// go straight to the dest.
+/// Every leaf gets one gradient per pass, the sum of its contributions, as an op's
+/// node does (and as PyTorch's `AccumulateGrad` gets its input buffer's sum): the
+/// contributions wait here, summed as they come, until the pass has run every node;
+/// then each leaf's sum goes through the leaf's hooks, if it has any, into the dest.
+/// A contribution so takes no lock (the leaf's gradient is locked once per pass, not
+/// once per contribution: a recurrent loop of tiny ops paid two locked instructions
+/// per use of each weight), and a pass that fails writes no leaf's gradient.
 struct Hooked<'a> {
     dest: &'a mut dyn GradDestination,
     held: Vec<(Arc<GradSlot>, Option<Tensor>)>,
+    /// Position in `held` by slot, once `held` is longer than [`Hooked::SCAN`] (a
+    /// model's hundreds of parameters); shorter lists are searched.
+    index: HashMap<*const GradSlot, usize>,
 }
 
 impl Hooked<'_> {
+    /// Leaves searched for in order before `index` is used.
+    const SCAN: usize = 32;
+
     /// Runs the held leaves' hooks and hands their gradients to the dest.
     fn flush(&mut self, create_graph: bool) -> Result<()> {
+        self.index.clear();
         for (slot, grad) in std::mem::take(&mut self.held) {
             let Some(grad) = grad else { continue };
-            let grad = slot.hook_list().run(grad, &|| "a leaf".to_string())?;
+            let grad = if slot.has_hooks() {
+                slot.hook_list().run(grad, &|| "a leaf".to_string())?
+            } else {
+                grad
+            };
             self.dest.leaf(&slot, grad, create_graph)?;
         }
         Ok(())
+    }
+
+    /// Where `slot`'s contributions are held, if it has had one in this pass.
+    #[inline]
+    fn position(&mut self, slot: &Arc<GradSlot>) -> Option<usize> {
+        if self.held.len() <= Self::SCAN {
+            return self.held.iter().position(|(s, _)| Arc::ptr_eq(s, slot));
+        }
+        if self.index.len() < self.held.len() {
+            let from = self.index.len();
+            for (i, (s, _)) in self.held.iter().enumerate().skip(from) {
+                self.index.insert(Arc::as_ptr(s), i);
+            }
+        }
+        self.index.get(&Arc::as_ptr(slot)).copied()
     }
 }
 
 impl GradDestination for Hooked<'_> {
     #[inline]
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
-        if !slot.has_hooks() {
-            return self.dest.leaf(slot, grad, create_graph);
-        }
-        match self.held.iter_mut().find(|(s, _)| Arc::ptr_eq(s, slot)) {
-            Some((_, acc)) => {
+        match self.position(slot) {
+            Some(i) => {
+                let acc = &mut self.held[i].1;
                 *acc = Some(match acc.take() {
                     Some(a) => add(a, grad, create_graph)?,
                     None => grad,
@@ -674,6 +701,7 @@ fn run_unconverted(
         let mut dest = Hooked {
             dest,
             held: Vec::new(),
+            index: HashMap::new(),
         };
         let pass = Pass::start();
         let _running = OnThisThread::enter(pass);
