@@ -97,16 +97,16 @@ impl Tensor {
         source.data()?;
         match &self.0.storage {
             StorageSlot::Param(p) => {
-                let mut current = p.storage.write().unwrap_or_else(|e| e.into_inner());
+                let mut current = p.current.write().unwrap_or_else(|e| e.into_inner());
                 let layout = &self.0.layout;
                 // In place: no saved copy or view holds the buffer, and the layout maps
                 // each element to its own place.
                 if layout.is_contiguous()
-                    && let Some(storage) = Arc::get_mut(&mut current)
+                    && let Some(storage) = Arc::get_mut(&mut current.storage)
                 {
                     return source.copy_into(value.layout(), storage, layout, false);
                 }
-                *current = Arc::new(materialize(&source, value.layout(), layout)?);
+                current.storage = Arc::new(materialize(&source, value.layout(), layout)?);
                 Ok(())
             }
             StorageSlot::Fixed(_) => {

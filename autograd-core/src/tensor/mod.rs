@@ -14,7 +14,7 @@ use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, RwLock, Weak};
 
 /// Identity of a tensor. Every handle cloned from one tensor carries the same id;
 /// every op output, `detach` and fresh constructor gets a new one.
@@ -106,16 +106,22 @@ pub(crate) enum StorageSlot {
 /// each input) takes no lock. Boxed, so that the tensors that are not parameters
 /// stay small.
 pub(crate) struct ParamCell {
-    pub(crate) storage: RwLock<Arc<Storage>>,
+    pub(crate) current: RwLock<ParamBuffer>,
+    dtype: DType,
+    device: Device,
+}
+
+/// A parameter's buffer now, and the copy of the parameter that recorded nodes
+/// saved last, under one lock (a node saving the parameter takes one read lock).
+pub(crate) struct ParamBuffer {
+    pub(crate) storage: Arc<Storage>,
     /// The copy of the parameter that recorded nodes last saved (see
     /// [`Tensor::for_saving`]), while some node still holds it: the next node to
     /// save the parameter shares it instead of building its own (a loop recording
     /// `y * w` many times made one copy per node). Weak, so that it holds neither
     /// the copy nor the buffer: when the graphs go, `set_data` writes in place again.
     /// (A weak handle also keeps the copy out of the spare blocks `retire` reuses.)
-    saved: Mutex<Weak<TensorInner>>,
-    dtype: DType,
-    device: Device,
+    saved: Weak<TensorInner>,
 }
 
 impl StorageSlot {
@@ -125,7 +131,11 @@ impl StorageSlot {
         match self {
             StorageSlot::Fixed(s) => StorageRef(Ref::Borrowed(s)),
             StorageSlot::Param(p) => StorageRef(Ref::Owned(
-                p.storage.read().unwrap_or_else(|e| e.into_inner()).clone(),
+                p.current
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .storage
+                    .clone(),
             )),
         }
     }
@@ -152,7 +162,13 @@ impl StorageSlot {
     pub(crate) fn get_mut(&mut self) -> &mut Arc<Storage> {
         match self {
             StorageSlot::Fixed(s) => s,
-            StorageSlot::Param(p) => p.storage.get_mut().unwrap_or_else(|e| e.into_inner()),
+            StorageSlot::Param(p) => {
+                &mut p
+                    .current
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .storage
+            }
         }
     }
 
@@ -167,8 +183,10 @@ impl StorageSlot {
     fn make_param(&mut self) {
         if let StorageSlot::Fixed(s) = self {
             *self = StorageSlot::Param(Box::new(ParamCell {
-                storage: RwLock::new(s.clone()),
-                saved: Mutex::new(Weak::new()),
+                current: RwLock::new(ParamBuffer {
+                    storage: s.clone(),
+                    saved: Weak::new(),
+                }),
                 dtype: s.dtype(),
                 device: s.device(),
             }));
@@ -816,24 +834,31 @@ impl Tensor {
         let StorageSlot::Param(cell) = &self.0.storage else {
             return copy(self.storage_arc());
         };
-        let storage = cell.storage.read().unwrap_or_else(|e| e.into_inner());
-        let mut saved = cell.saved.lock().unwrap_or_else(|e| e.into_inner());
         // The cell belongs to this one `TensorInner` (never shared), whose id, layout
         // and slot stay while it is a parameter's: only the buffer can change
         // (`set_data`), so the copy is current when it holds the same buffer.
-        if let Some(inner) = saved.upgrade()
-            && let StorageSlot::Fixed(s) = &inner.storage
-            && Arc::ptr_eq(s, &storage)
-        {
+        let current = |b: &ParamBuffer| {
+            let inner = b.saved.upgrade()?;
+            let same =
+                matches!(&inner.storage, StorageSlot::Fixed(s) if Arc::ptr_eq(s, &b.storage));
             debug_assert!(
-                inner.id == self.0.id
-                    && inner.layout == self.0.layout
-                    && matches!(&inner.autograd, Autograd::Leaf(s) if Arc::ptr_eq(s, slot))
+                !same
+                    || (inner.id == self.0.id
+                        && inner.layout == self.0.layout
+                        && matches!(&inner.autograd, Autograd::Leaf(s) if Arc::ptr_eq(s, slot)))
             );
-            return Tensor(ManuallyDrop::new(inner));
+            same.then(|| Tensor(ManuallyDrop::new(inner)))
+        };
+        if let Some(t) = current(&cell.current.read().unwrap_or_else(|e| e.into_inner())) {
+            return t;
         }
-        let t = copy(storage.clone());
-        *saved = Arc::downgrade(&t.0);
+        let mut buffer = cell.current.write().unwrap_or_else(|e| e.into_inner());
+        // (Another thread may have saved it meanwhile.)
+        if let Some(t) = current(&buffer) {
+            return t;
+        }
+        let t = copy(buffer.storage.clone());
+        buffer.saved = Arc::downgrade(&t.0);
         t
     }
 
