@@ -717,8 +717,9 @@ fn run_unconverted(
                     if let Claim::New = claim(&node, pass)? {
                         ready.0.push(Ready(node.clone()));
                     }
-                    let mut state = node.lock();
-                    state.grad = Some(match state.grad.take() {
+                    // SAFETY: this pass holds the node's claim.
+                    let grad = unsafe { node.grad.get() };
+                    *grad = Some(match grad.take() {
                         Some(acc) => add(acc, seed.clone(), opts.create_graph)?,
                         None => seed.clone(),
                     });
@@ -738,7 +739,9 @@ struct Queue(BinaryHeap<Ready>);
 impl Drop for Queue {
     fn drop(&mut self) {
         for Ready(node) in self.0.drain() {
-            node.lock().grad = None;
+            // SAFETY: the pass holds the claim of every node in its queue.
+            let grad = unsafe { node.grad.get() }.take();
+            drop(grad);
             release(&node);
         }
     }
@@ -779,8 +782,9 @@ fn drain(
                     if let Claim::New = claim(next, pass)? {
                         ready.0.push(Ready(next.clone()));
                     }
-                    let mut state = next.lock();
-                    state.grad = Some(match state.grad.take() {
+                    // SAFETY: claimed by this pass just above.
+                    let pending = unsafe { next.grad.get() };
+                    *pending = Some(match pending.take() {
                         Some(acc) => add(acc, grad, opts.create_graph)?,
                         None => grad,
                     });
@@ -881,9 +885,28 @@ fn run_node(node: &Arc<Node>, opts: &BackwardOptions, dest: &mut Hooked<'_>) -> 
 /// lost nothing: a second pass through it works).
 #[inline]
 fn take_for_backward(node: &Arc<Node>, opts: &BackwardOptions) -> Result<Option<Taken>> {
+    // SAFETY: the node was popped from this pass's queue: the pass holds its claim.
+    let grad = unsafe { node.grad.get() }.take();
+    let entry = node.entry;
+    // (Read and written by the pass holding the claim.)
+    let consumed = || node.consumed.store(true, AtomicOrdering::Relaxed);
+    if !entry.saves_any() && !node.has_extras.load(AtomicOrdering::Acquire) {
+        // Nothing under the lock to take: no saved tensor, hook or kept gradient.
+        let Some(grad) = grad else {
+            return Ok(None);
+        };
+        if !opts.retains() {
+            consumed();
+        }
+        return Ok(Some(Taken {
+            grad,
+            saved: node.inputs.iter().map(|_| None).collect(),
+            output: None,
+            extras: None,
+        }));
+    }
     let mut state = node.lock();
-    let grad = state.grad.take();
-    if state.consumed && node.entry.saves_any() {
+    if node.consumed.load(AtomicOrdering::Relaxed) && entry.saves_any() {
         return Err(Error::GraphConsumed { op: node.name() });
     }
     let Some(grad) = grad else {
@@ -898,7 +921,7 @@ fn take_for_backward(node: &Arc<Node>, opts: &BackwardOptions) -> Result<Option<
     let saved = if opts.retains() {
         state.saved.clone()
     } else {
-        state.consumed = true;
+        consumed();
         state.saved_output = None;
         std::mem::take(&mut state.saved)
     };
@@ -1059,12 +1082,12 @@ fn hook_node_output(
         // A constant: a recorded gradient kept in the node would hold the graph
         // that holds the node.
         let kept = grad.detach();
-        let old = node.lock().extras_mut().retained.take();
+        let old = node.with_extras(|e| e.retained.take());
         let sum = match old {
             None => kept,
             Some(acc) => compute::accumulate(acc, kept)?,
         };
-        node.lock().extras_mut().retained = Some(sum);
+        node.with_extras(|e| e.retained = Some(sum));
     }
     Ok(grad)
 }

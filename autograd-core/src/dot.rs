@@ -86,7 +86,11 @@ impl ComputationGraph {
             let (saved_inputs, saves_output, released) = {
                 let st = n.lock();
                 let saved: Vec<bool> = st.saved.iter().map(Option::is_some).collect();
-                (saved, st.saved_output.is_some(), st.consumed)
+                (
+                    saved,
+                    st.saved_output.is_some(),
+                    n.consumed.load(std::sync::atomic::Ordering::Acquire),
+                )
             };
 
             for (i, input) in n.inputs.iter().enumerate() {

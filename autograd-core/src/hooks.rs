@@ -119,7 +119,7 @@ impl Tensor {
             }),
             a @ Autograd::Interior(_) => {
                 let node = a.node_arc().ok_or_else(|| no_grad_error("hook", self))?;
-                let id = node.lock().extras_mut().hooks.push(hook);
+                let id = node.with_extras(|e| e.hooks.push(hook));
                 Ok(HookHandle {
                     id,
                     target: HookTarget::Node(Arc::downgrade(&node)),
@@ -162,7 +162,7 @@ impl Tensor {
             Autograd::Leaf(_) => Ok(()),
             a @ Autograd::Interior(_) => {
                 let node = a.node().ok_or_else(|| no_grad_error("retain", self))?;
-                node.lock().extras_mut().retains_grad = true;
+                node.with_extras(|e| e.retains_grad = true);
                 Ok(())
             }
         }

@@ -104,7 +104,7 @@ impl NodeRef {
     /// True once a backward pass (without `retain_graph`) has run through the node
     /// and released what it saved.
     pub fn is_consumed(&self) -> bool {
-        self.0.lock().consumed
+        self.0.consumed.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The node's inputs, in the op's order.

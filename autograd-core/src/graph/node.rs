@@ -7,9 +7,9 @@ use crate::tensor::{Autograd, GradFn, GradSlot, HookList, TensorId};
 use crate::{DType, Device, Layout, Shape, Tensor};
 use smallvec::SmallVec;
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
 use std::panic::Location;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Where the gradient of one input of a node goes.
@@ -117,16 +117,42 @@ impl SavedOutput {
     }
 }
 
+/// The gradient of a node's output summed during a backward pass. Only the pass
+/// that holds the node's claim (`Node::claimed`) reads or writes it: the claim is
+/// taken with `Acquire` and given back with `Release`, so each pass sees the last
+/// one's writes as it would under a lock, without the lock's two locked
+/// instructions per gradient added to the node.
+pub(crate) struct PassGrad(UnsafeCell<Option<Tensor>>);
+
+// SAFETY: the value is reached only through `PassGrad::get`, by the one pass that
+// holds the node's claim, or through `&mut`.
+unsafe impl Sync for PassGrad {}
+
+impl PassGrad {
+    /// The gradient, to read or write.
+    ///
+    /// # Safety
+    /// The calling pass holds the node's claim, and uses no other reference this
+    /// method returned while it uses this one.
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    pub(crate) unsafe fn get(&self) -> &mut Option<Tensor> {
+        // SAFETY: the caller's contract: no other access meanwhile.
+        unsafe { &mut *self.0.get() }
+    }
+
+    /// The gradient, through exclusive access to the node.
+    pub(crate) fn get_mut(&mut self) -> &mut Option<Tensor> {
+        self.0.get_mut()
+    }
+}
+
 /// What a node holds until backward has run through it.
 pub(crate) struct NodeState {
     /// Saved inputs, by input position; only those the op's backward reads.
     pub(crate) saved: SmallVec<[Option<Tensor>; 2]>,
     /// Boxed: few ops save their output, and the node stays small for the rest.
     pub(crate) saved_output: Option<Box<SavedOutput>>,
-    /// Gradient of the node's output accumulated during a backward pass.
-    pub(crate) grad: Option<Tensor>,
-    /// Backward has run and released the saved tensors.
-    pub(crate) consumed: bool,
     /// The output's gradient hooks and retained gradient; boxed, as few nodes have
     /// any.
     pub(crate) extras: Option<Box<NodeExtras>>,
@@ -179,6 +205,15 @@ pub(crate) struct Node {
     pub(crate) fusion: Option<Arc<crate::fusion::Mark>>,
     pub(crate) location: &'static Location<'static>,
     pub(crate) state: Mutex<NodeState>,
+    /// Gradient of the node's output accumulated during a backward pass (outside
+    /// `state`: the claim guards it).
+    pub(crate) grad: PassGrad,
+    /// Backward has run and released the saved tensors (written by the pass that
+    /// holds the claim).
+    pub(crate) consumed: AtomicBool,
+    /// Whether the node has `extras` (set with them, under the lock): a backward
+    /// through a node that saved nothing and has none takes no lock.
+    pub(crate) has_extras: AtomicBool,
     /// Id of the one backward pass currently running through this node (0: none).
     pub(crate) claimed: AtomicU64,
 }
@@ -190,6 +225,14 @@ impl Node {
 
     pub(crate) fn name(&self) -> &'static str {
         self.entry.name
+    }
+
+    /// Runs `f` on the node's extras (made when first needed), under the lock.
+    pub(crate) fn with_extras<R>(&self, f: impl FnOnce(&mut NodeExtras) -> R) -> R {
+        let mut state = self.lock();
+        let r = f(state.extras_mut());
+        self.has_extras.store(true, Ordering::Release);
+        r
     }
 }
 
@@ -207,7 +250,7 @@ impl Node {
         let (saved, output, grad, extras) = (
             std::mem::take(&mut state.saved),
             state.saved_output.take(),
-            state.grad.take(),
+            self.grad.get_mut().take(),
             state.extras.take(),
         );
         drop((saved, output, grad, extras));
@@ -280,10 +323,11 @@ impl Node {
             state: Mutex::new(NodeState {
                 saved: SmallVec::new(),
                 saved_output: None,
-                grad: None,
-                consumed: false,
                 extras: None,
             }),
+            grad: PassGrad(UnsafeCell::new(None)),
+            consumed: AtomicBool::new(false),
+            has_extras: AtomicBool::new(false),
             claimed: AtomicU64::new(0),
         }
     }
@@ -304,12 +348,14 @@ impl Node {
         self.fusion = crate::fusion::mark(&output.storage());
         self.location = location;
         *self.claimed.get_mut() = 0;
+        *self.consumed.get_mut() = false;
+        *self.has_extras.get_mut() = false;
         let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        state.consumed = false;
         // (A released block holds none of these: tested, not dropped, as the drop
         // is a call.)
-        if state.grad.is_some() {
-            state.grad = None;
+        let grad = self.grad.get_mut();
+        if grad.is_some() {
+            *grad = None;
         }
         if state.extras.is_some() {
             state.extras = None;
