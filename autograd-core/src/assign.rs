@@ -126,6 +126,7 @@ impl Tensor {
                     layout: value.layout().clone(),
                     autograd,
                     holds_slot: false,
+                    weak_made: std::sync::atomic::AtomicBool::new(false),
                 });
                 Ok(())
             }

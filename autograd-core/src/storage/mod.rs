@@ -13,7 +13,7 @@ use autograd_kernels::{BackendStorage, BinaryOp, KernelError, Layout, ReduceOp, 
 use smallvec::SmallVec;
 use std::any::Any;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub(crate) enum StorageData {
     Cpu(CpuStorage),
@@ -41,6 +41,10 @@ pub struct Storage {
     dtype: DType,
     len: usize,
     bytes: AtomicUsize,
+    /// Set before a weak handle of the storage is made (a fused group's member:
+    /// `fusion::read_together`), cleared when `Arc::get_mut` finds none left (see
+    /// `tensor::unique_storage`).
+    weak_made: AtomicBool,
 }
 
 /// Values computed at their first read: what computes them (a deferred
@@ -148,6 +152,7 @@ impl Storage {
             dtype,
             len,
             bytes: AtomicUsize::new(bytes),
+            weak_made: AtomicBool::new(false),
         }
     }
 
@@ -169,6 +174,7 @@ impl Storage {
             dtype,
             len,
             bytes: AtomicUsize::new(0),
+            weak_made: AtomicBool::new(false),
         }
     }
 
@@ -178,6 +184,22 @@ impl Storage {
 
     fn like(&self, data: StorageData) -> Storage {
         Storage::new(data, self.device)
+    }
+
+    /// Whether a weak handle of this storage may exist (see `weak_made`).
+    #[inline]
+    pub(crate) fn weak_made(&self) -> bool {
+        self.weak_made.load(Ordering::Relaxed)
+    }
+
+    /// Marks that a weak handle of this storage is about to be made.
+    pub(crate) fn set_weak_made(&self) {
+        self.weak_made.store(true, Ordering::Relaxed);
+    }
+
+    /// Clears `weak_made`: the caller found no weak handle left (`Arc::get_mut`).
+    pub(crate) fn clear_weak_made(&mut self) {
+        *self.weak_made.get_mut() = false;
     }
 
     /// The device the buffer lives on.

@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::sync::{Arc, RwLock, Weak};
 
 /// Identity of a tensor. Every handle cloned from one tensor carries the same id;
@@ -231,6 +231,57 @@ pub(crate) struct TensorInner {
     /// The leaf owning its gradient slot (see `GradSlot`; false for the copies of
     /// a leaf that nodes save: see [`Tensor::for_saving`]).
     pub(crate) holds_slot: bool,
+    /// Set before a weak handle of the tensor is made (`Tensor::downgrade`, the
+    /// saved copy `ParamCell` tracks), and cleared when `Arc::get_mut` finds none
+    /// left: while it is clear, one strong handle proves itself the only handle
+    /// without `Arc::get_mut`'s locked instruction (see [`unique_inner`]).
+    pub(crate) weak_made: AtomicBool,
+}
+
+/// `&mut` to the tensor behind `arc` when `arc` is its only handle, as
+/// `Arc::get_mut` gives it, without its locked instruction when no weak handle of
+/// the tensor was made (every op output, checked as it is recorded, written in
+/// place, and retired: a recurrent loop of tiny ops paid a locked instruction for
+/// each of those).
+#[inline]
+pub(crate) fn unique_inner(arc: &mut Arc<TensorInner>) -> Option<&mut TensorInner> {
+    if Arc::strong_count(arc) != 1 {
+        return None;
+    }
+    // Pairs with the `Release` of the other handles' drops: what their holders did
+    // (a weak handle made included) comes before what follows.
+    fence(Ordering::Acquire);
+    if !arc.weak_made.load(Ordering::Relaxed) {
+        // SAFETY: `arc` is the only strong handle, and no weak handle was made: one
+        // is made only from a strong handle, after `weak_made` is set, and a holder
+        // of another strong handle that made one set it before dropping that handle
+        // (seen by the fence above). No other handle can be made meanwhile: only
+        // `arc` exists, and the caller has it by `&mut`.
+        return Some(unsafe { spare::unique_mut(arc) });
+    }
+    let inner = Arc::get_mut(arc)?;
+    // No weak handle is left, and only `arc` could make a new one.
+    *inner.weak_made.get_mut() = false;
+    Some(inner)
+}
+
+/// [`unique_inner`] for a storage: `&mut` to it when `arc` is its only handle,
+/// without a locked instruction when no weak handle of it was made (see
+/// `Storage::weak_made`).
+#[inline]
+pub(crate) fn unique_storage(arc: &mut Arc<Storage>) -> Option<&mut Storage> {
+    if Arc::strong_count(arc) != 1 {
+        return None;
+    }
+    fence(Ordering::Acquire);
+    if !arc.weak_made() {
+        // SAFETY: as in `unique_inner`, with `Storage::weak_made` set before every
+        // weak handle of a storage is made (`fusion::read_together`).
+        return Some(unsafe { spare::unique_mut(arc) });
+    }
+    let storage = Arc::get_mut(arc)?;
+    storage.clear_weak_made();
+    Some(storage)
 }
 
 impl TensorInner {
@@ -326,6 +377,7 @@ fn fresh_tensor(storage: Storage, shape: Shape) -> Tensor {
             layout: Layout::contiguous(Shape::scalar()),
             autograd: Autograd::None,
             holds_slot: false,
+            weak_made: AtomicBool::new(false),
         })
     });
     first
@@ -335,14 +387,14 @@ fn fresh_tensor(storage: Storage, shape: Shape) -> Tensor {
 /// graph, its buffer) exactly as dropping would, and keep the two heap blocks for
 /// reuse when the storage was its own.
 fn retire(mut arc: Arc<TensorInner>) {
-    let Some(inner) = Arc::get_mut(&mut arc) else {
+    let Some(inner) = unique_inner(&mut arc) else {
         return;
     };
     inner.release_autograd();
     let StorageSlot::Fixed(storage) = &mut inner.storage else {
         return; // a parameter's slot: not kept
     };
-    let Some(storage) = Arc::get_mut(storage) else {
+    let Some(storage) = unique_storage(storage) else {
         return; // another view still holds the storage: nothing to keep
     };
     storage.release();
@@ -370,6 +422,7 @@ impl Tensor {
             layout,
             autograd: Autograd::None,
             holds_slot: false,
+            weak_made: AtomicBool::new(false),
         })
     }
 
@@ -829,6 +882,7 @@ impl Tensor {
                 layout: self.0.layout.clone(),
                 autograd: Autograd::Leaf(slot.clone()),
                 holds_slot: false,
+                weak_made: AtomicBool::new(false),
             })
         };
         let StorageSlot::Param(cell) = &self.0.storage else {
@@ -858,6 +912,7 @@ impl Tensor {
             return t;
         }
         let t = copy(buffer.storage.clone());
+        t.0.weak_made.store(true, Ordering::Relaxed);
         buffer.saved = Arc::downgrade(&t.0);
         t
     }
@@ -876,7 +931,7 @@ impl Tensor {
 
     /// Makes a fresh op output (see [`Tensor::into_fresh`]) point at its node.
     pub(crate) fn attach(mut self, node: Arc<dyn GradFn>) -> Tensor {
-        match Arc::get_mut(&mut self.0) {
+        match unique_inner(&mut self.0) {
             Some(inner) => inner.autograd = Autograd::Interior(node),
             None => debug_assert!(false, "attach on a shared handle"),
         }
@@ -896,11 +951,12 @@ impl Tensor {
             layout,
             autograd,
             holds_slot,
-        } = Arc::get_mut(&mut self.0)?
+            ..
+        } = unique_inner(&mut self.0)?
         else {
             return None;
         };
-        let storage = Arc::get_mut(storage)?;
+        let storage = unique_storage(storage)?;
         release_autograd(autograd, holds_slot);
         *id = TensorId::next();
         Some((storage, layout))
@@ -934,6 +990,7 @@ impl fmt::Debug for WeakTensor {
 impl Tensor {
     /// A reference to this tensor (every handle of it) that does not keep it alive.
     pub fn downgrade(&self) -> WeakTensor {
+        self.0.weak_made.store(true, Ordering::Relaxed);
         WeakTensor(Arc::downgrade(&self.0))
     }
 }
