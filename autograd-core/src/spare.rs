@@ -6,6 +6,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{Ordering, fence};
 use std::thread::LocalKey;
 
 /// Blocks allocated together when a thread has no spare one. A chain recorded on
@@ -68,4 +69,42 @@ pub(crate) unsafe fn unique_mut<T>(arc: &mut Arc<T>) -> &mut T {
     // `&mut arc` excludes other uses of this one; the pointer comes from the
     // allocation, not from a shared reference (as `Arc::get_mut` takes it).
     unsafe { &mut *Arc::as_ptr(arc).cast_mut() }
+}
+
+/// A value that records whether a weak handle of it may exist: its flag is set
+/// before every `Arc::downgrade` of it, and cleared only by its only handle, when
+/// `Arc::get_mut` found no weak one left.
+pub(crate) trait WeakMarked {
+    /// Whether a weak handle of the value may exist.
+    fn weak_made(&self) -> bool;
+
+    /// Clears the flag: the caller holds the only handle and no weak one exists.
+    fn clear_weak_made(&mut self);
+}
+
+/// `&mut` to the value behind `arc` when `arc` is its only handle, as
+/// `Arc::get_mut` gives it, without `get_mut`'s locked instruction when no weak
+/// handle of the value was made (every op output checked as it is recorded,
+/// written in place, retired: a recurrent loop of tiny ops paid a locked
+/// instruction for each of those).
+#[inline]
+pub(crate) fn unique<T: WeakMarked>(arc: &mut Arc<T>) -> Option<&mut T> {
+    if Arc::strong_count(arc) != 1 {
+        return None;
+    }
+    // Pairs with the `Release` of the other handles' drops: what their holders did
+    // (a weak handle made included) comes before what follows.
+    fence(Ordering::Acquire);
+    if !arc.weak_made() {
+        // SAFETY: `arc` is the only strong handle, and no weak handle exists: one is
+        // made only from a strong handle, after its flag is set (`WeakMarked`), and
+        // a holder of another strong handle that made one set the flag before
+        // dropping that handle (seen through the fence above). No handle can be made
+        // meanwhile: only `arc` exists, and the caller has it by `&mut`.
+        return Some(unsafe { unique_mut(arc) });
+    }
+    let value = Arc::get_mut(arc)?;
+    // No weak handle is left, and only `arc` could make a new one.
+    value.clear_weak_made();
+    Some(value)
 }

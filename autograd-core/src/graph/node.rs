@@ -214,8 +214,21 @@ pub(crate) struct Node {
     /// Whether the node has `extras` (set with them, under the lock): a backward
     /// through a node that saved nothing and has none takes no lock.
     pub(crate) has_extras: AtomicBool,
+    /// Set before a weak handle of the node is made (a gradient hook's handle);
+    /// see `spare::unique`.
+    pub(crate) weak_made: AtomicBool,
     /// Id of the one backward pass currently running through this node (0: none).
     pub(crate) claimed: AtomicU64,
+}
+
+impl crate::spare::WeakMarked for Node {
+    fn weak_made(&self) -> bool {
+        self.weak_made.load(Ordering::Relaxed)
+    }
+
+    fn clear_weak_made(&mut self) {
+        *self.weak_made.get_mut() = false;
+    }
 }
 
 impl Node {
@@ -328,6 +341,7 @@ impl Node {
             grad: PassGrad(UnsafeCell::new(None)),
             consumed: AtomicBool::new(false),
             has_extras: AtomicBool::new(false),
+            weak_made: AtomicBool::new(false),
             claimed: AtomicU64::new(0),
         }
     }

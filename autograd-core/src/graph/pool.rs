@@ -132,7 +132,7 @@ pub(crate) fn clear_spare_nodes() {
 }
 
 fn retire_node(mut node: Arc<Node>) {
-    let Some(n) = Arc::get_mut(&mut node) else {
+    let Some(n) = spare::unique(&mut node) else {
         return; // another handle appeared (a `NodeRef` cloned meanwhile): just drop ours
     };
     n.release();

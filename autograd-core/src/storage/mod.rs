@@ -43,7 +43,7 @@ pub struct Storage {
     bytes: AtomicUsize,
     /// Set before a weak handle of the storage is made (a fused group's member:
     /// `fusion::read_together`), cleared when `Arc::get_mut` finds none left (see
-    /// `tensor::unique_storage`).
+    /// `spare::unique`).
     weak_made: AtomicBool,
 }
 

@@ -13,7 +13,7 @@ use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::mem::ManuallyDrop;
 use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 
 /// Identity of a tensor. Every handle cloned from one tensor carries the same id;
@@ -234,54 +234,28 @@ pub(crate) struct TensorInner {
     /// Set before a weak handle of the tensor is made (`Tensor::downgrade`, the
     /// saved copy `ParamCell` tracks), and cleared when `Arc::get_mut` finds none
     /// left: while it is clear, one strong handle proves itself the only handle
-    /// without `Arc::get_mut`'s locked instruction (see [`unique_inner`]).
+    /// without `Arc::get_mut`'s locked instruction (see [`spare::unique`]).
     pub(crate) weak_made: AtomicBool,
 }
 
-/// `&mut` to the tensor behind `arc` when `arc` is its only handle, as
-/// `Arc::get_mut` gives it, without its locked instruction when no weak handle of
-/// the tensor was made (every op output, checked as it is recorded, written in
-/// place, and retired: a recurrent loop of tiny ops paid a locked instruction for
-/// each of those).
-#[inline]
-pub(crate) fn unique_inner(arc: &mut Arc<TensorInner>) -> Option<&mut TensorInner> {
-    if Arc::strong_count(arc) != 1 {
-        return None;
+impl spare::WeakMarked for TensorInner {
+    fn weak_made(&self) -> bool {
+        self.weak_made.load(Ordering::Relaxed)
     }
-    // Pairs with the `Release` of the other handles' drops: what their holders did
-    // (a weak handle made included) comes before what follows.
-    fence(Ordering::Acquire);
-    if !arc.weak_made.load(Ordering::Relaxed) {
-        // SAFETY: `arc` is the only strong handle, and no weak handle was made: one
-        // is made only from a strong handle, after `weak_made` is set, and a holder
-        // of another strong handle that made one set it before dropping that handle
-        // (seen by the fence above). No other handle can be made meanwhile: only
-        // `arc` exists, and the caller has it by `&mut`.
-        return Some(unsafe { spare::unique_mut(arc) });
+
+    fn clear_weak_made(&mut self) {
+        *self.weak_made.get_mut() = false;
     }
-    let inner = Arc::get_mut(arc)?;
-    // No weak handle is left, and only `arc` could make a new one.
-    *inner.weak_made.get_mut() = false;
-    Some(inner)
 }
 
-/// [`unique_inner`] for a storage: `&mut` to it when `arc` is its only handle,
-/// without a locked instruction when no weak handle of it was made (see
-/// `Storage::weak_made`).
-#[inline]
-pub(crate) fn unique_storage(arc: &mut Arc<Storage>) -> Option<&mut Storage> {
-    if Arc::strong_count(arc) != 1 {
-        return None;
+impl spare::WeakMarked for Storage {
+    fn weak_made(&self) -> bool {
+        Storage::weak_made(self)
     }
-    fence(Ordering::Acquire);
-    if !arc.weak_made() {
-        // SAFETY: as in `unique_inner`, with `Storage::weak_made` set before every
-        // weak handle of a storage is made (`fusion::read_together`).
-        return Some(unsafe { spare::unique_mut(arc) });
+
+    fn clear_weak_made(&mut self) {
+        Storage::clear_weak_made(self)
     }
-    let storage = Arc::get_mut(arc)?;
-    storage.clear_weak_made();
-    Some(storage)
 }
 
 impl TensorInner {
@@ -387,14 +361,14 @@ fn fresh_tensor(storage: Storage, shape: Shape) -> Tensor {
 /// graph, its buffer) exactly as dropping would, and keep the two heap blocks for
 /// reuse when the storage was its own.
 fn retire(mut arc: Arc<TensorInner>) {
-    let Some(inner) = unique_inner(&mut arc) else {
+    let Some(inner) = spare::unique(&mut arc) else {
         return;
     };
     inner.release_autograd();
     let StorageSlot::Fixed(storage) = &mut inner.storage else {
         return; // a parameter's slot: not kept
     };
-    let Some(storage) = unique_storage(storage) else {
+    let Some(storage) = spare::unique(storage) else {
         return; // another view still holds the storage: nothing to keep
     };
     storage.release();
@@ -931,7 +905,7 @@ impl Tensor {
 
     /// Makes a fresh op output (see [`Tensor::into_fresh`]) point at its node.
     pub(crate) fn attach(mut self, node: Arc<dyn GradFn>) -> Tensor {
-        match unique_inner(&mut self.0) {
+        match spare::unique(&mut self.0) {
             Some(inner) => inner.autograd = Autograd::Interior(node),
             None => debug_assert!(false, "attach on a shared handle"),
         }
@@ -952,11 +926,11 @@ impl Tensor {
             autograd,
             holds_slot,
             ..
-        } = unique_inner(&mut self.0)?
+        } = spare::unique(&mut self.0)?
         else {
             return None;
         };
-        let storage = unique_storage(storage)?;
+        let storage = spare::unique(storage)?;
         release_autograd(autograd, holds_slot);
         *id = TensorId::next();
         Some((storage, layout))
