@@ -495,3 +495,35 @@ fn reading_what_backward_took_is_an_error_naming_it() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn a_pass_that_fails_writes_no_leaf_gradient() -> Result<()> {
+    crate::init();
+    let x = leaf(&[2.0], &[1]);
+    let a = (&x * &x)?;
+    ops::sum_all(&a)?.backward()?;
+    assert_eq!(grad_vec(&x), [4.0]);
+    x.zero_grad();
+    // `+ x` gives x a contribution before the pass reaches `a`'s mul, whose saved
+    // input the first pass released: the pass fails, and x's gradient is left as
+    // it was (a leaf gets its summed gradient only when the pass ends).
+    let err = ops::sum_all(&(&a + &x)?)?.backward().unwrap_err();
+    assert!(matches!(err, Error::GraphConsumed { op: "mul" }), "{err}");
+    assert!(x.grad().is_none(), "{:?}", x.grad());
+    Ok(())
+}
+
+#[test]
+fn a_leaf_gets_the_sum_of_a_pass_added_to_what_it_held() -> Result<()> {
+    crate::init();
+    // Two contributions in a pass, added to the gradient of an earlier pass as
+    // one sum (as PyTorch's AccumulateGrad adds its summed input): 3 + (c + c),
+    // where (3 + c) + c would lose both (each is under half of 3's last place).
+    let x = leaf(&[0.1], &[1]);
+    ops::sum_all(&(&x * 3.0)?)?.backward()?;
+    let c = 1.5e-16;
+    ops::sum_all(&((&x * c)? + (&x * c)?)?)?.backward()?;
+    assert_eq!(grad_vec(&x), [3.0 + (c + c)]);
+    assert_ne!(3.0 + (c + c), (3.0 + c) + c);
+    Ok(())
+}

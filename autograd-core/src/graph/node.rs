@@ -415,3 +415,35 @@ impl crate::op::InputShapes for SmallVec<[NodeInput; 2]> {
         SmallVec::len(self)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Result, Tensor};
+
+    /// A node recorded on a thread whose block of creation numbers is older than
+    /// the one its input's node was numbered from (another thread's, taken later)
+    /// is still numbered above that input, and backward runs through both.
+    #[test]
+    fn a_node_is_numbered_above_an_input_recorded_on_another_thread() -> Result<()> {
+        let w = Tensor::from_slice(&[3.0f64], [1])?.with_requires_grad(true);
+        // This thread's block is taken before the other thread's.
+        let square = (&w * &w)?;
+        let shared = w.clone();
+        let double = std::thread::spawn(move || &shared + &shared)
+            .join()
+            .expect("the recording thread")?;
+        let cube2 = (&double * &square)?;
+        let seq = |t: &Tensor| t.grad_fn().map(|n| n.sequence_number());
+        assert!(
+            seq(&cube2) > seq(&double),
+            "{:?} {:?}",
+            seq(&cube2),
+            seq(&double)
+        );
+        assert!(seq(&cube2) > seq(&square));
+        cube2.backward()?;
+        // d(2 w^3)/dw = 6 w^2.
+        assert_eq!(w.grad().unwrap().to_vec::<f64>()?, [54.0]);
+        Ok(())
+    }
+}
