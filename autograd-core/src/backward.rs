@@ -185,15 +185,15 @@ impl GradDestination for Capture {
 /// A contribution so takes no lock (the leaf's gradient is locked once per pass, not
 /// once per contribution: a recurrent loop of tiny ops paid two locked instructions
 /// per use of each weight), and a pass that fails writes no leaf's gradient.
-struct Hooked<'a> {
+struct LeafSums<'a> {
     dest: &'a mut dyn GradDestination,
     held: Vec<(Arc<GradSlot>, Option<Tensor>)>,
-    /// Position in `held` by slot, once `held` is longer than [`Hooked::SCAN`] (a
+    /// Position in `held` by slot, once `held` is longer than [`LeafSums::SCAN`] (a
     /// model's hundreds of parameters); shorter lists are searched.
     index: HashMap<*const GradSlot, usize>,
 }
 
-impl Hooked<'_> {
+impl LeafSums<'_> {
     /// Leaves searched for in order before `index` is used.
     const SCAN: usize = 32;
 
@@ -228,7 +228,7 @@ impl Hooked<'_> {
     }
 }
 
-impl GradDestination for Hooked<'_> {
+impl GradDestination for LeafSums<'_> {
     #[inline]
     fn leaf(&mut self, slot: &Arc<GradSlot>, grad: Tensor, create_graph: bool) -> Result<()> {
         match self.position(slot) {
@@ -702,7 +702,7 @@ fn run_unconverted(
     dest: &mut dyn GradDestination,
 ) -> Result<()> {
     grad_mode::with_backward_mode(opts.create_graph, || {
-        let mut dest = Hooked {
+        let mut dest = LeafSums {
             dest,
             held: Vec::new(),
             index: HashMap::new(),
@@ -767,7 +767,7 @@ fn drain<'r>(
     ready: &mut Queue<'r>,
     pass: Pass,
     opts: &BackwardOptions,
-    dest: &mut Hooked<'_>,
+    dest: &mut LeafSums<'_>,
 ) -> Result<()> {
     while let Some(Ready(node)) = ready.0.pop() {
         let step = {
@@ -816,7 +816,7 @@ struct Taken {
 }
 
 /// Runs one node's backward and returns one checked gradient per input.
-fn run_node(node: &Arc<Node>, opts: &BackwardOptions, dest: &mut Hooked<'_>) -> Result<Grads> {
+fn run_node(node: &Arc<Node>, opts: &BackwardOptions, dest: &mut LeafSums<'_>) -> Result<Grads> {
     let name = node.name();
     let Some(Taken {
         grad,

@@ -120,11 +120,9 @@ impl Tensor {
             a @ Autograd::Interior(_) => {
                 let node = a.node_arc().ok_or_else(|| no_grad_error("hook", self))?;
                 let id = node.with_extras(|e| e.hooks.push(hook));
-                node.weak_made
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok(HookHandle {
                     id,
-                    target: HookTarget::Node(Arc::downgrade(&node)),
+                    target: HookTarget::Node(crate::spare::downgrade(&node)),
                 })
             }
         }

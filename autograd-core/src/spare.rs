@@ -5,8 +5,8 @@
 //! ([`stock`]).
 
 use std::cell::RefCell;
-use std::sync::Arc;
 use std::sync::atomic::{Ordering, fence};
+use std::sync::{Arc, Weak};
 use std::thread::LocalKey;
 
 /// Blocks allocated together when a thread has no spare one. A chain recorded on
@@ -71,15 +71,25 @@ pub(crate) unsafe fn unique_mut<T>(arc: &mut Arc<T>) -> &mut T {
     unsafe { &mut *Arc::as_ptr(arc).cast_mut() }
 }
 
-/// A value that records whether a weak handle of it may exist: its flag is set
-/// before every `Arc::downgrade` of it, and cleared only by its only handle, when
-/// `Arc::get_mut` found no weak one left.
+/// A value that records whether a weak handle of it may exist: its flag is set by
+/// [`downgrade`], the only way its weak handles are made, and cleared only by its
+/// only handle, when `Arc::get_mut` found no weak one left.
 pub(crate) trait WeakMarked {
     /// Whether a weak handle of the value may exist.
     fn weak_made(&self) -> bool;
 
+    /// Sets the flag (see [`downgrade`]).
+    fn mark_weak(&self);
+
     /// Clears the flag: the caller holds the only handle and no weak one exists.
     fn clear_weak_made(&mut self);
+}
+
+/// A weak handle of the value behind `arc`, its flag set first (see [`unique`]):
+/// every weak handle of a `WeakMarked` value is made here.
+pub(crate) fn downgrade<T: WeakMarked>(arc: &Arc<T>) -> Weak<T> {
+    arc.mark_weak();
+    Arc::downgrade(arc)
 }
 
 /// `&mut` to the value behind `arc` when `arc` is its only handle, as
@@ -97,7 +107,7 @@ pub(crate) fn unique<T: WeakMarked>(arc: &mut Arc<T>) -> Option<&mut T> {
     fence(Ordering::Acquire);
     if !arc.weak_made() {
         // SAFETY: `arc` is the only strong handle, and no weak handle exists: one is
-        // made only from a strong handle, after its flag is set (`WeakMarked`), and
+        // made only from a strong handle, by `downgrade`, which sets the flag first, and
         // a holder of another strong handle that made one set the flag before
         // dropping that handle (seen through the fence above). No handle can be made
         // meanwhile: only `arc` exists, and the caller has it by `&mut`.

@@ -527,3 +527,24 @@ fn a_leaf_gets_the_sum_of_a_pass_added_to_what_it_held() -> Result<()> {
     assert_ne!(3.0 + (c + c), (3.0 + c) + c);
     Ok(())
 }
+
+#[test]
+fn many_leaves_each_get_the_sum_of_their_contributions() -> Result<()> {
+    crate::init();
+    // Past 32 leaves a pass finds a leaf's sum through a map: 40 leaves, each used
+    // three times, in an order that interleaves them.
+    let leaves: Vec<Tensor> = (0..40).map(|i| leaf(&[i as f64], &[1])).collect();
+    let mut loss = ops::sum_all(&(&leaves[0] * 0.0)?)?;
+    for k in 1..=3 {
+        for (i, x) in leaves.iter().enumerate() {
+            loss = (loss + ops::sum_all(&(x * (k * (i + 1)) as f64)?)?)?;
+        }
+    }
+    loss.backward()?;
+    for (i, x) in leaves.iter().enumerate() {
+        // (1 + 2 + 3) * (i + 1); leaf 0 also got the first term's 0.
+        let want = 6.0 * (i + 1) as f64;
+        assert_eq!(grad_vec(x), [want], "leaf {i}");
+    }
+    Ok(())
+}

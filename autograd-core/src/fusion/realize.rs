@@ -109,13 +109,7 @@ pub(super) fn read_together(storages: &[Arc<Storage>]) {
         return;
     }
     let group = Arc::new(Group(Mutex::new(
-        members
-            .iter()
-            .map(|s| {
-                s.set_weak_made();
-                Arc::downgrade(s)
-            })
-            .collect(),
+        members.iter().map(|s| crate::spare::downgrade(s)).collect(),
     )));
     for s in members {
         if let Some(d) = deferred(s) {

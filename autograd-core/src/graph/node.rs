@@ -192,7 +192,7 @@ pub(crate) struct Node {
     /// Creation order: a node's inputs always have smaller numbers, so visiting in
     /// decreasing order visits every node after all of its consumers. Unique
     /// process-wide and increasing on each thread; nodes recorded on different
-    /// threads are numbered from different blocks (see `next_seq`).
+    /// threads are numbered from different blocks (see `tensor::next_in_block`).
     pub(crate) seq: u64,
     pub(crate) entry: &'static OpEntry,
     /// The op value itself (its non-tensor parameters), which runs the backward.
@@ -214,8 +214,8 @@ pub(crate) struct Node {
     /// Whether the node has `extras` (set with them, under the lock): a backward
     /// through a node that saved nothing and has none takes no lock.
     pub(crate) has_extras: AtomicBool,
-    /// Set before a weak handle of the node is made (a gradient hook's handle);
-    /// see `spare::unique`.
+    /// Set as a weak handle of the node is made (`spare::downgrade`: a gradient
+    /// hook's handle); see `spare::unique`.
     pub(crate) weak_made: AtomicBool,
     /// Id of the one backward pass currently running through this node (0: none).
     pub(crate) claimed: AtomicU64,
@@ -224,6 +224,10 @@ pub(crate) struct Node {
 impl crate::spare::WeakMarked for Node {
     fn weak_made(&self) -> bool {
         self.weak_made.load(Ordering::Relaxed)
+    }
+
+    fn mark_weak(&self) {
+        self.weak_made.store(true, Ordering::Relaxed);
     }
 
     fn clear_weak_made(&mut self) {
@@ -281,35 +285,14 @@ impl Drop for Node {
     }
 }
 
-/// Creation numbers of nodes (see [`Node::seq`]), handed to threads in blocks of
-/// [`SEQ_BLOCK`], as tensor ids are: a recorded op takes no locked instruction for
-/// its number.
+/// Creation numbers of nodes (see [`Node::seq`]), handed to threads in blocks, as
+/// tensor ids are (`tensor::next_in_block`): a recorded op takes no locked
+/// instruction for its number.
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
-const SEQ_BLOCK: u64 = 1024;
 
 thread_local! {
     /// The rest of this thread's block of creation numbers: `(next, end)`.
     static SEQ: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
-}
-
-/// A creation number for a node whose input nodes' numbers are all below `floor`:
-/// unique process-wide, larger than `floor - 1`, and larger than every number this
-/// thread gave before. The next of this thread's block, unless the block is used
-/// up or an input came from a later block (another thread's): then a new block,
-/// which starts past every block handed out so far, the inputs' included.
-#[inline]
-fn next_seq(floor: u64) -> u64 {
-    let from_block = SEQ.try_with(|r| {
-        let (mut next, mut end) = r.get();
-        if next == end || floor > next {
-            next = NEXT_SEQ.fetch_add(SEQ_BLOCK, Ordering::Relaxed);
-            end = next + SEQ_BLOCK;
-        }
-        r.set((next + 1, end));
-        next
-    });
-    // During thread teardown the block is gone: take a single number.
-    from_block.unwrap_or_else(|_| NEXT_SEQ.fetch_add(1, Ordering::Relaxed))
 }
 
 /// What a released node holds in place of its op.
@@ -398,7 +381,7 @@ impl Node {
         state.saved_output = entry
             .saves_output
             .then(|| Box::new(SavedOutput::of(output)));
-        self.seq = next_seq(floor);
+        self.seq = crate::tensor::next_in_block(&NEXT_SEQ, &SEQ, floor);
     }
 }
 

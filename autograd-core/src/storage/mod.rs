@@ -41,8 +41,8 @@ pub struct Storage {
     dtype: DType,
     len: usize,
     bytes: AtomicUsize,
-    /// Set before a weak handle of the storage is made (a fused group's member:
-    /// `fusion::read_together`), cleared when `Arc::get_mut` finds none left (see
+    /// Set as a weak handle of the storage is made (`spare::downgrade`: a fused
+    /// group's member, `fusion::read_together`), cleared when `Arc::get_mut` finds none left (see
     /// `spare::unique`).
     weak_made: AtomicBool,
 }
@@ -136,6 +136,20 @@ macro_rules! with_backends {
     };
 }
 
+impl crate::spare::WeakMarked for Storage {
+    fn weak_made(&self) -> bool {
+        self.weak_made.load(Ordering::Relaxed)
+    }
+
+    fn mark_weak(&self) {
+        self.weak_made.store(true, Ordering::Relaxed);
+    }
+
+    fn clear_weak_made(&mut self) {
+        *self.weak_made.get_mut() = false;
+    }
+}
+
 impl Storage {
     pub(crate) fn new(data: StorageData, device: Device) -> Storage {
         let (dtype, len) = match &data {
@@ -184,22 +198,6 @@ impl Storage {
 
     fn like(&self, data: StorageData) -> Storage {
         Storage::new(data, self.device)
-    }
-
-    /// Whether a weak handle of this storage may exist (see `weak_made`).
-    #[inline]
-    pub(crate) fn weak_made(&self) -> bool {
-        self.weak_made.load(Ordering::Relaxed)
-    }
-
-    /// Marks that a weak handle of this storage is about to be made.
-    pub(crate) fn set_weak_made(&self) {
-        self.weak_made.store(true, Ordering::Relaxed);
-    }
-
-    /// Clears `weak_made`: the caller found no weak handle left (`Arc::get_mut`).
-    pub(crate) fn clear_weak_made(&mut self) {
-        *self.weak_made.get_mut() = false;
     }
 
     /// The device the buffer lives on.

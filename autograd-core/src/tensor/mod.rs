@@ -29,28 +29,44 @@ impl TensorId {
     /// op output costs no atomic read-modify-write; ids stay unique process-wide.
     #[inline]
     pub(crate) fn next() -> TensorId {
-        const BLOCK: u64 = 1024;
         static NEXT: AtomicU64 = AtomicU64::new(1);
         thread_local! {
             static RANGE: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
         }
-        let from_block = RANGE.try_with(|r| {
-            let (mut next, mut end) = r.get();
-            if next == end {
-                next = NEXT.fetch_add(BLOCK, Ordering::Relaxed);
-                end = next + BLOCK;
-            }
-            r.set((next + 1, end));
-            next
-        });
-        // During thread teardown the block is gone: take a single id.
-        TensorId(from_block.unwrap_or_else(|_| NEXT.fetch_add(1, Ordering::Relaxed)))
+        TensorId(next_in_block(&NEXT, &RANGE, 0))
     }
 
     /// The id as a number.
     pub fn as_u64(self) -> u64 {
         self.0
     }
+}
+
+/// The next number of a process-wide sequence (`counter`) that threads take in
+/// blocks of 1024 (the calling thread's rest of a block in `range`: `(next,
+/// end)`), so that a number costs no locked instruction: unique process-wide,
+/// larger than every number this thread took before, and at least `floor`. A new
+/// block is taken when the thread's is used up or `floor` is past its next number
+/// (a number from a later block, another thread's: every new block starts past
+/// every block handed out so far).
+#[inline]
+pub(crate) fn next_in_block(
+    counter: &'static AtomicU64,
+    range: &'static std::thread::LocalKey<Cell<(u64, u64)>>,
+    floor: u64,
+) -> u64 {
+    const BLOCK: u64 = 1024;
+    let from_block = range.try_with(|r| {
+        let (mut next, mut end) = r.get();
+        if next == end || floor > next {
+            next = counter.fetch_add(BLOCK, Ordering::Relaxed);
+            end = next + BLOCK;
+        }
+        r.set((next + 1, end));
+        next
+    });
+    // During thread teardown the block is gone: take a single number.
+    from_block.unwrap_or_else(|_| counter.fetch_add(1, Ordering::Relaxed))
 }
 
 impl fmt::Display for TensorId {
@@ -231,8 +247,8 @@ pub(crate) struct TensorInner {
     /// The leaf owning its gradient slot (see `GradSlot`; false for the copies of
     /// a leaf that nodes save: see [`Tensor::for_saving`]).
     pub(crate) holds_slot: bool,
-    /// Set before a weak handle of the tensor is made (`Tensor::downgrade`, the
-    /// saved copy `ParamCell` tracks), and cleared when `Arc::get_mut` finds none
+    /// Set as a weak handle of the tensor is made (`spare::downgrade`: by
+    /// `Tensor::downgrade`, and for the saved copy `ParamCell` tracks), and cleared when `Arc::get_mut` finds none
     /// left: while it is clear, one strong handle proves itself the only handle
     /// without `Arc::get_mut`'s locked instruction (see [`spare::unique`]).
     pub(crate) weak_made: AtomicBool,
@@ -243,18 +259,12 @@ impl spare::WeakMarked for TensorInner {
         self.weak_made.load(Ordering::Relaxed)
     }
 
+    fn mark_weak(&self) {
+        self.weak_made.store(true, Ordering::Relaxed);
+    }
+
     fn clear_weak_made(&mut self) {
         *self.weak_made.get_mut() = false;
-    }
-}
-
-impl spare::WeakMarked for Storage {
-    fn weak_made(&self) -> bool {
-        Storage::weak_made(self)
-    }
-
-    fn clear_weak_made(&mut self) {
-        Storage::clear_weak_made(self)
     }
 }
 
@@ -886,8 +896,7 @@ impl Tensor {
             return t;
         }
         let t = copy(buffer.storage.clone());
-        t.0.weak_made.store(true, Ordering::Relaxed);
-        buffer.saved = Arc::downgrade(&t.0);
+        buffer.saved = spare::downgrade(&t.0);
         t
     }
 
@@ -964,8 +973,7 @@ impl fmt::Debug for WeakTensor {
 impl Tensor {
     /// A reference to this tensor (every handle of it) that does not keep it alive.
     pub fn downgrade(&self) -> WeakTensor {
-        self.0.weak_made.store(true, Ordering::Relaxed);
-        WeakTensor(Arc::downgrade(&self.0))
+        WeakTensor(spare::downgrade(&self.0))
     }
 }
 
