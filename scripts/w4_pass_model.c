@@ -14,8 +14,8 @@
 //                    into a stack buffer and copied out (stream.rs's way);
 //   one loop         both steps in one loop over each block (aligned);
 //   floor            the workloads example's one-pass floor: 2x with plain stores.
-// All variants prefetch x two blocks ahead, as the library does above 8 MiB, and
-// check that they give the same sums and results.
+// The pass variants prefetch x two blocks ahead, as the library does above 8 MiB;
+// the program checks that they give the same sums and results.
 //
 // build: gcc -O3 -mavx2 -mfma -o /tmp/w4_pass_model scripts/w4_pass_model.c
 // run:   /tmp/w4_pass_model [REPS]   (medians of REPS passes each, default 200)

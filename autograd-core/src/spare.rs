@@ -5,7 +5,7 @@
 //! ([`stock`]).
 
 use std::cell::RefCell;
-use std::sync::atomic::{Ordering, fence};
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::sync::{Arc, Weak};
 use std::thread::LocalKey;
 
@@ -71,24 +71,19 @@ pub(crate) unsafe fn unique_mut<T>(arc: &mut Arc<T>) -> &mut T {
     unsafe { &mut *Arc::as_ptr(arc).cast_mut() }
 }
 
-/// A value that records whether a weak handle of it may exist: its flag is set by
-/// [`downgrade`], the only way its weak handles are made, and cleared only by its
-/// only handle, when `Arc::get_mut` found no weak one left.
+/// A value that records whether a weak handle of it may exist, in the flag
+/// `weak_flag` returns: set by [`downgrade`], the only way its weak handles are
+/// made, and cleared only by its only handle, when `Arc::get_mut` found no weak
+/// one left ([`unique`]).
 pub(crate) trait WeakMarked {
-    /// Whether a weak handle of the value may exist.
-    fn weak_made(&self) -> bool;
-
-    /// Sets the flag (see [`downgrade`]).
-    fn mark_weak(&self);
-
-    /// Clears the flag: the caller holds the only handle and no weak one exists.
-    fn clear_weak_made(&mut self);
+    /// The value's flag: whether a weak handle of it may exist.
+    fn weak_flag(&self) -> &AtomicBool;
 }
 
 /// A weak handle of the value behind `arc`, its flag set first (see [`unique`]):
 /// every weak handle of a `WeakMarked` value is made here.
 pub(crate) fn downgrade<T: WeakMarked>(arc: &Arc<T>) -> Weak<T> {
-    arc.mark_weak();
+    arc.weak_flag().store(true, Ordering::Relaxed);
     Arc::downgrade(arc)
 }
 
@@ -105,7 +100,7 @@ pub(crate) fn unique<T: WeakMarked>(arc: &mut Arc<T>) -> Option<&mut T> {
     // Pairs with the `Release` of the other handles' drops: what their holders did
     // (a weak handle made included) comes before what follows.
     fence(Ordering::Acquire);
-    if !arc.weak_made() {
+    if !arc.weak_flag().load(Ordering::Relaxed) {
         // SAFETY: `arc` is the only strong handle, and no weak handle exists: one is
         // made only from a strong handle, by `downgrade`, which sets the flag first, and
         // a holder of another strong handle that made one set the flag before
@@ -115,6 +110,6 @@ pub(crate) fn unique<T: WeakMarked>(arc: &mut Arc<T>) -> Option<&mut T> {
     }
     let value = Arc::get_mut(arc)?;
     // No weak handle is left, and only `arc` could make a new one.
-    value.clear_weak_made();
+    value.weak_flag().store(false, Ordering::Relaxed);
     Some(value)
 }

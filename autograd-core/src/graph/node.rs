@@ -222,16 +222,8 @@ pub(crate) struct Node {
 }
 
 impl crate::spare::WeakMarked for Node {
-    fn weak_made(&self) -> bool {
-        self.weak_made.load(Ordering::Relaxed)
-    }
-
-    fn mark_weak(&self) {
-        self.weak_made.store(true, Ordering::Relaxed);
-    }
-
-    fn clear_weak_made(&mut self) {
-        *self.weak_made.get_mut() = false;
+    fn weak_flag(&self) -> &AtomicBool {
+        &self.weak_made
     }
 }
 

@@ -137,16 +137,8 @@ macro_rules! with_backends {
 }
 
 impl crate::spare::WeakMarked for Storage {
-    fn weak_made(&self) -> bool {
-        self.weak_made.load(Ordering::Relaxed)
-    }
-
-    fn mark_weak(&self) {
-        self.weak_made.store(true, Ordering::Relaxed);
-    }
-
-    fn clear_weak_made(&mut self) {
-        *self.weak_made.get_mut() = false;
+    fn weak_flag(&self) -> &AtomicBool {
+        &self.weak_made
     }
 }
 

@@ -255,16 +255,8 @@ pub(crate) struct TensorInner {
 }
 
 impl spare::WeakMarked for TensorInner {
-    fn weak_made(&self) -> bool {
-        self.weak_made.load(Ordering::Relaxed)
-    }
-
-    fn mark_weak(&self) {
-        self.weak_made.store(true, Ordering::Relaxed);
-    }
-
-    fn clear_weak_made(&mut self) {
-        *self.weak_made.get_mut() = false;
+    fn weak_flag(&self) -> &AtomicBool {
+        &self.weak_made
     }
 }
 
